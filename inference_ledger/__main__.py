@@ -1,0 +1,3 @@
+from inference_ledger.cli import run
+
+run()

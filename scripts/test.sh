@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The project's test command (README and .ci/run call exactly this).
+# Installs what the suite needs on a fresh machine, then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v soffice >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
+    echo "test.sh: installing LibreOffice Calc (headless) and poppler-utils with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends libreoffice-calc-nogui poppler-utils >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+exec python3 -m pytest "$@"

@@ -1,0 +1,45 @@
+"""The dual numeric/Excel evaluation that keeps one definition per formula."""
+
+import numpy as np
+import pytest
+
+from udfs import ledger as L
+from udfs.expr import HardCodedConstant, Sym, ceil, floor, maximum, where, ge
+
+
+def S(*names):
+    return [Sym(n) for n in names]
+
+
+def test_kv_bytes_renders_with_named_constant():
+    f = L.kv_bytes(*S("L", "K", "H", "S", "b")).formula()
+    assert f == "=KV_FACTOR*L*K*H*S*b"
+
+
+def test_literal_constants_are_refused():
+    with pytest.raises(HardCodedConstant):
+        L.kv_bytes(*S("L", "K", "H", "S"))  # default bytes_per=2 would be a bare 2
+
+
+def test_precedence_parenthesises_only_where_needed():
+    a, b, c = S("a", "b", "c")
+    assert (a - (b - c)).text == "a-(b-c)"
+    assert ((a - b) - c).text == "a-b-c"
+    assert (a / (b * c)).text == "a/(b*c)"
+    assert ((a + b) * c).text == "(a+b)*c"
+    assert (a ** (b ** c)).text == "a^(b^c)"
+    assert (-(a + b)).text == "-(a+b)"
+
+
+def test_rounding_snaps_float_noise_like_excel():
+    assert ceil(2.0000000000000004) == 2
+    assert floor(2.9999999999999996) == 3
+    assert ceil(2.1) == 3 and floor(2.9) == 2
+    np.testing.assert_array_equal(ceil(np.array([0.5, 2.0000000000000004])), [1, 2])
+
+
+def test_helpers_work_on_arrays_and_scalars():
+    assert maximum(1, 3, 2) == 3
+    np.testing.assert_array_equal(maximum(np.array([1.0, 5.0]), 2), [2, 5])
+    assert where(ge(3, 2), 10, 20) == 10
+    np.testing.assert_array_equal(where(ge(np.array([1, 3]), 2), 10, 20), [20, 10])

@@ -1,0 +1,116 @@
+"""Every argument the ledger takes: its meaning, unit, default and allowed range.
+
+One table serves every adapter: the Excel functions' argument docs and cell errors,
+the CLI's --help and one-line errors, and the workbook's data validation and input
+messages.  Ranges are generous but finite: a 10^20-parameter model is a typo.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+
+class LedgerInputError(ValueError):
+    """A bad argument; the message names it and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    doc: str
+    unit: str
+    lo: float
+    hi: float
+    lo_inclusive: bool = True
+    integer: bool = False
+    default: Optional[float] = None
+
+    def allowed(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        op = ">=" if self.lo_inclusive else ">"
+        return f"{kind} {op} {_fmt(self.lo)} and <= {_fmt(self.hi)}"
+
+    def check(self, value: Any) -> float:
+        """Validate one scalar; return it as float or raise LedgerInputError."""
+        if isinstance(value, bool) or value is None:
+            raise LedgerInputError(f"{self.name} must be {self.allowed()} (got {value!r})")
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise LedgerInputError(
+                f"{self.name} must be {self.allowed()} (got text {value!r})"
+            ) from None
+        if math.isnan(v):
+            raise LedgerInputError(f"{self.name} must be {self.allowed()} (got NaN)")
+        bad_lo = v < self.lo or (v == self.lo and not self.lo_inclusive)
+        if bad_lo or v > self.hi:
+            raise LedgerInputError(f"{self.name} must be {self.allowed()} (got {_fmt(v)})")
+        if self.integer and v != int(v):
+            raise LedgerInputError(f"{self.name} must be {self.allowed()} (got {_fmt(v)})")
+        return v
+
+
+def _fmt(v: float) -> str:
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:g}"
+
+
+def _a(name, doc, unit, lo, hi, lo_inclusive=True, integer=False, default=None):
+    return Arg(name, doc, unit, lo, hi, lo_inclusive, integer, default)
+
+
+_LIST = [
+    # model shape
+    _a("num_params", "Total parameters (all experts of a MoE): what memory holds", "params", 0, 1e14, False),
+    _a("active_params", "Parameters used per token (MoE: routed experts only); drives FLOPs and bytes read. Blank = num_params", "params", 0, 1e14, False),
+    _a("num_layers", "Transformer layers (num_hidden_layers)", "layers", 1, 10000, integer=True),
+    _a("kv_heads", "KV heads per layer (num_key_value_heads; GQA < attention heads)", "heads", 1, 4096, integer=True),
+    _a("head_dim", "Dimension of one attention head", "elements", 1, 65536, integer=True),
+    _a("kv_lora_rank", "MLA compressed KV latent width (DeepSeek kv_lora_rank)", "elements", 0, 1e6, integer=True),
+    _a("qk_rope_head_dim", "MLA decoupled RoPE key width, cached beside the latent", "elements", 0, 1e6, integer=True),
+    _a("sliding_layers", "Layers with sliding-window attention (their KV is capped at the window)", "layers", 0, 10000, integer=True, default=0),
+    _a("window", "Sliding-window length", "tokens", 0, 1e9, integer=True, default=0),
+    # precision
+    _a("bytes_per", "Bytes per element (BF16/FP16 2, FP8/INT8 1, INT4 0.5)", "B", 0, 16, False, default=2),
+    _a("weight_bytes", "Bytes per weight of the quantized linear layers", "B/param", 0, 16, False, default=2),
+    _a("kv_bytes", "Bytes per KV-cache element (BF16 2, FP8 1, INT4 0.5)", "B", 0, 16, False, default=2),
+    _a("bits", "Bits per element of the format", "bit", 0, 128, False),
+    _a("group_size", "Elements sharing one scale (1 = no group scale)", "elements", 1, 1e9, integer=True, default=1),
+    _a("scale_bits", "Bits of each group scale (0 = none)", "bit", 0, 128, default=0),
+    # workload
+    _a("seq_len", "Sequence length held in the KV cache", "tokens", 0, 1e9, integer=True),
+    _a("context", "Tokens of context per sequence (prompt + generated)", "tokens", 0, 1e9, integer=True),
+    _a("input_tokens", "Prompt tokens per request (S)", "tokens", 0, 1e9, integer=True),
+    _a("output_tokens", "Generated tokens per request (T)", "tokens", 0, 1e9, integer=True),
+    _a("concurrency", "Sequences decoding at the same time (peak batch)", "sequences", 0, 1e7, integer=True, default=1),
+    _a("batch", "Sequences in one decode step", "sequences", 0, 1e7, integer=True, default=1),
+    # hardware
+    _a("hbm_bw", "HBM bandwidth of one GPU", "B/s", 0, 1e15, False),
+    _a("peak_flops", "Dense peak FLOP/s of one GPU at the compute dtype (not the sparse headline)", "FLOP/s", 0, 1e18, False),
+    _a("gpu_memory_bytes", "GPU memory as the runtime sees it (an 80 GB H100 is 79.19 GiB)", "B", 0, 1e13, False),
+    _a("gpu_memory_utilization", "Fraction of GPU memory the engine may use (vLLM default 0.9)", "fraction", 0, 1, False, default=0.9),
+    _a("tp", "Tensor-parallel degree (GPUs one model copy is split across)", "GPUs", 1, 1024, integer=True, default=1),
+    _a("num_gpus", "GPUs", "GPUs", 1, 1e6, integer=True, default=1),
+    _a("efficiency", "Achieved fraction of the peak (model FLOP/s or bandwidth utilisation)", "fraction", 0, 1, False, default=0.5),
+    # generic ledger quantities
+    _a("weights_bytes", "Weight bytes", "B", 0, 1e15),
+    _a("kv_bytes_per_token", "KV-cache bytes per token (all layers)", "B/token", 0, 1e12),
+    _a("workspace_bytes", "Activation/workspace bytes", "B", 0, 1e13, default=0),
+    _a("total_bytes", "Bytes to place", "B", 0, 1e16),
+    _a("flops", "Floating-point operations", "FLOP", 0, 1e30),
+    _a("bytes_moved", "Bytes read from HBM", "B", 0, 1e16),
+    _a("seconds", "Time", "s", 0, 1e9, False),
+    _a("tokens_per_second", "Output tokens per second", "tokens/s", 0, 1e12, False),
+    # money and load
+    _a("price_per_gpu_hour", "Price of one GPU for one hour", "$/GPU-h", 0, 1e6),
+    _a("requests_per_day", "Forecast requests per day", "requests/day", 0, 1e12, default=0),
+]
+
+ARGS: dict[str, Arg] = {a.name: a for a in _LIST}
+
+
+def check(name: str, value: Any) -> float:
+    return ARGS[name].check(value)
