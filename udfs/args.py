@@ -65,7 +65,7 @@ def _a(name, doc, unit, lo, hi, lo_inclusive=True, integer=False, default=None):
 _LIST = [
     # model shape
     _a("num_params", "Total parameters (all experts of a MoE): what memory holds", "params", 0, 1e14, False),
-    _a("active_params", "Parameters used per token (MoE: routed experts only); drives FLOPs and bytes read. Blank = num_params", "params", 0, 1e14, False),
+    _a("active_params", "Parameters used per token (MoE: routed experts only); drives FLOPs and bytes read", "params", 0, 1e14, False),
     _a("num_layers", "Transformer layers (num_hidden_layers)", "layers", 1, 10000, integer=True),
     _a("kv_heads", "KV heads per layer (num_key_value_heads; GQA < attention heads)", "heads", 1, 4096, integer=True),
     _a("head_dim", "Dimension of one attention head", "elements", 1, 65536, integer=True),
@@ -107,6 +107,34 @@ _LIST = [
     # money and load
     _a("price_per_gpu_hour", "Price of one GPU for one hour", "$/GPU-h", 0, 1e6),
     _a("requests_per_day", "Forecast requests per day", "requests/day", 0, 1e12, default=0),
+    _a("qps", "Requests per second (load the service must sustain)", "requests/s", 0, 1e9, False),
+    # what-if and inverses (udfs.whatif)
+    _a("ttft_seconds", "Time to first token (prefill)", "s", 0, 1e6),
+    _a("tpot_target", "Time per output token the service promises", "s", 0, 1e6, False),
+    _a("flops_per_sequence", "Decode FLOPs one sequence adds to a step on one GPU (2 x active params / TP)", "FLOP", 0, 1e18, False),
+    _a("kv_budget_bytes", "Bytes one GPU has for KV after weights and workspace (negative = weights do not fit)", "B", -1e16, 1e16),
+    _a("kv_peak_bytes", "KV-cache bytes of the whole load: KV per sequence x concurrency", "B", 0, 1e16),
+    _a("fit_bytes_per_gpu", "Bytes one GPU offers for weights and KV: usable memory - workspace", "B", 0, 1e13, False),
+    _a("kv_max_shards", "Most ways the KV cache splits: the KV heads (GQA), 1 for an MLA latent", "x", 1, 1e6, integer=True),
+    # further ledger-function arguments (the Excel functions document every argument from here)
+    _a("quantized_params", "Parameters stored in the quantized format (the linear layers)", "params", 0, 1e14),
+    _a("unquantized_bytes", "Bytes per parameter of the modules left unquantized (embeddings, norms, routers)", "B/param", 0, 16, False, default=2),
+    _a("mla_latent_dim", "MLA cached width per layer: kv_lora_rank + qk_rope_head_dim (0 = no MLA)", "elements", 0, 1e6, integer=True, default=0),
+    _a("kv_bytes_per_sequence", "KV-cache bytes of one sequence at its context", "B", 0, 1e15),
+    _a("weights_bytes_per_gpu", "Weight bytes on one GPU (weights / TP)", "B", 0, 1e15),
+    _a("workspace_bytes_per_gpu", "Activation/workspace bytes on one GPU", "B", 0, 1e13),
+    _a("kv_bytes_per_token_per_gpu", "KV-cache bytes per token on one GPU (per token / KV shards)", "B/token", 0, 1e12, False),
+    _a("kv_capacity_tokens", "KV tokens that fit on one GPU", "tokens", 0, 1e15),
+    _a("bytes_per_param", "Bytes per weight read in decode", "B/param", 0, 16, False, default=2),
+    _a("weights_read_bytes", "Weight bytes one decode step reads (active parameters x bytes)", "B", 0, 1e15),
+    _a("kv_sequence_bytes", "KV-cache bytes one sequence reads per decode step", "B", 0, 1e15),
+    _a("bw_efficiency", "Achieved fraction of HBM bandwidth (1 = the roofline floor)", "fraction", 0, 1, False, default=1),
+    _a("compute_efficiency", "Achieved fraction of dense peak FLOP/s (1 = the roofline floor)", "fraction", 0, 1, False, default=1),
+    _a("tpot_seconds", "Time per output token (one decode step)", "s", 0, 1e6, False),
+    _a("required_tokens_per_second", "Output tokens per second the load needs", "tokens/s", 0, 1e12),
+    _a("tokens_per_second_per_replica", "Output tokens per second one model copy delivers", "tokens/s", 0, 1e12, False),
+    _a("total_bytes_per_gpu", "Bytes one GPU must hold", "B", 0, 1e16),
+    _a("usable_bytes_per_gpu", "Bytes one GPU may use", "B", 0, 1e13),
 ]
 
 ARGS: dict[str, Arg] = {a.name: a for a in _LIST}

@@ -19,7 +19,7 @@ drops the K/V factor 2 of its own formula; the values here are the formula's:
 
 from __future__ import annotations
 
-from .expr import ceil, floor, ge, le, log, maximum, minimum, where
+from .expr import ceil, floor, ge, gt, le, log, maximum, minimum, where
 from .units import (
     BITS_PER_BYTE,
     DAYS_PER_MONTH,
@@ -153,10 +153,11 @@ def gpus_needed(total_bytes, gpu_memory_bytes, gpu_memory_utilization=0.9, works
 
     Each GPU offers memory x utilization - its own workspace.  A result above what the
     free memory allows is still a power of two: 3 GPUs' worth needs TP 4.
+    Returns 0 when the workspace alone fills a GPU's usable memory: no count fits.
     """
     per_gpu = usable_bytes(gpu_memory_bytes, gpu_memory_utilization) - workspace_bytes
     raw = maximum(total_bytes / per_gpu, 1)
-    return TP_BASE ** ceil(log(raw, TP_BASE))
+    return where(gt(per_gpu, 0), TP_BASE ** ceil(log(raw, TP_BASE)), 0)
 
 
 def per_gpu(total, shards):
