@@ -1,0 +1,73 @@
+"""`inference-ledger models` and `inference-ledger gpus`: the catalogs, one line each.
+
+Each line gives the id (what --model/--gpu take), the name, the facts a plan uses, with
+units, and where they come from.  ``--json`` prints every field in base units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import click
+
+from udfs import catalog
+from udfs.units import BYTES_PER_GIB
+
+TERA = 1e12
+
+
+def _first_source(text: str) -> str:
+    parts = [p.strip() for p in text.split(";") if p.strip()]
+    return parts[0] + (f" (+{len(parts) - 1} more)" if len(parts) > 1 else "") if parts else "no source"
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e9:,.2f}B"
+
+
+def model_line(m: catalog.Model) -> str:
+    """id, name and the plan's facts about one model, with units and its config's provenance."""
+    params = f"{_count(m.num_params)} params"
+    if m.num_experts:
+        params += f" ({_count(m.active_params)} active; {m.num_experts} experts, {m.experts_per_token} per token)"
+    attn = (f"MLA latent {m.mla_latent_dim}" if m.mla_latent_dim
+            else f"{m.kv_heads} KV heads x {m.head_dim}")
+    window = f", {m.sliding_layers} layers windowed at {m.window:,}" if m.sliding_layers else ""
+    kv = catalog.model_spec(m.id, "kv_bytes_per_token")
+    origin = f"{m.provenance + ' ' if m.provenance else ''}{m.source}"
+    return (f"{m.id:<16} {m.name:<20} {params}, {m.num_layers} layers, {attn}{window}, "
+            f"KV {kv:,.0f} B/token (BF16), {m.weight_dtype}, context {m.max_position_embeddings:,} tokens  [{origin}]")
+
+
+def gpu_line(g: catalog.Gpu) -> str:
+    """id, name, memory (GB marketed and GiB at runtime), bandwidth, dense FLOP/s, power, price, source."""
+    flops = f"BF16 {g.bf16_flops / TERA:,.0f}"
+    for label, v in (("FP8", g.fp8_flops), ("FP4", g.fp4_flops)):
+        if v:
+            flops += f" / {label} {v / TERA:,.0f}"
+    tdp = f", {g.tdp_w:,.0f} W" if g.tdp_w else ""
+    price = (f", ${g.price_per_gpu_hour:,.2f}/GPU-h ({'placeholder' if 'placeholder' in g.price_source else g.price_date})"
+             if g.price_per_gpu_hour is not None else "")
+    return (f"{g.id:<10} {g.name:<34} {g.memory_bytes / 1e9:,.0f} GB ({g.memory_runtime_bytes / BYTES_PER_GIB:,.2f} GiB "
+            f"runtime), {g.hbm_bw / TERA:,.3g} TB/s, {flops} TFLOP/s dense{tdp}{price}  [{_first_source(g.source)}]")
+
+
+def _dump(items) -> str:
+    return json.dumps([dataclasses.asdict(x) for x in items], indent=2)
+
+
+@click.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Every field of every model, as JSON (counts in parameters).")
+def models_cmd(as_json: bool) -> None:
+    """The model catalog, one line each (udfs/data/models/: drop a config.json there to add one)."""
+    models = catalog.load_models()
+    click.echo(_dump(models) if as_json else "\n".join(model_line(m) for m in models))
+
+
+@click.command("gpus")
+@click.option("--json", "as_json", is_flag=True, help="Every field of every GPU, as JSON (base units).")
+def gpus_cmd(as_json: bool) -> None:
+    """The GPU catalog, one line each (udfs/data/gpus.csv: edit prices or append rows there)."""
+    gpus = catalog.load_gpus()
+    click.echo(_dump(gpus) if as_json else "\n".join(gpu_line(g) for g in gpus))

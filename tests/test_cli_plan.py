@@ -1,0 +1,163 @@
+"""`inference-ledger plan`, `models`, `gpus` through the real entry point (inference_ledger.cli.run)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inference_ledger.cli import run
+from udfs import report
+from udfs.catalog import MODELS_DIR, load_gpus, load_models, plan_inputs
+from udfs.plan import INPUTS, evaluate
+from inference_ledger.commands.plan import option_name
+
+STABLE_KEYS = ("weights_bytes", "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu",
+               "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu", "gpu_memory_bytes", "fits",
+               "gpus_needed", "kv_capacity_tokens", "max_concurrency", "flops_request", "prefill_seconds",
+               "tpot_floor_seconds", "tpot_seconds", "tokens_per_second_per_gpu", "cost_per_million_output_tokens")
+GIB = 2**30
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        run(list(argv))
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def plan_json(capsys, *argv: str) -> dict:
+    code, out, err = cli(capsys, "plan", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_plan_by_name_json(capsys):
+    d = plan_json(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--context", "4096",
+                  "--concurrency", "16")
+    for k in STABLE_KEYS:
+        assert k in d, k
+    # catalog facts and the ledger figures they drive, by hand
+    n = 70_553_706_496
+    assert (d["model"], d["gpu"], d["weight_dtype"], d["kv_dtype"]) == ("llama-3.1-70b", "h100-sxm", "bf16", "bf16")
+    assert d["weights_bytes"] == 2 * n and d["weights_bytes_per_gpu"] == 2 * n / 4
+    assert d["kv_bytes_per_token"] == 327_680 and d["kv_bytes_per_token_per_gpu"] == 81_920
+    assert (d["input_tokens"], d["output_tokens"]) == (4096 - 512, 512)
+    assert d["kv_bytes_per_gpu"] == 81_920 * 4096 * 16
+    assert d["gpu_memory_bytes"] == 85_026_930_688 and d["hbm_bw"] == 3.35e12 and d["price_per_gpu_hour"] == 3.78
+    assert d["total_bytes_per_gpu"] == 2 * n / 4 + 81_920 * 4096 * 16 + d["workspace_bytes_per_gpu"]
+    assert d["fits"] is True and d["gpus_needed"] == 4
+    assert d["max_concurrency"] == d["kv_capacity_tokens"] // 4096
+    assert d["flops_request"] == 2 * n * 4096
+    assert d["prefill_seconds"] == pytest.approx(2 * n * 3584 / (989e12 * 0.5 * 4))
+    assert d["tpot_floor_seconds"] == pytest.approx((2 * n / 4 + 81_920 * 4096 * 16) / 3.35e12)  # bandwidth-bound
+    assert d["tokens_per_second_per_gpu"] == pytest.approx(16 / d["tpot_seconds"] / 4)
+    assert d["cost_per_million_output_tokens"] == pytest.approx(3.78 * 4 / (16 / d["tpot_seconds"] * 3600) * 1e6)
+    assert d["units"]["weights_bytes"] == "B" and d["units"]["tpot_seconds"] == "s"
+    # the command is the library: same numbers as evaluate(plan_inputs(...)) through plan_json
+    ref = report.plan_json(evaluate(plan_inputs("llama-3.1-70b", "h100-sxm", tp=4, concurrency=16, input_tokens=3584)),
+                           model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="bf16", kv_dtype="bf16")
+    assert d == json.loads(json.dumps(ref))
+
+
+def test_plan_config_fp8_json(capsys, tmp_path):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_bytes((MODELS_DIR / "llama-3.1-70b.json").read_bytes())
+    d = plan_json(capsys, "--config", str(cfg), "--gpu", "h100-sxm", "--tp", "2", "--weight-dtype", "fp8",
+                  "--kv-dtype", "fp8", "--gpu-memory-utilization", "0.95")
+    q = 80 * (8192 * 8192 * 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672)
+    assert d["model"] == "cfg" and d["weight_dtype"] == "fp8"
+    assert d["weights_bytes"] == q + (70_553_706_496 - q) * 2
+    assert d["kv_bytes_per_token"] == 327_680 / 2 and d["peak_flops"] == 1979e12
+    assert d["gpu_memory_utilization"] == 0.95
+
+
+def test_explicit_numbers_with_units(capsys):
+    d = plan_json(capsys, "--params", "70B", "--layers", "80", "--kv-heads", "8", "--head-dim", "128",
+                  "--gpu-memory", "80GB", "--hbm-bw", "3.35TB/s", "--peak-flops", "989TFLOPS", "--tp", "4",
+                  "--price-per-gpu-hour", "2", "--input-tokens", "1024", "--output-tokens", "512")
+    assert d["model"] is None and d["gpu"] is None
+    assert d["num_params"] == d["active_params"] == 70e9  # a plain size is all active
+    assert d["weights_bytes"] == 140e9 and d["gpu_memory_bytes"] == 80e9
+    assert d["hbm_bw"] == 3.35e12 and d["peak_flops"] == 989e12
+    assert d["flops_request"] == 2.1504e14  # the seed's (70e9, 1024, 512)
+    assert plan_json(capsys, "--gpu-memory", "79.1875GiB")["gpu_memory_bytes"] == 85_026_930_688
+
+
+def test_explicit_numbers_override_the_catalog(capsys):
+    d = plan_json(capsys, "--model", "qwen2.5-7b", "--gpu", "h100-sxm", "--hbm-bw", "4e12", "--kv-heads", "8",
+                  "--price-per-gpu-hour", "1.5")
+    assert d["hbm_bw"] == 4e12 and d["kv_bytes_per_token"] == 2 * 28 * 8 * 128 * 2 and d["price_per_gpu_hour"] == 1.5
+
+
+def test_table_has_ledgers_and_labelled_units(capsys):
+    code, out, err = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "H100", "--tp", "4")
+    assert code == 0, err
+    for section in ("[memory ledger]", "[compute ledger]", "[bandwidth ledger]", "[cost ledger]", "[fit ledger]"):
+        assert section in out
+    assert "Llama-3.1-70B on 4 x NVIDIA H100 SXM5 80GB" in out
+    assert "141.11 GB (131.42 GiB)" in out  # weights: 141,107,412,992 B
+    assert "327,680 B/token" in out and " ms " in out and "TFLOP" in out
+
+
+def test_help_lists_every_input(capsys):
+    code, out, _ = cli(capsys, "plan", "--help")
+    assert code == 0
+    flat = " ".join(out.split())
+    for i in INPUTS:
+        assert option_name(i) in flat, i.name
+    assert "--model" in flat and "--config" in flat and "--json" in flat
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (("plan", "--bogus"), "No such option"),
+    (("plan", "--tp", "0"), "tp must be"),
+    (("plan", "--gpu-memory", "80XB"), "not a number in B"),
+    (("plan", "--model", "llama-3.1-8b", "--config", str(MODELS_DIR / "llama-3.1-8b.json")), "not both"),
+    (("plan", "--config", "no-such-config.json"), "no-such-config.json"),
+    (("plan", "--context", "100", "--output-tokens", "512"), "must exceed"),
+    (("plan", "--context", "4096", "--input-tokens", "100"), "not both"),
+])
+def test_usage_errors_exit_2_one_line(capsys, argv, needle):
+    code, out, err = cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("inference-ledger: error:") and needle in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (("plan", "--gpu", "h10"), "unknown GPU 'h10': did you mean h100-sxm"),
+    (("plan", "--model", "llama-3.1-7b"), "did you mean llama-3.1-70b"),
+    (("plan", "--weight-dtype", "fp9"), "did you mean fp8"),
+])
+def test_unknown_ids_exit_1_with_suggestions(capsys, argv, needle):
+    code, _, err = cli(capsys, *argv)
+    assert code == 1 and err.count("\n") == 1 and needle in err
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("", "empty"),
+    ("{not json", "not JSON"),
+    ('{"hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 32000}', "missing field 'num_hidden_layers'"),
+    ('{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 8,'
+     ' "quantization_config": {"quant_method": "hqq"}}', "unsupported quantization_config.quant_method 'hqq'"),
+])
+def test_bad_config_one_line(capsys, tmp_path, content, needle):
+    p = tmp_path / "config.json"
+    p.write_text(content)
+    code, _, err = cli(capsys, "plan", "--config", str(p))
+    assert code == 1 and err.count("\n") == 1 and needle in err
+
+
+def test_models_and_gpus_one_line_each(capsys):
+    code, out, _ = cli(capsys, "models")
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == len(load_models())
+    line = next(l for l in lines if l.startswith("llama-3.1-70b "))
+    assert "70.55B params" in line and "KV 327,680 B/token" in line and "verbatim" in line
+    code, out, _ = cli(capsys, "gpus")
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == len(load_gpus())
+    line = next(l for l in lines if l.startswith("h100-sxm "))
+    assert "80 GB (79.19 GiB runtime)" in line and "3.35 TB/s" in line and "BF16 989 / FP8 1,979 TFLOP/s dense" in line
+    code, out, _ = cli(capsys, "gpus", "--json")
+    assert json.loads(out)[0]["id"] == "a100-40gb"

@@ -1,0 +1,127 @@
+"""A plan as people read it (a table with human units) and as scripts read it (JSON).
+
+Both take the dict :func:`udfs.plan.evaluate` returns.  The table groups the lines by
+ledger (memory, compute, bandwidth, cost, fit) after the inputs, and prints bytes in GB
+(1e9) and GiB (2**30), both labelled, times in ms, FLOPs in TFLOP.  The JSON is flat,
+snake_case, in base units: every plan input and every plan line under its own name,
+1/0 lines as true/false, plus the catalog ids it was built from and a ``units`` map.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Optional
+
+from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
+from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
+
+LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit")
+INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target")
+TERA, MEGA = 1e12, 1e6
+KIB, MIB = 2**10, 2**20
+
+
+def unit_of(name: str) -> str:
+    q = LINE_BY_NAME.get(name) or INPUT_BY_NAME.get(name)
+    return q.unit if q is not None else ""
+
+
+def _num(v: Any) -> Optional[float]:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _json_value(name: str, v: Any) -> Any:
+    x = _num(v)
+    if x is None:
+        return None
+    if unit_of(name) == "1/0":
+        return bool(x)
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,
+              weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
+    """The stable JSON of a plan: base units, snake_case keys, every input and line.
+
+    ``fits`` and the other 1/0 lines are booleans; whole numbers are integers; a value
+    that cannot be computed (e.g. a division by zero throughput) is null.
+    """
+    out: dict[str, Any] = {"model": model, "gpu": gpu, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
+    for q in (*INPUTS, *LINES):
+        if q.name in values:
+            out[q.name] = _json_value(q.name, values[q.name])
+    out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
+    return out
+
+
+def _money(x: float) -> str:
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}" if abs(x) >= 1 else f"${x:.4g}"
+
+
+def human(v: Any, unit: str) -> str:
+    """One value in human units, labelled (GB = 1e9 B and GiB = 2**30 B side by side)."""
+    x = _num(v)
+    if x is None:
+        return "n/a"
+    if unit == "B":
+        if abs(x) < MEGA:
+            return f"{x:,.0f} B"
+        if abs(x) < BYTES_PER_GB:
+            return f"{x / MEGA:,.1f} MB ({x / MIB:,.1f} MiB)"
+        return f"{x / BYTES_PER_GB:,.2f} GB ({x / BYTES_PER_GIB:,.2f} GiB)"
+    if unit == "B/token":
+        return f"{x:,.0f} B/token ({x / KIB:,.1f} KiB)"
+    if unit == "B/param":
+        return f"{x:g} B/param"
+    if unit == "B/s":
+        return f"{x / TERA:,.3g} TB/s"
+    if unit == "FLOP":
+        return f"{x / TERA:,.2f} TFLOP"
+    if unit == "FLOP/s":
+        return f"{x / TERA:,.1f} TFLOP/s (dense)"
+    if unit == "s":
+        return f"{x * MS_PER_S:,.2f} ms" if abs(x) < 1 else f"{x:,.3f} s"
+    if unit == "1/0":
+        return "yes" if x else "NO"
+    if unit == "fraction":
+        return f"{x * 100:.1f}%"
+    if unit.startswith("$/"):
+        return f"{_money(x)}/{unit[2:]}"
+    if unit == "params":
+        return f"{x:,.0f} ({x / 1e9:,.2f} billion)"
+    number = f"{x:,.0f}" if x.is_integer() else f"{x:,.2f}"
+    return f"{number} {unit}".rstrip()
+
+
+def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool = True) -> str:
+    """The plan as text: inputs by group, then the five ledgers, one labelled line each."""
+    rows: list[tuple[str, str, str]] = []  # (label, value, json key); label '' + value = section title
+
+    def section(name: str) -> None:
+        rows.append(("", name, ""))
+
+    if show_inputs:
+        for group in INPUT_GROUPS:
+            items = [i for i in INPUTS if i.group == group and i.name in values]
+            if items:
+                section(f"inputs: {group}")
+                rows.extend((i.label, human(values[i.name], i.unit), i.name) for i in items)
+    for ledger in LEDGERS:
+        items = [l for l in LINES if l.ledger == ledger and l.name in values]
+        if items:
+            section(f"{ledger} ledger")
+            rows.extend((l.label, human(values[l.name], l.unit), l.name) for l in items)
+    lw = max(len(r[0]) for r in rows if r[0])
+    vw = max(len(r[1]) for r in rows if r[0])
+    lines = [title, "=" * len(title)] if title else []
+    for label, value, key in rows:
+        if not label:
+            lines.append(f"\n[{value}]")
+        else:
+            lines.append(f"  {label:<{lw}}  {value:>{vw}}  {key}")
+    lines.append("\nGB = 1e9 bytes, GiB = 2^30 bytes; FLOP/s are dense; the right column is the --json key.")
+    return "\n".join(lines).lstrip("\n")
