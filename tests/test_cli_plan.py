@@ -8,6 +8,7 @@ import pytest
 
 from inference_ledger.cli import run
 from udfs import report
+from udfs import engines
 from udfs.catalog import MODELS_DIR, load_gpus, load_models, plan_inputs
 from udfs.plan import INPUTS, evaluate
 from inference_ledger.commands.plan import option_name
@@ -55,8 +56,9 @@ def test_plan_by_name_json(capsys):
     assert d["cost_per_million_output_tokens"] == pytest.approx(3.78 * 4 / (16 / d["tpot_seconds"] * 3600) * 1e6)
     assert d["units"]["weights_bytes"] == "B" and d["units"]["tpot_seconds"] == "s"
     # the command is the library: same numbers as evaluate(plan_inputs(...)) through plan_json
-    ref = report.plan_json(evaluate(plan_inputs("llama-3.1-70b", "h100-sxm", tp=4, concurrency=16, input_tokens=3584)),
-                           model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="bf16", kv_dtype="bf16")
+    ref = report.plan_json(evaluate(engines.with_engine(
+        plan_inputs("llama-3.1-70b", "h100-sxm", tp=4, concurrency=16, input_tokens=3584), "vllm", gpu_id="h100-sxm")),
+                           model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="bf16", kv_dtype="bf16", engine="vllm")
     assert d == json.loads(json.dumps(ref))
 
 

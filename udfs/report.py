@@ -44,13 +44,15 @@ def _json_value(name: str, v: Any) -> Any:
 
 
 def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,
-              weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
+              weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None,
+              engine: Optional[str] = None) -> dict[str, Any]:
     """The stable JSON of a plan: base units, snake_case keys, every input and line.
 
     ``fits`` and the other 1/0 lines are booleans; whole numbers are integers; a value
     that cannot be computed (e.g. a division by zero throughput) is null.
     """
-    out: dict[str, Any] = {"model": model, "gpu": gpu, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
+    out: dict[str, Any] = {"model": model, "gpu": gpu, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype,
+                           "engine": engine}
     for q in (*INPUTS, *LINES):
         if q.name in values:
             out[q.name] = _json_value(q.name, values[q.name])

@@ -24,6 +24,16 @@ DAYS_PER_MONTH = Const(365 / 12, "DAYS_PER_MONTH", "365 / 12", "day/month")
 TOKENS_PER_MILLION = Const(1e6, "TOKENS_PER_MILLION", "prices are quoted per million tokens", "tokens/Mtok")
 TP_BASE = Const(2, "TP_BASE", "tensor-parallel degrees are powers of two (1, 2, 4, 8): they must divide the attention heads", "x")
 MS_PER_S = Const(1000, "MS_PER_S", "milliseconds per second", "ms/s")
+# engines (udfs.engines): how each sizes its KV cache, and what a prefill chunk keeps alive
+KV_RULE_VLLM = Const(1, "KV_RULE_VLLM", "kv_budget_rule code: vLLM, gpu_memory_utilization x total - weights - activation peak - non-torch", "code")
+KV_RULE_SGLANG = Const(2, "KV_RULE_SGLANG", "kv_budget_rule code: SGLang, mem_fraction_static x (total - non-torch) - weights", "code")
+KV_RULE_TRTLLM = Const(3, "KV_RULE_TRTLLM", "kv_budget_rule code: TensorRT-LLM, free_gpu_memory_fraction x memory free after weights, activations and non-torch", "code")
+ACT_HIDDEN_COPIES = Const(3, "ACT_HIDDEN_COPIES", "hidden-wide tensors live at the MLP's peak: residual, normed input, MLP output (vLLM LlamaMLP.forward)", "tensors")
+ACT_MLP_COPIES = Const(3, "ACT_MLP_COPIES", "MLP-wide tensors live at the down projection: gate+up output (2) and the SiLU-and-mul output (1)", "tensors")
+GLU_MATRICES = Const(3, "GLU_MATRICES", "weight matrices of a gated MLP / expert: gate, up, down (each hidden x intermediate)", "matrices")
+ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-reduces twice per layer, after attention and after the MLP (Megatron-LM, arXiv:1909.08053 s3)", "all-reduces/layer")
+RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
+GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -39,6 +49,15 @@ CONSTANTS: tuple[Const, ...] = (
     TOKENS_PER_MILLION,
     TP_BASE,
     MS_PER_S,
+    KV_RULE_VLLM,
+    KV_RULE_SGLANG,
+    KV_RULE_TRTLLM,
+    ACT_HIDDEN_COPIES,
+    ACT_MLP_COPIES,
+    GLU_MATRICES,
+    ALLREDUCES_PER_LAYER,
+    RING_ALLREDUCE_FACTOR,
+    GPUS_PER_NODE,
 )
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from udfs import catalog
+from udfs import catalog, engines
 from udfs.args import LedgerInputError
 from udfs.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from udfs.report import human, plan_json, plan_table
@@ -89,6 +89,9 @@ def plan_options(f: Callable) -> Callable:
                      "fp8, int8, int4, mxfp4, nvfp4 (default: the checkpoint's, else bf16)."),
         click.option("--kv-dtype", metavar="DTYPE", default="bf16", show_default=True,
                      help="KV-cache format: bf16, fp16, fp8, int8, int4-kv."),
+        click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False),
+                     default=engines.DEFAULT_ENGINE, show_default=True,
+                     help="Serving engine whose memory budget and batching defaults apply (udfs/data/engines.csv)."),
         click.option("--context", type=click.IntRange(1, 10**9), metavar="TOKENS",
                      help="Tokens per sequence (prompt + output): sets input tokens = context - output tokens."),
     ]
@@ -99,7 +102,7 @@ def plan_options(f: Callable) -> Callable:
 
 def plan_from_options(*, model: Optional[str] = None, config: Optional[str] = None, gpu: Optional[str] = None,
                       weight_dtype: Optional[str] = None, kv_dtype: str = "bf16", context: Optional[int] = None,
-                      **numbers: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+                      engine: str = engines.DEFAULT_ENGINE, **numbers: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(plan inputs, description) from the options of :func:`plan_options`.
 
     description: the model/gpu ids and names and the dtypes, for titles and JSON.
@@ -122,11 +125,14 @@ def plan_from_options(*, model: Optional[str] = None, config: Optional[str] = No
         explicit.setdefault("active_quantized_params", explicit["active_params"])
     g = catalog.get_gpu(gpu) if gpu else None
     inputs = catalog.plan_inputs(m, g, weight_dtype=weight_dtype, kv_dtype=kv_dtype, **explicit)
+    # the engine's numeric defaults follow the GPU and TP; explicit numbers still win
+    inputs = engines.with_engine(inputs, engine, gpu_id=g.id if g else "") | explicit
     desc = {
         "model": m.id if m else None, "model_name": m.name if m else None,
         "gpu": g.id if g else None, "gpu_name": g.name if g else None,
         "weight_dtype": catalog.get_dtype(weight_dtype).id if weight_dtype else (m.weight_dtype if m else None),
         "kv_dtype": catalog.get_dtype(kv_dtype).id,
+        "engine": engines.get_engine(engine).id,
     }
     return inputs, desc
 
@@ -158,7 +164,7 @@ def plan_cmd(as_json: bool, **options: Any) -> None:
     values = evaluate(inputs)
     if as_json:
         doc = plan_json(values, model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
-                        kv_dtype=desc["kv_dtype"])
+                        kv_dtype=desc["kv_dtype"], engine=desc["engine"])
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(plan_table(values, title=title(values, desc)))

@@ -1,0 +1,90 @@
+"""`inference-ledger validate` through the real entry point."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from inference_ledger.cli import run
+
+PUBLIC_COLUMNS = ["model", "gpu", "tp", "pp", "dtype", "kv_dtype", "gpu_mem_util", "max_model_len", "weights_gib",
+                  "activation_gib", "non_torch_gib", "cudagraph_gib", "kv_cache_gib", "kv_tokens", "max_concurrency",
+                  "tpot_ms", "ttft_ms", "batch", "in_len", "out_len", "engine", "row_type", "source", "quote", "notes"]
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        run(list(argv))
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def _csv(path, rows):
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=PUBLIC_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in PUBLIC_COLUMNS})
+    return str(path)
+
+
+def test_validate_shipped_dataset_meets_every_target(capsys):
+    code, out, err = cli(capsys, "validate", "--strict")
+    assert code == 0, err
+    assert "qwen3-235b-fp8-h100x4-sglang" in out and "kv_tokens" in out and "367,404" in out and "370,698" in out
+    summary = out.split("\n\n")[-1]
+    assert "NO" not in summary
+    for label in ("Weights per GPU (GiB)", "KV cache tokens (tokens)", "TPOT, batch 1 (expected) (ms)"):
+        assert label in summary
+
+
+def test_markdown_summary_is_a_table(capsys):
+    code, out, _ = cli(capsys, "validate", "--summary-only", "--format", "markdown")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0] == "| metric | rows | median abs. error | max abs. error | target | met |"
+    assert lines[1].startswith("|---|")
+    assert any(line.startswith("| Weights per GPU (GiB) |") and line.endswith("| yes |") for line in lines)
+    assert "\\|error\\| <= 2%" in out     # a pipe inside a cell is escaped
+
+
+def test_floor_violation_exits_nonzero(tmp_path, capsys):
+    # Llama-2-7B BF16 on one A100-80GB cannot decode in 1 ms: 13.5 GB / 2.039 TB/s = 6.6 ms at best
+    data = _csv(tmp_path / "fast.csv", [dict(model="meta-llama/Llama-2-7b-chat-hf", gpu="A100-SXM4-80GB", tp="1",
+                                             dtype="bf16", tpot_ms="1.0", batch="1", in_len="5", out_len="200",
+                                             engine="gpt-fast", row_type="latency")])
+    code, out, err = cli(capsys, "validate", "--data", data)
+    assert code == 1
+    assert "TPOT floor above a measured TPOT" in err and "\n" not in err.strip()
+
+
+def test_public_format_rows_are_mapped_from_their_text(tmp_path, capsys):
+    # a vLLM V1 log row in the public file's columns: Llama-3.1-8B on an L40S at utilization 0.8
+    data = _csv(tmp_path / "l40s.csv", [dict(model="meta-llama/Llama-3.1-8B-Instruct", gpu="L40S 48GB", tp="1",
+                                             dtype="bf16", gpu_mem_util="0.8", weights_gib="14.9889",
+                                             engine="vLLM (V1, 0.9)", row_type="memory", source="test")])
+    code, out, err = cli(capsys, "validate", "--data", data, "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.reader(out.split("\n\n")[0].splitlines()))
+    assert rows[0] == ["row", "metric", "measured", "predicted", "error", "target"]
+    assert rows[1][1:4] == ["weights_gib", "14.99", "14.96"]
+
+
+def test_missing_file_is_a_usage_error(capsys):
+    code, _, err = cli(capsys, "validate", "--data", "no/such.csv")
+    assert code == 2 and "does not exist" in err
+
+
+def test_readme_accuracy_table_is_the_validate_summary():
+    from pathlib import Path
+
+    from inference_ledger.commands.validate import summary_table
+    from udfs import fidelity as F
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("<!-- section: accuracy -->", 1)[1].split("<!-- section:", 1)[0]
+    rows = [ln.split(" | ") for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    want = summary_table(F.summarize(F.compare()))[1:]
+    assert [r[1:4] for r in rows] == [w[1:4] for w in want]     # rows, median and max |error|, metric by metric
+    assert all(r[-1].startswith("yes") for r in rows)
