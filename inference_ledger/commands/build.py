@@ -1,0 +1,47 @@
+"""`inference-ledger build`: write the live Excel workbook (no Python needed to use it).
+
+:func:`build_options` adds every option the workbook takes (the plan's: model, GPU,
+formats, every plan input; plus ``--scenarios``) so another command (``email``) can
+build the same workbook with ``workbook.build.build_workbook(path, **options)``.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import click
+
+from inference_ledger.commands.plan import plan_options
+from workbook.build import build_workbook, verdict
+
+DEFAULT_OUTPUT = "inference-ledger.xlsx"
+
+
+def build_options(f: Callable) -> Callable:
+    """The plan's options (--model, --gpu, --weight-dtype, --kv-dtype, every input) and --scenarios."""
+    f = click.option("--scenarios", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False),
+                     help="Scenario rows for the what-if grid: columns label, model, gpu, weight_dtype, kv_dtype "
+                          "and any plan input name (default: ~20 built-in comparisons).")(f)
+    return plan_options(f)
+
+
+@click.command("build")
+@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False), default=DEFAULT_OUTPUT,
+              show_default=True, help="Workbook to write (.xlsx; .xltx writes an Excel template).")
+@build_options
+def build_cmd(output: str, **options: Any) -> None:
+    """Write the workbook: Plan, the three ledgers, Scenarios, Checks and the catalogs.
+
+    Every number is a live formula that Excel 2016+, LibreOffice and Google Sheets
+    recalculate; cached values make it readable in a mail preview. The same inputs
+    give the same bytes (set SOURCE_DATE_EPOCH to fix the build date).
+
+    \b
+    inference-ledger build
+    inference-ledger build -o plan.xlsx --model llama-3.1-70b --gpu h200 --tp 2 --weight-dtype fp8
+    inference-ledger build --scenarios my-scenarios.csv
+    """
+    path, values = build_workbook(output, **options)
+    click.echo(f"wrote {path}: {verdict(SimpleNamespace(**values))} ({values['total_bytes_per_gpu'] / 1e9:,.1f} GB per GPU of "
+               f"{values['usable_bytes_per_gpu'] / 1e9:,.1f} GB usable)")

@@ -1,0 +1,370 @@
+"""The template workbook: live, portable, mail-ready, and equal to the Python ledger.
+
+LibreOffice headless (the `soffice` fixture: required, never skipped) recalculates the
+built workbook; every formula must give its cached value and the Python ledger's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from inference_ledger.commands.plan import plan_from_options
+from udfs import catalog
+from udfs import plan as P
+from udfs.expr import PORTABLE_FUNCTIONS
+from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
+from workbook.recalc import recalculate
+from workbook.scenarios import DEFAULT_SCENARIOS
+from workbook.tables import lookup
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+ERRORS = ("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "Err:")
+REL = 1e-9
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return a == b
+    return math.isclose(float(a), float(b), rel_tol=REL, abs_tol=1e-12)
+
+
+def _cell(wb, name: str):
+    """The cell a workbook defined name points to."""
+    dn = wb.defined_names[name]
+    (sheet, coord), = list(dn.destinations)
+    return wb[sheet][coord.replace("$", "")]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    path, values = build_workbook(tmp_path_factory.mktemp("wb") / "ledger.xlsx")
+    return path, values
+
+
+@pytest.fixture(scope="module")
+def recalculated(built, soffice, tmp_path_factory):
+    return recalculate(built[0], tmp_path_factory.mktemp("recalc"))
+
+
+@pytest.fixture(scope="module")
+def books(built, recalculated):
+    return (load_workbook(built[0]), load_workbook(built[0], data_only=True),
+            load_workbook(recalculated, data_only=True))
+
+
+def test_no_error_value_in_any_cell(books):
+    _, _, recalc = books
+    bad = [(ws.title, c.coordinate, c.value) for ws in recalc.worksheets for row in ws.iter_rows() for c in row
+           if isinstance(c.value, str) and c.value.startswith(ERRORS)]
+    assert bad == []
+
+
+def test_every_formula_recalculates_to_its_cached_value(books):
+    formulas, cached, recalc = books
+    n, diffs = 0, []
+    for ws in formulas.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.startswith("="):
+                    n += 1
+                    want, got = cached[ws.title][c.coordinate].value, recalc[ws.title][c.coordinate].value
+                    # openpyxl reads a cached "" (a blank-looking text result) as None, on both sides
+                    if not _close(want, got):
+                        diffs.append((ws.title, c.coordinate, c.value, want, got))
+    assert n > 1500  # Plan, three ledgers, ~20 scenarios x every line, checks, chart tables
+    assert diffs == []
+
+
+def test_libreoffice_recalculates_rather_than_trusting_cached_values(built, soffice, tmp_path):
+    """A wrong cached value is replaced on load: the comparisons above test formulas, not copies."""
+    with zipfile.ZipFile(built[0]) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    wb = load_workbook(built[0])
+    cell = _cell(wb, "kv_bytes_per_token")
+    part = f"xl/worksheets/sheet{wb.sheetnames.index(cell.parent.title) + 1}.xml"
+    xml, n = re.subn(rf'(<c r="{cell.coordinate}"[^>]*><f>[^<]*</f><v>)327680(</v>)', r"\g<1>1\g<2>",
+                     files[part].decode())
+    assert n == 1
+    files[part] = xml.encode()
+    lied = tmp_path / "lied.xlsx"
+    with zipfile.ZipFile(lied, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    assert _cell(load_workbook(lied, data_only=True), "kv_bytes_per_token").value == 1
+    got = load_workbook(recalculate(lied, tmp_path / "out"), data_only=True)
+    assert _cell(got, "kv_bytes_per_token").value == 327_680
+
+
+def test_plan_names_equal_the_python_ledger(built, books):
+    """Every input and line on Plan/ledger sheets, recalculated, equals plan_inputs + evaluate."""
+    _, _, recalc = books
+    expected = P.evaluate(plan_from_options(model="llama-3.1-70b", gpu="h100-sxm")[0])
+    for name in P.NAMES:
+        assert _close(_cell(recalc, named(name)).value, float(expected[name])), name
+    # the seed's KV formula through the workbook: 2 x 80 x 8 x 128 x 2 B per token
+    assert _cell(recalc, "kv_bytes_per_token").value == 327_680
+    assert _cell(recalc, "master_check").value == 1
+
+
+def test_scenario_rows_equal_the_python_ledger(books):
+    _, _, recalc = books
+    ws = recalc["Scenarios"]
+    names = {ws.cell(8, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(8, c).value}
+    assert len(DEFAULT_SCENARIOS) >= 20
+    for k, sc in enumerate(DEFAULT_SCENARIOS):
+        r = 9 + k
+        assert ws.cell(r, 1).value == sc.label
+        # what `inference-ledger plan --model .. --gpu .. --tp .. ...` computes for the row
+        expected = P.evaluate(plan_from_options(model=sc.model, gpu=sc.gpu, weight_dtype=sc.weight_dtype or None,
+                                                kv_dtype=sc.kv_dtype, **sc.inputs)[0])
+        for name in P.NAMES:
+            assert _close(ws.cell(r, names[name]).value, float(expected[name])), (sc.label, name)
+
+
+def test_catalog_lookups_mirror_plan_inputs():
+    """The workbook's INDEX/MATCH mapping gives catalog.plan_inputs for every model x some GPUs and formats."""
+    ctx = make_context()
+    combos = [(m.id, g, w, kv) for m in catalog.load_models() for g, w, kv in
+              (("h100-sxm", None, "bf16"), ("a100-80gb", "fp8", "fp8"), ("b200", "nvfp4", "bf16"),
+               ("mi300x", "int4", "int4-kv"))]
+    for model, gpu, wd, kv in combos:
+        choice = {"model": model, "gpu": gpu, "weight_dtype": wd or catalog.get_model(model).weight_dtype,
+                  "kv_dtype": kv}
+        want = catalog.plan_inputs(model, gpu, weight_dtype=wd, kv_dtype=kv)
+        for inp in P.INPUTS:
+            lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
+            if lk is not None:
+                assert _close(lk[1], want[inp.name]), (model, gpu, wd, kv, inp.name)
+    # A100 has no FP8 unit: FP8 weights compute at its BF16 rate (312 TFLOP/s dense)
+    a100 = lookup("peak_flops", ctx.tables, SELECTOR_NAMES, {"gpu": "a100-80gb", "weight_dtype": "fp8"})
+    assert a100[1] == 312e12
+
+
+def _plan_json(*args: str) -> dict:
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", *args],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout)
+
+
+def test_changed_inputs_recalculate_like_the_cli(built, soffice, tmp_path):
+    """Another model, GPU, formats and concurrency typed into Plan: LibreOffice gives `plan --json`'s numbers."""
+    wb = load_workbook(built[0])
+    _cell(wb, "model_id").value = "llama-3.1-8b"
+    _cell(wb, "gpu_id").value = "h200"
+    _cell(wb, "weight_dtype").value = "fp8"
+    _cell(wb, "kv_dtype").value = "fp8"
+    _cell(wb, "concurrency").value = 64
+    _cell(wb, "tp").value = 1
+    changed = tmp_path / "changed.xlsx"
+    wb.save(changed)
+    got = load_workbook(recalculate(changed, tmp_path / "out"), data_only=True)
+    want = _plan_json("--model", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+                      "--concurrency", "64", "--tp", "1")
+    for name in P.NAMES:
+        w = want[name]
+        w = float(w) if isinstance(w, (bool, int, float)) else w
+        assert _close(_cell(got, named(name)).value, w), name
+    # hand-derived: 8B in FP8 reads 8.03e9 x 1 B per step, KV per token 2 x 32 x 8 x 128 x 1 B
+    assert _cell(got, "kv_bytes_per_token").value == 65_536
+    assert _cell(got, "peak_flops").value == 1979e12  # H200 dense FP8
+    assert _cell(got, "master_check").value == 1
+
+
+def test_master_check_catches_an_invalid_tp(built, soffice, tmp_path):
+    wb = load_workbook(built[0])
+    _cell(wb, "tp").value = 3  # 8 KV heads do not split 3 ways
+    bad = tmp_path / "tp3.xlsx"
+    wb.save(bad)
+    got = load_workbook(recalculate(bad, tmp_path / "out"), data_only=True)
+    assert _cell(got, "master_check").value == 0
+    assert got["Plan"]["A2"].value.startswith("A CHECK FAILS")
+
+
+def _rules(ws, col: str):
+    return [(str(rng), rule) for rng in ws.conditional_formatting for rule in rng.rules
+            if str(rng.sqref).startswith(col)]
+
+
+def test_fit_verdict_flags_the_non_fitting_scenario(books):
+    formulas, _, recalc = books
+    ws, got = formulas["Scenarios"], recalc["Scenarios"]
+    names = {ws.cell(8, c).value: ws.cell(8, c).column_letter for c in range(1, ws.max_column + 1)}
+    rows = {ws.cell(r, 1).value: r for r in range(9, ws.max_row + 1)}
+    fits, total, memory = names["fits"], names["total_bytes_per_gpu"], names["gpu_memory_bytes"]
+    usable = names["usable_bytes_per_gpu"]
+    rules = {rule.dxf.fill.fgColor.rgb[-6:]: rule.formula[0] for _, rule in _rules(ws, "B9")}
+    # the rules read the row's own ledger cells
+    assert rules["FFC7CE"] == f"AND(ISNUMBER(${fits}9),${fits}9=0,${total}9>${memory}9)"  # red
+    assert rules["FFEB9C"] == f"AND(ISNUMBER(${fits}9),${fits}9=0,${total}9<=${memory}9)"  # amber
+    assert rules["C6EFCE"] == f"${fits}9=1"  # green
+    red, green = rows["405B BF16, 8x H100"], rows["70B BF16, 4x H100 (seed: 70B starts at 4 GPUs)"]
+    # 405B in BF16 over 8 GPUs: 405,853,388,800 x 2 / 8 = 101.46 GB of weights alone > an H100's 85.03 GB
+    assert got[f"{names['weights_bytes_per_gpu']}{red}"].value == 405_853_388_800 * 2 / 8
+    assert got[f"{total}{red}"].value > got[f"{memory}{red}"].value
+    assert got[f"B{red}"].value == "does not fit"
+    # 70B in BF16 over 4 GPUs: 141.1 GB / 4 = 35.3 GB of weights, fits
+    assert got[f"{total}{green}"].value <= got[f"{usable}{green}"].value
+    assert got[f"B{green}"].value.startswith("fits")
+    assert got[f"{fits}{red}"].value == 0 and got[f"{fits}{green}"].value == 1
+    # the seed's mistake, 70B BF16 on two 80 GB GPUs: 70.6 GB of weights per GPU, under the 85.03 GB the runtime
+    # sees but over the engine's budget at 0.9 utilization: amber
+    amber = rows["70B BF16, 2x H100 (seed: 'two 80 GB are enough')"]
+    assert got[f"{fits}{amber}"].value == 0 and got[f"{total}{amber}"].value <= got[f"{memory}{amber}"].value
+    assert got[f"B{amber}"].value == "into the headroom"
+    # and the Plan's verdict carries the same rule set over defined names
+    plan = [rule.formula[0] for _, rule in _rules(formulas["Plan"], "B6")]
+    assert "AND(ISNUMBER(fits),fits=0,total_bytes_per_gpu>gpu_memory_bytes)" in plan
+
+
+def _formulas(wb):
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.startswith("="):
+                    yield ws.title, c.coordinate, c.value
+        for rng in ws.conditional_formatting:
+            for rule in rng.rules:
+                for f in rule.formula or ():
+                    yield ws.title, str(rng.sqref), f
+        for dv in ws.data_validations.dataValidation:
+            yield ws.title, "dv:" + str(dv.sqref), dv.formula1 or ""
+    for name, dn in wb.defined_names.items():
+        yield "names", name, dn.attr_text
+
+
+def test_only_portable_functions_and_no_hard_coded_constants(books):
+    formulas, _, _ = books
+    used, literals = set(), []
+    for sheet, where, text in _formulas(formulas):
+        code = re.sub(r'"[^"]*"', '""', text)  # string literals are not code
+        used |= set(re.findall(r"([A-Z][A-Z0-9.]*)\(", code))
+        if where.startswith("dv:") or sheet == "names":
+            continue  # data-validation bounds and range names are not formulas
+        bare = re.sub(r"\$?\b[A-Z]{1,3}\$?[0-9]+\b", "", code)  # cell references
+        for lit in re.findall(r"(?<![A-Za-z0-9_.])([0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?)", bare):
+            if float(lit) not in (0.0, 1.0):
+                literals.append((sheet, where, text))
+    assert used <= PORTABLE_FUNCTIONS, used - PORTABLE_FUNCTIONS
+    assert {"INDEX", "MATCH", "IF", "MAX", "ROUNDUP"} <= used
+    assert literals == []  # FAST: every other number is a labelled cell
+
+
+def test_mail_ready_package(built):
+    path = built[0]
+    assert path.stat().st_size < 1_000_000
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        assert not [n for n in names if "vbaProject" in n or "externalLink" in n or n.endswith(".bin")]
+        core = z.read("docProps/core.xml").decode()
+        for tag in ("dc:title", "dc:subject", "dc:description"):
+            assert re.search(f"<{tag}>[^<]+</{tag}>", core), tag
+        props = core + z.read("docProps/app.xml").decode()
+        assert not re.search(r"/home/|/root|/tmp/|[A-Z]:\\\\|Users", props)
+        for n in names:
+            if n.startswith("xl/worksheets/sheet"):
+                xml = z.read(n).decode()
+                assert len(re.findall(r"<f>", xml)) == len(re.findall(r"</f><v>[^<]*</v>", xml)), n
+                assert not re.search(r"</f><v ?/>", xml), n
+        ct = z.read("[Content_Types].xml").decode()
+        assert "macroEnabled" not in ct
+
+
+def test_reproducible_bytes_and_build_date(tmp_path, monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    a, _ = build_workbook(tmp_path / "a.xlsx")
+    b, _ = build_workbook(tmp_path / "b.xlsx")
+    assert a.read_bytes() == b.read_bytes()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # 2023-11-14T22:13:20Z
+    c, _ = build_workbook(tmp_path / "c.xlsx")
+    with zipfile.ZipFile(c) as z:
+        assert "2023-11-14T22:13:20Z" in z.read("docProps/core.xml").decode()
+        assert z.getinfo("xl/workbook.xml").date_time == (2023, 11, 14, 22, 13, 20)
+
+
+def test_templates_are_not_stale(tmp_path, monkeypatch):
+    """templates/ holds what `inference-ledger build` writes today (rebuild them when the plan changes)."""
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    for name in ("inference-ledger.xlsx", "inference-ledger.xltx"):
+        fresh, _ = build_workbook(tmp_path / name)
+        shipped = ROOT / "templates" / name
+        assert shipped.exists(), f"templates/{name} is missing: run `inference-ledger build -o templates/{name}`"
+        assert shipped.read_bytes() == fresh.read_bytes(), (
+            f"templates/{name} is stale: run `inference-ledger build -o templates/{name}`")
+    with zipfile.ZipFile(ROOT / "templates" / "inference-ledger.xltx") as z:
+        assert "spreadsheetml.template.main+xml" in z.read("[Content_Types].xml").decode()
+
+
+def test_cli_build_runs_with_no_arguments(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "build"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "inference-ledger.xlsx").exists()
+    assert "fits" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "inference_ledger", "build", "--gpu", "h10"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().count("\n") == 0 and "h100-sxm" in bad.stderr  # one line, with suggestions
+
+
+def test_scenarios_from_csv_and_options(tmp_path):
+    csv = tmp_path / "mine.csv"
+    csv.write_text("label,model,gpu,weight_dtype,kv_dtype,tp,concurrency\n"
+                   "mine A,llama-3.1-8b,l4,,bf16,1,4\nmine B,Llama-3.1-70B,H100,fp8,fp8,2,32\n")
+    path, values = build_workbook(tmp_path / "w.xlsx", model="qwen2.5-7b", gpu="l40s", tp=1, concurrency=8,
+                                  scenarios=str(csv))
+    wb = load_workbook(path, data_only=True)
+    ws = wb["Scenarios"]
+    assert [ws["A9"].value, ws["A10"].value, ws["A11"].value] == ["mine A", "mine B", None]
+    assert [ws["C10"].value, ws["D10"].value] == ["llama-3.1-70b", "h100-sxm"]  # aliases resolved
+    assert _cell(wb, "model_id").value == "qwen2.5-7b" and values["tp"] == 1
+    want = P.evaluate(plan_from_options(model="qwen2.5-7b", gpu="l40s", tp=1, concurrency=8)[0])
+    assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])
+    # another engine's defaults reach the Plan as `plan --engine` applies them
+    _, sg = build_workbook(tmp_path / "sg.xlsx", model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
+    want = P.evaluate(plan_from_options(model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")[0])
+    assert all(_close(sg[n], float(want[n])) for n in P.NAMES)
+    assert sg["gpu_memory_utilization"] != values["gpu_memory_utilization"]  # SGLang's mem_fraction_static
+    csv.write_text("model,gpu,bogus\nx,y,1\n")
+    with pytest.raises(ValueError, match="unknown column 'bogus'"):
+        build_workbook(tmp_path / "x.xlsx", scenarios=str(csv))
+
+
+def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_path):
+    cfg = tmp_path / "my-8b.json"
+    cfg.write_text((ROOT / "udfs" / "data" / "models" / "llama-3.1-8b.json").read_text())
+    path, values = build_workbook(tmp_path / "cfg.xlsx", config=str(cfg), gpu="l40s", tp=1)
+    got = load_workbook(recalculate(path, tmp_path / "out"), data_only=True)
+    assert _cell(got, "model_id").value == "my-8b"
+    ids = [c.value for c in got["Models"]["A"] if c.value]
+    assert "my-8b" in ids and "llama-3.1-8b" in ids
+    sources = " ".join(str(c.value) for row in got["Models"].iter_rows() for c in row if c.value)
+    assert str(tmp_path) not in sources  # no local path in a workbook that gets mailed
+    # Llama-3.1-8B: 2 x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B of KV per token
+    assert _cell(got, "kv_bytes_per_token").value == 131_072
+    assert _close(_cell(got, "total_bytes_per_gpu").value, values["total_bytes_per_gpu"])
+
+
+def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
+    from udfs.expr import Sym
+    from udfs.units import MS_PER_S
+
+    def extra(wb, ctx):
+        ws = ctx.new_sheet("Extra", "Extra")
+        ctx.formula(ws, "B5", Sym(named("tpot_seconds")) * MS_PER_S, ctx.values["tpot_seconds"] * MS_PER_S)
+
+    path, _ = build_workbook(tmp_path / "x.xlsx", extra_sheets=[extra])
+    wb = load_workbook(path, data_only=True)
+    assert wb.sheetnames[-1] == "Extra"
+    assert wb["Extra"]["A2"].value == "All checks pass (Checks sheet)"
+    assert wb["Extra"]["B5"].value > 0

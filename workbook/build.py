@@ -1,0 +1,1045 @@
+"""Build the inference-ledger workbook: live, portable formulas that need no Python.
+
+Every computed cell comes from one definition:
+
+* ledger lines from :func:`udfs.plan.render` (a defined name per quantity on the Plan
+  and ledger sheets; same-row cells such as ``$K9`` in the Scenarios grid);
+* catalog-derived inputs from :func:`workbook.tables.lookup` (INDEX/MATCH into the
+  GPUs, Models and Dtypes sheets);
+* checks from :mod:`workbook.checks`, written with the :mod:`udfs.expr` helpers.
+
+Each is also evaluated in Python while the sheet is written, and
+:mod:`workbook.package` stores those results as the cells' cached values, so a mail
+preview shows the numbers that Excel or LibreOffice recompute on open.
+
+Extending: the workbook is the list :data:`SHEET_BUILDERS` of ``builder(wb, ctx)``
+functions run in order (see :mod:`workbook.context`).  Another module adds a sheet by
+passing ``extra_sheets=[my_builder]`` to :func:`build_workbook` (appended after the
+built-in sheets) or by registering it with :func:`register_sheet`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+from openpyxl import Workbook
+from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+from openpyxl.formatting.rule import DataBarRule, FormulaRule
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from udfs import __version__
+from udfs import plan as P
+from udfs.args import LedgerInputError
+from udfs.expr import Sym, and_, eq, le, where
+from udfs.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S
+
+from . import checks as C
+from .calibration import add_calibration_sheet
+from . import style as S
+from .context import Ctx, SheetBuilder, absolute, xname
+from .package import package, write_atomic
+from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
+from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, SELECTORS, TABLE_ROWS, UNIT_ROW, Table, load_tables, lookup
+
+#: Defined names of the four dropdown choices.
+SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype"}
+DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": None, "kv_dtype": "bf16"}
+#: Every named constant the workbook shows (the ledger's and the checks' tolerance).
+WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (C.CHECK_TOLERANCE,)
+#: Decode batch sizes of the Plan's step-time table (powers of two: the roofline turns on a log axis).
+BATCH_SIZES = tuple(2 ** k for k in range(11))
+#: Plan lines the batch table plots: step time floor, expected step time.
+BATCH_TARGETS = ("tpot_floor_seconds", "tpot_seconds", "tokens_per_second_per_gpu")
+#: Ledger lines the Plan's summary repeats (in this order, those that exist).
+SUMMARY = ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
+           "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "gpus_needed", "kv_capacity_tokens", "max_concurrency",
+           "flops_request", "ttft_seconds", "tpot_floor_seconds", "tpot_seconds", "ridge_batch",
+           "tokens_per_second", "tokens_per_second_per_gpu")
+#: The handful a buyer reads first (top left of Plan).
+HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
+            "cost_per_million_output_tokens", "gpus_total")
+TITLE = "inference-ledger: LLM inference memory, compute and bandwidth plan"
+DESCRIPTION = ("How many GPUs, how fast, what it costs: the memory, compute and bandwidth ledgers of one LLM "
+               "generation as live, portable formulas (no macros, no add-in).")
+LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Bandwidth"))
+
+
+# --- rendering helpers ---------------------------------------------------------------------
+
+
+class _Refs:
+    """Attribute access -> Sym of a reference (renders a check or line)."""
+
+    def __init__(self, ref: Callable[[str], str], extra: Mapping[str, Sym] = ()):
+        self._ref, self._extra = ref, dict(extra)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._extra[name] if name in self._extra else Sym(self._ref(name))
+
+
+class _Vals:
+    def __init__(self, d: Mapping[str, Any]):
+        self._d = d
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._d[name]
+
+
+def _num(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+#: Workbook defined name of a plan quantity (its own name, see workbook.context.xname).
+named = xname
+
+
+# --- sheet pieces ----------------------------------------------------------------------------
+
+
+def _header(ctx: Ctx, ws, row: int, col: int, labels: Sequence[str]) -> None:
+    for i, text in enumerate(labels):
+        ctx.put(ws, f"{get_column_letter(col + i)}{row}", text, S.HEADER)
+
+
+def _section(ctx: Ctx, ws, coord: str, text: str) -> None:
+    ctx.put(ws, coord, text, S.SECTION)
+
+
+def _shown(unit: str, value: float | None = None) -> str:
+    return S.shown_as(unit, value)
+
+
+def _also(unit: str, value: float):
+    """A second, human view of a base-unit value: (conversion of a Sym or number, unit) or None."""
+    if unit == "s":
+        return (lambda x: x * MS_PER_S), "ms"
+    if unit == "B" and abs(value) >= 1e6:
+        return (lambda x: x / BYTES_PER_GIB), "GiB"
+    return None
+
+
+def _numeric_validation(inp: P.Input) -> DataValidation:
+    a = inp.arg
+    lo_txt = ">=" if a.lo_inclusive else ">"
+    dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
+                        formula1=f"{a.lo:.15G}", formula2=f"{a.hi:.15G}", allow_blank=True)
+    dv.showInputMessage = dv.showErrorMessage = True
+    dv.promptTitle = inp.label[:32]
+    dv.prompt = f"Allowed: {lo_txt} {a.lo:g} and <= {a.hi:g} {inp.unit}. {inp.doc}"[:250]  # Excel: 255 at most
+    dv.errorTitle = "Out of range"
+    dv.error = f"{inp.name} must be {a.allowed()} ({inp.unit})"[:220]  # Excel caps the message at 225
+    return dv
+
+
+def _list_validation(table: Table, label: str) -> DataValidation:
+    dv = DataValidation(type="list", formula1=table.ids, allow_blank=False)
+    dv.showInputMessage = dv.showErrorMessage = True
+    dv.promptTitle = label[:32]
+    dv.prompt = f"Pick from the {table.sheet} sheet; a row added there appears here."
+    dv.errorTitle = "Not in the catalog"
+    dv.error = f"Pick an id from the {table.sheet} sheet (or add a row there first)."
+    return dv
+
+
+# --- sheets -----------------------------------------------------------------------------------
+
+
+def start_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet("Start", TITLE, {"A": 34, "B": 30, "C": 100}, tab="1F3864")
+    r = 4
+    _section(ctx, ws, f"A{r}", "What this workbook answers")
+    r += 1
+    ctx.put(ws, f"A{r}", "For one LLM on one GPU type: does it fit (memory per GPU: weights + KV cache at peak "
+            "concurrency + workspace), how fast is it (TTFT from prefill compute, TPOT from decode bandwidth), "
+            "what does it serve and cost. Every number is a live formula: change an input and Excel or LibreOffice "
+            "recalculates with nothing else installed.", S.NOTE)
+    ws.merge_cells(f"A{r}:C{r}")
+    ws.row_dimensions[r].height = 42
+    r += 2
+    _section(ctx, ws, f"A{r}", "How to use it")
+    steps = ("Plan: pick the model, the GPU and the weight and KV formats in the yellow dropdowns.",
+             "Plan: set TP (GPUs per model copy), prompt and output tokens, and peak concurrent sequences.",
+             "Plan: adjust memory utilization, efficiencies, price and the daily request forecast if you know better.",
+             "Read the verdict and charts on Plan; each line's formula and reason is on Memory, Compute, Bandwidth.",
+             "Compare options on Scenarios (copy the last row to add one); keep the master check at 1.")
+    for i, s in enumerate(steps, 1):
+        r += 1
+        ctx.put(ws, f"A{r}", f"Step {i}")
+        ctx.put(ws, f"B{r}", s)
+    r += 2
+    _section(ctx, ws, f"A{r}", "Legend")
+    for name, _f, _fill, _b, text in S.STYLES:
+        r += 1
+        ctx.put(ws, f"A{r}", name.replace("IL ", ""), name)
+        ctx.put(ws, f"B{r}", text)
+    for fill, text in ((S.GREEN, "fits: the plan's fit test (the engine's KV budget holds the peak KV cache)"),
+                       (S.AMBER, "into the headroom: fails the fit test but is under the GPU's runtime memory"),
+                       (S.RED, "does not fit: over the GPU's runtime memory (and any 1/0 flag at 0, e.g. a missed target)")):
+        r += 1
+        c = ctx.put(ws, f"A{r}", "Verdict")
+        c.fill, c.font = PatternFill("solid", fgColor=fill[0]), Font(color=fill[1], bold=True)
+        ctx.put(ws, f"B{r}", text)
+    r += 2
+    _section(ctx, ws, f"A{r}", "Units")
+    units = ("Values are stored in base units (bytes, seconds, FLOP, FLOP/s, B/s); number formats only change "
+             "how they look.",
+             "GB = 1e9 bytes (decimal, as vendors market memory); GiB = 2^30 bytes (binary, what CUDA, torch and "
+             "vLLM logs print, often labelled 'GB'). An '80 GB' H100 is 79.19 GiB at runtime.",
+             "TB/s and TFLOP/s are 1e12; FLOP/s are dense (vendors headline the 2x sparse figure).",
+             "Latencies are seconds; the 'also' column shows milliseconds (x MS_PER_S).")
+    for u in units:
+        r += 1
+        ctx.put(ws, f"B{r}", u, S.NOTE)
+    r += 2
+    _section(ctx, ws, f"A{r}", "About")
+    facts = (("Version", f"inference-ledger {ctx.version}"),
+             ("Build date", ctx.build_date.strftime("%Y-%m-%d")),
+             ("Method", "Inference Resource Accounting (seed article); KV = 2 x L x K x H x bytes per token "
+                        "(the seed's own table drops the factor 2); FLOPs ~ 2N per token (Kaplan et al. 2020)."),
+             ("Sources", "Per row on the GPUs, Models and Dtypes sheets (datasheets, Hugging Face config.json)."),
+             ("Formulas", "Only portable functions (IF, MIN, MAX, INDEX, MATCH, ROUNDUP, INT, LOG, ...): Excel 2016+, "
+                          "Excel 365, LibreOffice, Google Sheets. No macros, no external links."))
+    for k, v in facts:
+        r += 1
+        ctx.put(ws, f"A{r}", k)
+        ctx.put(ws, f"B{r}", v, S.NOTE)
+    r += 2
+    _section(ctx, ws, f"A{r}", "Master check")
+    r += 1
+    ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, S.CHECK, "0")
+    ctx.put(ws, f"B{r}", "1 when every check on the Checks sheet passes.")
+    for row in range(4, r + 1):
+        if ws[f"B{row}"].value:
+            ws.merge_cells(f"B{row}:C{row}")
+
+
+#: Plan rows: the verdict and the choices at the top beside the charts, then inputs | results.
+PLAN_TOP, PLAN_BODY = 5, 26
+
+
+def plan_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet("Plan", "Plan", {"A": 36, "B": 16, "C": 13, "D": 12, "E": 62, "F": 2,
+                                        "G": 34, "H": 16, "I": 12, "J": 11, "K": 56}, tab="FFC000")
+    ctx.put(ws, "A3", "Yellow cells are inputs (pick the model, GPU and formats below the verdict); green cells come "
+            "from the catalogs: type a number in Override to replace one. Every line's formula is on Memory, "
+            "Compute and Bandwidth.", S.NOTE)
+    ws.merge_cells("A3:K3")
+    keys = SELECTOR_NAMES
+    r = _plan_verdict(ctx, ws, PLAN_TOP) + 1
+    _section(ctx, ws, f"A{r}", "Choose")
+    r += 1
+    for key, label, sheet in SELECTORS:
+        coord = f"B{r}"
+        ctx.put(ws, f"A{r}", label)
+        ctx.put(ws, coord, ctx.choice[key], S.INPUT)
+        ctx.define(keys[key], ws, coord)
+        dv = _list_validation(ctx.tables[sheet], label)
+        ws.add_data_validation(dv)
+        dv.add(coord)
+        ctx.put(ws, f"C{r}", "id")
+        ctx.put(ws, f"E{r}", f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", S.NOTE)
+        r += 1
+    ctx.put(ws, f"A{r}", "Serving engine")
+    ctx.put(ws, f"B{r}", ctx.engine)
+    ctx.put(ws, f"E{r}", "Its defaults for this GPU and TP filled the Engine inputs below when the workbook was "
+            "built (`inference-ledger build --engine ...`); they stay editable.", S.NOTE)
+    r += 1
+    _section(ctx, ws, f"A{r + 1}", "Headline")
+    body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 3)
+    _plan_charts(ctx, ws, PLAN_TOP)
+    r = body
+    _section(ctx, ws, f"A{r}", "Inputs")
+    r += 1
+    _header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
+    group = None
+    for inp in P.INPUTS:
+        r += 1
+        if inp.group != group:
+            group = inp.group
+            ctx.put(ws, f"A{r}", group.capitalize()).font = Font(italic=True, bold=True, color="1F3864")
+            r += 1
+        coord = f"B{r}"
+        ctx.put(ws, f"A{r}", inp.label)
+        ctx.put(ws, f"C{r}", _shown(inp.unit, ctx.inputs[inp.name]))
+        ctx.put(ws, f"E{r}", inp.doc, S.NOTE)
+        fmt = S.number_format(inp.unit, ctx.inputs[inp.name])
+        lk = lookup(inp.name, ctx.tables, keys, ctx.choice)
+        dv = _numeric_validation(inp)
+        ws.add_data_validation(dv)
+        if lk is None:
+            ctx.put(ws, coord, ctx.inputs[inp.name], S.INPUT, fmt)
+            dv.add(coord)
+        else:
+            over = f"D{r}"
+            formula = where(Sym(f"ISBLANK({over})"), lk[0], Sym(over))
+            ctx.formula(ws, coord, formula, ctx.inputs[inp.name], S.LOOKUP, fmt)
+            ctx.put(ws, over, ctx.overrides.get(inp.name), S.INPUT, fmt)
+            dv.add(over)
+        ctx.define(named(inp.name), ws, coord)
+    r += 2
+    _section(ctx, ws, f"A{r}", "Named constants")
+    r += 1
+    _header(ctx, ws, r, 1, ["Constant", "Value", "Unit", "", "Why"])
+    for const in WORKBOOK_CONSTANTS:
+        r += 1
+        ctx.put(ws, f"A{r}", const.name)
+        ctx.put(ws, f"B{r}", float(const), S.CONSTANT, "General")
+        ctx.put(ws, f"C{r}", const.unit)
+        ctx.put(ws, f"E{r}", const.doc, S.NOTE)
+        ctx.define(const.name, ws, f"B{r}")
+    _plan_results(ctx, ws, body)
+    ws.print_area = f"A1:K{ws.max_row}"
+
+
+def _line_row(ctx: Ctx, ws, r: int, col: str, line: P.Line) -> str:
+    """label | value | unit | also | explanation, starting at col (G on Plan, A on ledger sheets)."""
+    c0 = ord(col) - ord("A")
+    L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
+    coord = f"{L(1)}{r}"
+    formula, _ = P.render(line, named)
+    ctx.put(ws, f"{L(0)}{r}", line.label)
+    value = _num(ctx.values[line.name])
+    ctx.formula(ws, coord, formula, value, S.FORMULA, S.number_format(line.unit, value))
+    ctx.put(ws, f"{L(2)}{r}", _shown(line.unit, value))
+    also = _also(line.unit, value)
+    if also:
+        conv, unit = also
+        ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), _num(conv(ctx.values[line.name])), S.FORMULA,
+                    S.number_format(unit))
+    ctx.put(ws, f"{L(4)}{r}", line.doc, S.NOTE)
+    ctx.define(named(line.name), ws, coord)
+    return coord
+
+
+def verdict(v):
+    """The verdict of a plan: its memory fit (green/amber/red) and whether the targets hold, as one text.
+
+    Green is the plan's own fit test (``fits``: the engine's KV budget holds the peak KV);
+    amber misses it but stays under the GPU's runtime memory, i.e. only the headroom the
+    utilization keeps back would hold it; red is over the runtime memory.
+    """
+    return where(eq(v.fits, 1),
+                 where(and_(eq(v.kv_fits, 1), eq(v.ttft_ok, 1), eq(v.tpot_ok, 1)),
+                       "fits, meets targets", "fits, misses a target"),
+                 where(le(v.total_bytes_per_gpu, v.gpu_memory_bytes), "into the headroom", "does not fit"))
+
+
+def _fit_rules(ws, rng: str, fits: str, total: str, memory: str) -> None:
+    """The verdict's colours over its inputs (references of the range's first row)."""
+    for cond, c in ((f"{fits}=1", S.GREEN),
+                    (f"AND(ISNUMBER({fits}),{fits}=0,{total}<={memory})", S.AMBER),
+                    (f"AND(ISNUMBER({fits}),{fits}=0,{total}>{memory})", S.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
+                                                       fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
+                                                       font=Font(color=c[1], bold=True)))
+
+
+def _flag_rules(ws, rng: str, first: str) -> None:
+    """A 1/0 fit line: green at 1, red at 0."""
+    for cond, c in ((f"{first}=1", S.GREEN), (f"AND(ISNUMBER({first}),{first}=0)", S.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+                                                                                        bgColor=c[0]),
+                                                       font=Font(color=c[1], bold=True)))
+
+
+def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
+    """The verdict and the 1/0 fit lines, top left; returns the last row used."""
+    _section(ctx, ws, f"A{r}", "Verdict")
+    r += 1
+    ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
+    ctx.formula(ws, f"B{r}", verdict(_Refs(named)), verdict(_Vals(ctx.values)), S.FORMULA)
+    ws.merge_cells(f"B{r}:C{r}")
+    _fit_rules(ws, f"B{r}:C{r}", named("fits"), named("total_bytes_per_gpu"), named("gpu_memory_bytes"))
+    ctx.put(ws, f"E{r}", "Green passes the fit test below; amber fails it but is under the GPU's memory (only the headroom "
+            "would hold it); red is over the GPU's memory.",
+            S.NOTE)
+    for line in [l for l in P.LINES if l.ledger == "fit"]:
+        r += 1
+        coord = _line_row(ctx, ws, r, "A", line)
+        _flag_rules(ws, coord, coord)
+    return r
+
+
+def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
+    """Rows label | =name | unit | also | ledger sheet below row r; returns the last row."""
+    c0 = ord(col) - ord("A")
+    L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
+    for name in names:
+        if name not in P.LINE_BY_NAME and name not in P.INPUT_BY_NAME:
+            continue
+        r += 1
+        q = P.LINE_BY_NAME.get(name) or P.INPUT_BY_NAME[name]
+        ctx.put(ws, f"{L(0)}{r}", q.label)
+        value = _num(ctx.values[name])
+        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, S.FORMULA, S.number_format(q.unit, value))
+        ctx.put(ws, f"{L(2)}{r}", _shown(q.unit, value))
+        also = _also(q.unit, value)
+        if also:
+            ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), _num(also[0](ctx.values[name])), S.FORMULA,
+                        S.number_format(also[1]))
+        ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS + (("cost", "Plan: Cost"),)).get(getattr(q, "ledger", ""),
+                                                                                   "Plan: Inputs"))
+    return r
+
+
+def _plan_results(ctx: Ctx, ws, r: int) -> None:
+    """Summary of the three ledgers and the cost lines, right of the inputs."""
+    _section(ctx, ws, f"G{r}", "Summary of the ledgers")
+    r += 1
+    _header(ctx, ws, r, 7, ["Quantity", "Value", "Unit", "Also", "Ledger sheet"])
+    top = r
+    r = _refs_block(ctx, ws, r, "G", SUMMARY) + 2
+    # memory use at a glance: bars over weights, KV, workspace, total and usable per GPU (0 to the largest)
+    rows = [k for k in range(top + 1, r - 1) if ws[f"I{k}"].value == _shown("B")][:5]
+    if rows:
+        ws.conditional_formatting.add(f"H{rows[0]}:H{rows[-1]}", DataBarRule(start_type="num", start_value=0,
+                                                                               end_type="max", color="5B9BD5"))
+    # cost, and any ledger a later plan adds that has no sheet of its own
+    shown = {k for k, _ in LEDGER_SHEETS} | {"fit"}
+    for ledger in dict.fromkeys(l.ledger for l in P.LINES if l.ledger not in shown):
+        _section(ctx, ws, f"G{r}", ledger.capitalize())
+        r += 1
+        _header(ctx, ws, r, 7, ["Line", "Value", "Unit", "Also", "Why"])
+        for line in [l for l in P.LINES if l.ledger == ledger]:
+            r += 1
+            _line_row(ctx, ws, r, "G", line)
+        r += 2
+
+
+def _plan_charts(ctx: Ctx, ws, top: int) -> None:
+    """Two native charts at the top right; their data (plan formulas) beyond the printed columns."""
+    end = _memory_chart(ctx, ws, top, f"G{top}")
+    _batch_table(ctx, ws, end + 2, f"J{top}")
+    # one-line headers, columns as wide as they need: these rows sit beside the verdict and choices
+    widths: dict[str, int] = {}
+    for row in ws.iter_rows(min_row=top, min_col=CHART_DATA_COL):
+        for c in row:
+            if isinstance(c.value, str) and not c.value.startswith("="):
+                c.alignment = Alignment(wrap_text=False, vertical="top")
+                if c.style == S.HEADER:
+                    widths[c.column_letter] = max(widths.get(c.column_letter, 12), len(c.value) + 2)
+    for col, w in widths.items():
+        ws.column_dimensions[col].width = w
+
+
+#: First column of the Plan's chart data (beyond the printed A:K).
+CHART_DATA_COL = 14  # N: past column L, where the results' notes run on
+
+
+def _col(k: int) -> str:
+    return get_column_letter(CHART_DATA_COL + k)
+
+
+def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
+    """Stacked memory per GPU (weights, KV, workspace) beside usable and physical capacity."""
+    _section(ctx, ws, f"{_col(0)}{r}", "Chart data: memory per GPU")
+    r += 1
+    parts = (("Weights", "weights_bytes_per_gpu"), ("KV cache at peak", "kv_bytes_per_gpu"),
+             ("Workspace", "workspace_bytes_per_gpu"), ("Capacity", None))
+    cats = (("Planned use", None), ("Usable (x utilization)", "usable_bytes_per_gpu"),
+            ("Physical (runtime)", "gpu_memory_bytes"))
+    _header(ctx, ws, r, CHART_DATA_COL, ["Bar"] + [p[0] for p in parts])
+    top = r
+    fmt = S.number_format("B")
+    for i, (cat, cap) in enumerate(cats):
+        r += 1
+        ctx.put(ws, f"{_col(0)}{r}", cat)
+        for j, (_, name) in enumerate(parts):
+            coord = f"{_col(1 + j)}{r}"
+            src = name if i == 0 else (cap if name is None else None)
+            if src:
+                ctx.formula(ws, coord, Sym(named(src)), _num(ctx.values[src]), S.FORMULA, fmt)
+            else:
+                ctx.put(ws, coord, 0, None, fmt)
+    chart = BarChart()
+    chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
+    chart.title = "Memory per GPU vs capacity (GB)"
+    chart.y_axis.title = "GB (1e9 B)"
+    chart.y_axis.numFmt = "#,##0,,,"
+    chart.y_axis.scaling.min = 0
+    data = Reference(ws, min_col=CHART_DATA_COL + 1, max_col=CHART_DATA_COL + len(parts), min_row=top, max_row=r)
+    chart.add_data(data, titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=CHART_DATA_COL, min_row=top + 1, max_row=r))
+    for s, c in zip(chart.series, ("4472C4", "ED7D31", "A5A5A5", "70AD47")):
+        s.graphicalProperties.solidFill = c
+        s.graphicalProperties.line.solidFill = c
+    chart.height, chart.width = 10, 11.5
+    chart.x_axis.delete = chart.y_axis.delete = False
+    chart.legend.position = "b"
+    ws.add_chart(chart, anchor)
+    return r
+
+
+def _batch_columns() -> list[str]:
+    """Plan lines that change with the batch and lead to the plotted targets, in plan order."""
+    need: set[str] = set()
+    todo = [t for t in BATCH_TARGETS if t in P.LINE_BY_NAME]
+    while todo:
+        n = todo.pop()
+        if n in need or n not in P.LINE_BY_NAME:
+            continue
+        need.add(n)
+        todo.extend(P.dependencies(n))
+    varies = {"concurrency"}
+    for line in P.LINES:
+        if line.name in need and varies & set(P.dependencies(line)):
+            varies.add(line.name)
+    return [l.name for l in P.LINES if l.name in varies and l.name in need]
+
+
+def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
+    """Decode step time against batch size: each row the plan's own lines at batch = concurrency."""
+    _section(ctx, ws, f"{_col(0)}{r}", "Chart data: decode step vs batch (plan formulas at concurrency = batch)")
+    r += 1
+    cols = _batch_columns()
+    _header(ctx, ws, r, CHART_DATA_COL, ["Batch (sequences)"] + [P.LINE_BY_NAME[c].label for c in cols])
+    r += 1
+    for j, c in enumerate(cols):
+        ctx.put(ws, f"{_col(1 + j)}{r}", _shown(P.LINE_BY_NAME[c].unit), S.NOTE)
+    ctx.put(ws, f"{_col(0)}{r}", "sequences", S.NOTE)
+    first = r + 1
+    batch = np.array(BATCH_SIZES, dtype=float)
+    vals = P.evaluate({**ctx.inputs, "concurrency": batch})
+    where_col = {"concurrency": _col(0)} | {c: _col(1 + j) for j, c in enumerate(cols)}
+    for i, b in enumerate(BATCH_SIZES):
+        r = first + i
+        ctx.put(ws, f"{_col(0)}{r}", b, S.INPUT, "#,##0")
+        ref = lambda n, r=r: f"${where_col[n]}{r}" if n in where_col else named(n)  # noqa: E731
+        for c in cols:
+            line = P.LINE_BY_NAME[c]
+            formula, _ = P.render(line, ref)
+            ctx.formula(ws, f"{where_col[c]}{r}", formula, float(np.asarray(vals[c])[i]), S.FORMULA,
+                        S.number_format(line.unit, float(np.asarray(vals[c])[i])))
+    last = r
+    # the ridge marker: a vertical line at the batch where decode turns compute-bound
+    y = BATCH_TARGETS[1]
+    r += 2
+    x0, x1 = f"{_col(1)}{r}", f"{_col(1)}{r + 1}"
+    ctx.put(ws, f"{_col(0)}{r}", "Ridge marker (x, y)")
+    ctx.formula(ws, x0, Sym(named("ridge_batch")), _num(ctx.values["ridge_batch"]), S.FORMULA, "#,##0")
+    ctx.put(ws, f"{_col(2)}{r}", 0, None, S.number_format("s"))
+    ctx.formula(ws, x1, Sym(x0), _num(ctx.values["ridge_batch"]), S.FORMULA, "#,##0")
+    ymax = float(np.max(np.asarray(vals[y])))
+    ctx.formula(ws, f"{_col(2)}{r + 1}", Sym(f"MAX({where_col[y]}{first}:{where_col[y]}{last})"), ymax,
+                S.FORMULA, S.number_format("s"))
+    ctx.put(ws, f"{_col(3)}{r}", "x = ridge batch; y from 0 to the largest step time")
+    chart = ScatterChart()
+    chart.title = "Decode step time vs batch (flat: bandwidth-bound; rising: compute-bound)"
+    chart.style = 2
+    chart.x_axis.title = "Batch (sequences in one decode step), log scale"
+    chart.y_axis.title = "Seconds per decode step (TPOT)"
+    chart.x_axis.scaling.logBase = 2
+    chart.x_axis.scaling.min, chart.x_axis.scaling.max = BATCH_SIZES[0], BATCH_SIZES[-1]
+    chart.y_axis.scaling.min = 0
+    chart.y_axis.numFmt = "0.000"
+    chart.x_axis.numFmt = "#,##0"
+    chart.x_axis.delete = chart.y_axis.delete = False
+    xs = Reference(ws, min_col=CHART_DATA_COL, min_row=first, max_row=last)
+    colors = {"tpot_floor_seconds": "4472C4", "tpot_seconds": "ED7D31"}
+    for name in BATCH_TARGETS[:2]:
+        col = CHART_DATA_COL + 1 + cols.index(name)
+        s = Series(Reference(ws, min_col=col, min_row=first, max_row=last), xs, title=P.LINE_BY_NAME[name].label)
+        s.marker.symbol = "circle"
+        s.graphicalProperties.line.solidFill = colors.get(name, "595959")
+        s.marker.graphicalProperties = None
+        s.smooth = False
+        chart.series.append(s)
+    marker = Series(Reference(ws, min_col=CHART_DATA_COL + 2, min_row=r, max_row=r + 1),
+                    Reference(ws, min_col=CHART_DATA_COL + 1, min_row=r, max_row=r + 1),
+                    title="Compute-bound from here (ridge batch)")
+    marker.graphicalProperties.line.solidFill = "C00000"
+    marker.graphicalProperties.line.dashStyle = "dash"
+    marker.graphicalProperties.line.width = 25400
+    marker.marker.symbol = "none"
+    marker.smooth = False
+    chart.series.append(marker)
+    chart.height, chart.width = 10, 12.5
+    chart.legend.position = "b"
+    ws.add_chart(chart, anchor)
+
+
+def ledger_sheet(ledger: str, title: str) -> SheetBuilder:
+    def build(wb, ctx: Ctx) -> None:
+        ws = ctx.new_sheet(title, f"{title} ledger", {"A": 36, "B": 18, "C": 13, "D": 12, "E": 80, "F": 30},
+                           tab="4472C4")
+        ctx.put(ws, "A3", "One line per row: the formula refers to named quantities (click a value to read it); "
+                "inputs live on the Plan sheet.", S.NOTE)
+        ws.merge_cells("A3:F3")
+        _header(ctx, ws, 5, 1, ["Line", "Value", "Unit", "Also", "Why (one sentence)", "Name"])
+        ws.freeze_panes = "A6"
+        r = 6
+        for line in [l for l in P.LINES if l.ledger == ledger]:
+            _line_row(ctx, ws, r, "A", line)
+            ctx.put(ws, f"F{r}", named(line.name), S.NOTE)
+            r += 1
+    build.__name__ = f"{ledger}_sheet"
+    return build
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+
+
+def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, float], set[str]]:
+    """(choices, inputs, names whose value is the row's own) of one scenario row.
+
+    A row's own values: what the scenario sets, and the engine's defaults for the row's
+    GPU and TP (unless the build was given that number).  Catalog inputs are lookups;
+    everything else follows the Plan sheet.
+    """
+    from udfs import engines
+
+    choice = resolve_choice(sc.model, sc.gpu, sc.weight_dtype or None, sc.kv_dtype, ctx.tables)
+    vals = {}
+    for inp in P.INPUTS:
+        lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
+        vals[inp.name] = sc.inputs.get(inp.name, lk[1] if lk is not None else ctx.inputs[inp.name])
+    own = set(sc.inputs)
+    eng = engines.with_engine(vals, ctx.engine, gpu_id=choice["gpu"])
+    for name in ctx.engine_inputs:
+        if name not in sc.inputs and name not in ctx.explicit:
+            vals[name] = eng[name]
+            own.add(name)
+    return choice, vals, own
+
+
+#: Results the Scenarios grid repeats right after each row's choices (the printed part).
+SCENARIO_KEY = ("total_bytes_per_gpu", "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "gpus_needed",
+                "max_concurrency", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
+                "cost_per_million_output_tokens", "kv_fits", "ttft_ok", "tpot_ok")
+
+
+def scenarios_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet("Scenarios", "Scenarios: what-if grid", {"A": 40, "B": 20}, tab="70AD47")
+    ctx.put(ws, "A3", "One scenario per row. Add one by copying the last row down, then change its yellow cells. "
+            "Inputs a row does not set follow the Plan sheet (=name formulas); green cells are catalog lookups. "
+            "Key results come first; every input and ledger line follows to the right.", S.NOTE)
+    ws.merge_cells("A3:R3")
+    group_row, label_row, unit_row, name_row, first = 5, 6, 7, 8, 9
+    sel_cols = ["C", "D", "E", "F"]
+    rows = [scenario_inputs(ctx, sc) for sc in ctx.scenarios]
+    set_by_rows = [i.name for i in P.INPUTS if any(i.name in own for _, _, own in rows)]
+    scenario_set = [n for n in set_by_rows if any(n in sc.inputs for sc in ctx.scenarios)]
+    engine_set = [n for n in set_by_rows if n not in scenario_set]
+    key = [n for n in SCENARIO_KEY if n in P.LINE_BY_NAME]
+    order = scenario_set + ["key:" + n for n in key] + engine_set + \
+        [i.name for i in P.INPUTS if i.name not in set_by_rows] + [l.name for l in P.LINES]
+    cols = {name: get_column_letter(7 + k) for k, name in enumerate(order)}
+    last_col = 6 + len(order)
+    key_first, key_last = cols["key:" + key[0]], cols["key:" + key[-1]]
+    # headers
+    quantity = lambda n: P.LINE_BY_NAME.get(n) or P.INPUT_BY_NAME[n]  # noqa: E731
+    heads = [("A", "Scenario", "", ""), ("B", "Verdict (memory; targets)", "", "")]
+    heads += [(col, label, "id", SELECTOR_NAMES[k]) for col, (k, label, _) in zip(sel_cols, SELECTORS)]
+    for name in order:
+        q = quantity(name.removeprefix("key:"))
+        heads.append((cols[name], q.label, _shown(q.unit, _num(ctx.values[q.name])), q.name))
+    for col, label, unit, name in heads:
+        ctx.put(ws, f"{col}{label_row}", label, S.HEADER)
+        ctx.put(ws, f"{col}{unit_row}", unit, S.NOTE).alignment = Alignment(wrap_text=False)
+        c = ctx.put(ws, f"{col}{name_row}", name, S.NOTE)
+        c.alignment, c.font = Alignment(wrap_text=False, shrink_to_fit=True), Font(size=7, color="808080")
+    ws.row_dimensions[label_row].height = 54
+    ctx.put(ws, f"A{group_row}", "Scenario", S.SECTION)
+    ctx.put(ws, f"C{group_row}", "Choices", S.SECTION)
+    if scenario_set:
+        ctx.put(ws, f"{cols[scenario_set[0]]}{group_row}", "Set per row", S.SECTION)
+    if engine_set:
+        ctx.put(ws, f"{cols[engine_set[0]]}{group_row}", f"{ctx.engine} defaults for the row's GPU and TP", S.SECTION)
+    ctx.put(ws, f"{key_first}{group_row}", "Key results (copies of the ledger columns)", S.SECTION)
+    rest = [i.name for i in P.INPUTS if i.name not in set_by_rows]
+    if rest:
+        ctx.put(ws, f"{cols[rest[0]]}{group_row}", "Other inputs (green: catalog lookup; white: =the Plan's input)", S.SECTION)
+    prev = None
+    for line in P.LINES:
+        if line.ledger != prev:
+            ctx.put(ws, f"{cols[line.name]}{group_row}", line.ledger.capitalize() + " ledger", S.SECTION)
+            prev = line.ledger
+    for k in range(3, last_col + 1):
+        ws.column_dimensions[get_column_letter(k)].width = 13
+    ws.freeze_panes = f"C{first}"
+    for k, (sc, (choice, inputs, own)) in enumerate(zip(ctx.scenarios, rows)):
+        r = first + k
+        vals = P.evaluate(inputs)
+        ref = lambda n, r=r: f"${cols[n]}{r}"  # noqa: E731
+        key_refs = {sel: f"${col}{r}" for sel, col in zip(SELECTOR_NAMES, sel_cols)}
+        ctx.put(ws, f"A{r}", sc.label, S.INPUT)
+        ctx.formula(ws, f"B{r}", verdict(_Refs(ref)), verdict(_Vals(vals)), S.FORMULA)
+        for (sel, label, sheet), col in zip(SELECTORS, sel_cols):
+            ctx.put(ws, f"{col}{r}", choice[sel], S.INPUT)
+        for inp in P.INPUTS:
+            coord = f"{cols[inp.name]}{r}"
+            fmt = S.number_format(inp.unit, inputs[inp.name])
+            lk = lookup(inp.name, ctx.tables, key_refs, choice)
+            if inp.name in own or inp.name in set_by_rows:  # the row's own value (another row's column: the Plan's)
+                ctx.put(ws, coord, inputs[inp.name], S.INPUT, fmt)
+            elif lk is not None:
+                ctx.formula(ws, coord, lk[0], inputs[inp.name], S.LOOKUP, fmt)
+            else:
+                ctx.formula(ws, coord, Sym(named(inp.name)), inputs[inp.name], S.FORMULA, fmt)
+        for line in P.LINES:
+            formula, _ = P.render(line, ref)
+            v = _num(vals[line.name])
+            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, S.FORMULA, S.number_format(line.unit, v))
+        for n in key:
+            v = _num(vals[n])
+            ctx.formula(ws, f"{cols['key:' + n]}{r}", Sym(ref(n)), v, S.FORMULA,
+                        S.number_format(P.LINE_BY_NAME[n].unit, v))
+    last = first + len(ctx.scenarios) - 1
+    # dropdowns and conditional formats cover room for copied rows
+    room = last + 200
+    for (sel, label, sheet), col in zip(SELECTORS, sel_cols):
+        dv = _list_validation(ctx.tables[sheet], label)
+        ws.add_data_validation(dv)
+        dv.add(f"{col}{first}:{col}{room}")
+    _fit_rules(ws, f"B{first}:B{room}", f"${cols['fits']}{first}", f"${cols['total_bytes_per_gpu']}{first}",
+               f"${cols['gpu_memory_bytes']}{first}")
+    for name in [l.name for l in P.LINES if l.ledger == "fit"]:
+        for col in [cols[name]] + ([cols["key:" + name]] if "key:" + name in cols else []):
+            _flag_rules(ws, f"{col}{first}:{col}{room}", f"{col}{first}")
+    for col in (cols["total_bytes_per_gpu"], cols["key:total_bytes_per_gpu"]):
+        ws.conditional_formatting.add(f"{col}{first}:{col}{room}",
+                                      DataBarRule(start_type="num", start_value=0, end_type="max", color="5B9BD5"))
+    ws.auto_filter.ref = f"A{label_row}:{get_column_letter(last_col)}{last}"
+    ws.print_area = f"A1:{key_last}{last}"
+    ws.print_title_rows = f"{label_row}:{unit_row}"
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def _check_namespace(ctx: Ctx):
+    models = ctx.tables["Models"]
+    heads = Sym(models.index_match(SELECTOR_NAMES["model"], "num_attention_heads").text)
+    refs = _Refs(named, {"attention_heads": heads})
+    vals = _Vals({**ctx.values, "attention_heads": models.value(ctx.choice["model"], "num_attention_heads")})
+    return refs, vals
+
+
+def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
+    """(group, label, doc, formula Sym, value) of every check, in sheet order."""
+    refs, vals = _check_namespace(ctx)
+    rows = []
+    for chk in C.SEED_CHECKLIST:
+        group = "Seed checklist" if chk.counts else "Findings (not in the master check)"
+        rows.append((group, chk.label, chk.doc, C.one_zero(chk.fn(refs)), int(C.one_zero(chk.fn(vals)))))
+    for chk in C.PLAN_INTEGRITY:
+        rows.append(("Integrity", chk.label, chk.doc, C.one_zero(chk.fn(refs)), int(C.one_zero(chk.fn(vals)))))
+    for key, label, sheet in SELECTORS:
+        t = ctx.tables[sheet]
+        found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
+        rows.append(("Integrity", f"{label} is in the {sheet} catalog", "The dropdown choice matches a catalog id.",
+                     found, int(any(e.id == ctx.choice[key] for e in t.rows))))
+    for sheet, field in C.POSITIVE_FIELDS:
+        t = ctx.tables[sheet]
+        if not t.has(field):
+            continue
+        col = get_column_letter(t.field_index(field) + 1)
+        rng = absolute(sheet, f"{col}{FIRST_ROW}:{col}{FIRST_ROW + TABLE_ROWS - 1}")
+        ok = all((getattr(e, field) or 0) > 0 for e in t.rows)
+        rows.append(("Integrity", f"{sheet}: {field} positive in every row",
+                     "Catalog values are physical quantities: none may be zero or negative.",
+                     Sym(f'IF(COUNTIFS({rng},"<=0")=0,1,0)'), int(ok)))
+    return rows
+
+
+def checks_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet("Checks", "Checks", {"A": 26, "B": 70, "C": 10, "D": 80}, tab="7F7F7F")
+    ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
+            "every sheet. Findings describe the plan and are not counted.", S.NOTE)
+    ws.merge_cells("A3:D3")
+    _header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
+    r = 5
+    counted: list[str] = []
+    for group, label, doc, formula, value in check_rows(ctx):
+        r += 1
+        ctx.put(ws, f"A{r}", group)
+        ctx.put(ws, f"B{r}", label, S.NOTE)
+        ctx.formula(ws, f"C{r}", formula, value, S.CHECK, "0")
+        _flag_rules(ws, f"C{r}", f"C{r}")
+        ctx.put(ws, f"D{r}", doc, S.NOTE)
+        if not group.startswith("Findings"):
+            counted.append(f"C{r}")
+    r += 2
+    _section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from udfs.args)")
+    r += 1
+    _header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
+    for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):
+        ctx.put(ws, f"{col}{r}", text, S.HEADER)
+    for col in "EFGH":
+        ws.column_dimensions[col].width = 12
+    for inp in P.INPUTS:
+        r += 1
+        a = inp.arg
+        ctx.put(ws, f"A{r}", inp.name)
+        v = ctx.inputs[inp.name]
+        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, S.FORMULA, S.number_format(inp.unit, v))
+        ctx.put(ws, f"E{r}", a.lo, S.CONSTANT, "General")
+        ctx.put(ws, f"F{r}", int(a.lo_inclusive), S.CONSTANT, "0")
+        ctx.put(ws, f"G{r}", a.hi, S.CONSTANT, "General")
+        ctx.put(ws, f"H{r}", int(a.integer), S.CONSTANT, "0")
+        cells = [Sym(f"{c}{r}") for c in "BEFGH"]
+        ctx.formula(ws, f"C{r}", C.in_range(*cells), int(C.in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
+                    S.CHECK, "0")
+        _flag_rules(ws, f"C{r}", f"C{r}")
+        ctx.put(ws, f"D{r}", f"{a.allowed()} ({inp.unit})", S.NOTE)
+        counted.append(f"C{r}")
+    r += 2
+    ctx.put(ws, f"A{r}", "Master check", S.SECTION)
+    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(counted) + ")"), ctx.master_value, S.CHECK, "0")
+    _flag_rules(ws, f"C{r}", f"C{r}")
+    ctx.define("master_check", ws, f"C{r}")
+
+
+def master_value(ctx: Ctx) -> int:
+    vals = [v for g, _l, _d, _f, v in check_rows(ctx) if not g.startswith("Findings")]
+    for inp in P.INPUTS:
+        a = inp.arg
+        vals.append(int(C.in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer))))
+    return int(min(vals))
+
+
+# --- catalogs ----------------------------------------------------------------------------------
+
+
+#: Catalog text columns shown wrapped in a wide column (sources and notes run long).
+WIDE_FIELDS = ("source", "notes", "price_source", "provenance")
+
+
+def catalog_sheet(sheet: str) -> SheetBuilder:
+    def build(wb, ctx: Ctx) -> None:
+        t = ctx.tables[sheet]
+        ws = ctx.new_sheet(sheet, t.title, tab="A5A5A5")
+        ctx.put(ws, "A3", f"Add a row at the bottom (keep the field ids in row {FIELD_ROW}): it appears in the Plan and "
+                "Scenarios dropdowns. Values in base units (bytes, B/s, FLOP/s); formats show GB, TB/s, TFLOP/s.",
+                S.NOTE)
+        ws.merge_cells("A3:L3")
+        ncol = len(t.columns)
+        last_col = get_column_letter(ncol)
+        end = FIRST_ROW + TABLE_ROWS - 1
+        for j, col in enumerate(t.columns):
+            L = get_column_letter(j + 1)
+            ctx.put(ws, f"{L}{FIELD_ROW}", col.field, S.NOTE)
+            ctx.put(ws, f"{L}{HEADER_ROW}", col.label, S.HEADER)
+            sample = next((v for e in t.rows if isinstance(v := t.value(e.id, col.field), (int, float))), None)
+            ctx.put(ws, f"{L}{UNIT_ROW}", _shown(col.unit, sample), S.NOTE)
+            ws.column_dimensions[L].width = 48 if col.field in WIDE_FIELDS else max(11, min(24, len(col.label) + 2))
+        cells = {c.field: get_column_letter(k + 1) for k, c in enumerate(t.columns)}
+        for i, entry in enumerate(t.rows):
+            r = FIRST_ROW + i
+            for j, col in enumerate(t.columns):
+                coord = f"{get_column_letter(j + 1)}{r}"
+                value = t.value(entry.id, col.field)
+                fmt = S.number_format(col.unit, value if isinstance(value, (int, float)) else None)
+                if col.field in t.formulas:
+                    expr = t.formulas[col.field](lambda f, r=r: Sym(f"{cells[f]}{r}"))
+                    ctx.formula(ws, coord, expr, value, S.FORMULA, fmt)
+                else:
+                    c = ctx.put(ws, coord, value, S.INPUT, fmt)
+                    if col.field in WIDE_FIELDS:
+                        c.alignment = Alignment(wrap_text=True, vertical="top")
+        ctx.define(t.ids, ws, f"A{FIRST_ROW}:A{end}")
+        ctx.define(t.table, ws, f"A{FIRST_ROW}:{last_col}{end}")
+        ctx.define(t.fields_name, ws, f"A{FIELD_ROW}:{last_col}{FIELD_ROW}")
+        ws.freeze_panes = f"B{FIRST_ROW}"
+        ws.auto_filter.ref = f"A{HEADER_ROW}:{last_col}{FIRST_ROW + len(t.rows) - 1}"
+        ws.print_title_rows = f"{HEADER_ROW}:{UNIT_ROW}"
+        ws.print_area = f"A1:{last_col}{FIRST_ROW + len(t.rows) - 1}"
+    build.__name__ = f"{sheet.lower()}_sheet"
+    return build
+
+
+#: The workbook, sheet by sheet, in display order.
+SHEET_BUILDERS: list[SheetBuilder] = [
+    start_sheet,
+    plan_sheet,
+    *[ledger_sheet(k, t) for k, t in LEDGER_SHEETS],
+    scenarios_sheet,
+    checks_sheet,
+    add_calibration_sheet,
+    catalog_sheet("GPUs"),
+    catalog_sheet("Models"),
+    catalog_sheet("Dtypes"),
+]
+
+
+def register_sheet(builder: SheetBuilder, after: Optional[str] = None) -> None:
+    """Add a sheet builder (after the builder named ``after``, else at the end)."""
+    names = [b.__name__ for b in SHEET_BUILDERS]
+    SHEET_BUILDERS.insert(names.index(after) + 1 if after in names else len(SHEET_BUILDERS), builder)
+
+
+# --- entry point -------------------------------------------------------------------------------
+
+
+def resolve_choice(model: Optional[str], gpu: Optional[str], weight_dtype: Optional[str],
+                   kv_dtype: Optional[str], tables: Mapping[str, Table]) -> dict[str, str]:
+    """Canonical catalog ids (aliases accepted; unknown ids raise UnknownId with suggestions)."""
+    from udfs import catalog as cat
+
+    model = model or DEFAULT_CHOICE["model"]
+    own = [e for e in tables["Models"].rows if e.id == model]  # a config.json model joins the table
+    m = own[0] if own else cat.get_model(model)
+    g = cat.get_gpu(gpu or DEFAULT_CHOICE["gpu"])
+    wd = cat.get_dtype(weight_dtype or m.weight_dtype)
+    kd = cat.get_dtype(kv_dtype or DEFAULT_CHOICE["kv_dtype"])
+    return {"model": m.id, "gpu": g.id, "weight_dtype": wd.id, "kv_dtype": kd.id}
+
+
+def build_date(tables: Mapping[str, Table]) -> datetime:
+    """SOURCE_DATE_EPOCH when set (reproducible builds), else the newest catalog date."""
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    if sde:
+        return datetime.fromtimestamp(int(sde), tz=timezone.utc).replace(tzinfo=None)
+    dates = []
+    for t in tables.values():
+        for e in t.rows:
+            d = str(getattr(e, "date", "") or "")
+            try:
+                dates.append(datetime.strptime(d[:10], "%Y-%m-%d"))
+            except ValueError:
+                continue
+    return max(dates) if dates else datetime(2026, 1, 1)
+
+
+def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, config=None, context=None,
+                 engine=None, scenarios: Optional[Sequence[Scenario] | str | os.PathLike] = None, **numbers) -> Ctx:
+    """The plan the workbook opens on, assembled as ``inference-ledger plan`` does.
+
+    Catalog lookups and defaults, then the engine's defaults for this GPU and TP
+    (:func:`udfs.engines.with_engine`), then the numbers given.  Takes what
+    :func:`inference_ledger.commands.build.build_options` collects: ``config`` (a
+    config.json whose model joins the Models sheet and is selected), ``context`` (prompt
+    + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
+    input names; None means "not given".
+    """
+    from udfs import catalog as cat
+    from udfs import engines
+
+    explicit = {k: v for k, v in numbers.items() if v is not None}
+    unknown = [k for k in explicit if k not in P.INPUT_BY_NAME]
+    if unknown:
+        raise LedgerInputError(f"unknown plan input {unknown[0]!r}")
+    explicit = {k: P.INPUT_BY_NAME[k].arg.check(v) for k, v in explicit.items()}
+    if context is not None:
+        if "input_tokens" in explicit:
+            raise LedgerInputError("give context or input_tokens, not both")
+        out = explicit.get("output_tokens", P.INPUT_BY_NAME["output_tokens"].default)
+        if context <= out:
+            raise LedgerInputError(f"context {context} must exceed the output tokens {out:g}")
+        explicit["input_tokens"] = float(context - out)
+    tables = load_tables()
+    if config is not None:
+        if model:
+            raise LedgerInputError("give model or config, not both")
+        m = cat.model_from_config(config)
+        # the sheet may be mailed: name the file, not where it lives on this machine
+        m = dataclasses.replace(m, source=f"config.json given to the build ({Path(config).name})")
+        models = tables["Models"]
+        models.rows = [e for e in models.rows if e.id != m.id] + [m]
+        model = m.id
+        weight_dtype = weight_dtype or m.weight_dtype
+    choice = resolve_choice(model, gpu, weight_dtype, kv_dtype, tables)
+    eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
+    base = {}
+    for inp in P.INPUTS:
+        lk = lookup(inp.name, tables, SELECTOR_NAMES, choice)
+        base[inp.name] = explicit.get(inp.name, lk[1] if lk is not None else inp.default)
+    inputs = engines.with_engine(base, eng, gpu_id=choice["gpu"]) | explicit
+    if scenarios is None:
+        scenarios = DEFAULT_SCENARIOS
+    elif isinstance(scenarios, (str, os.PathLike)):
+        scenarios = read_scenarios(scenarios)
+    over = {k: v for k, v in explicit.items() if lookup(k, tables, SELECTOR_NAMES, choice) is not None}
+    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=P.evaluate(inputs),
+              scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
+              engine_inputs=tuple(n for n in P.NAMES if n in _engine_names(eng)),
+              explicit=explicit)
+    ctx.master_value = master_value(ctx)
+    return ctx
+
+
+def _engine_names(eng) -> set[str]:
+    """Plan inputs an engine sets (its defaults depend on the GPU and TP, so rows get their own)."""
+    from udfs import engines
+
+    return set(engines.engine_inputs(eng, gpu_memory_bytes=P.INPUT_BY_NAME["gpu_memory_bytes"].default))
+
+
+def _fit_rows(ws) -> None:
+    """Give rows of wrapped text the height their lines need (openpyxl leaves 15 pt, and text overlaps)."""
+    merged = {str(m).split(":")[0]: m for m in ws.merged_cells.ranges}
+    default = 8.43
+    for row in ws.iter_rows():
+        need = 0
+        for c in row:
+            if not isinstance(c.value, str) or c.value.startswith("=") or not c.alignment.wrap_text:
+                continue
+            m = merged.get(c.coordinate)
+            cols = range(m.min_col, m.max_col + 1) if m else [c.column]
+            width = sum(ws.column_dimensions[get_column_letter(k)].width or default for k in cols)
+            size = (c.font.sz or 11) if c.font else 11
+            per_line = max(1.0, width * 11.0 / size * 1.15)
+            need = max(need, -(-len(c.value) // int(per_line)))
+        if need > 1:
+            r = row[0].row
+            ws.row_dimensions[r].height = max(ws.row_dimensions[r].height or 0, 13.5 * need)
+            for c in row:  # labels and values line up with the first line of the wrapped text
+                if c.value is not None and c.alignment.vertical != "top":
+                    c.alignment = Alignment(vertical="top", wrap_text=c.alignment.wrap_text,
+                                            horizontal=c.alignment.horizontal)
+
+
+def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), template: bool = False) -> bytes:
+    wb = Workbook()
+    wb.remove(wb.active)
+    ctx.wb = wb
+    S.register(wb)
+    for builder in list(SHEET_BUILDERS) + list(extra_sheets):
+        builder(wb, ctx)
+    for ws in wb.worksheets:
+        _fit_rows(ws)
+    wb.active = 1  # open on Plan
+    for ws in wb.worksheets:
+        ws.sheet_view.tabSelected = ws.title == "Plan"
+    wb.calculation.fullCalcOnLoad = True
+    p = wb.properties
+    p.creator = "inference-ledger"
+    p.lastModifiedBy = "inference-ledger"
+    p.title = TITLE
+    p.subject = "LLM inference capacity plan: GPUs, latency, throughput and cost"
+    p.description = DESCRIPTION
+    p.keywords = "LLM inference, KV cache, GPU memory, TPOT, TTFT"
+    p.created = p.modified = ctx.build_date
+    p.lastPrinted = None
+    raw = io.BytesIO()
+    wb.save(raw)
+    return package(raw.getvalue(), ctx.cached, ctx.build_date, template=template)
+
+
+def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_sheets: Iterable[SheetBuilder] = (),
+                   template: Optional[bool] = None, **options) -> tuple[Path, dict[str, Any]]:
+    """Write the workbook atomically; return its path and the Plan's evaluated values.
+
+    options: model, gpu, weight_dtype, kv_dtype, scenarios (a sequence of Scenario), and
+    any plan input name (tp=2, concurrency=32 ...) to override its default or catalog value.
+    A path ending in .xltx is written as an Excel template.
+    """
+    path = Path(path)
+    if template is None:
+        template = path.suffix.lower() == ".xltx"
+    ctx = make_context(**options)
+    data = render_workbook(ctx, extra_sheets, template=template)
+    write_atomic(path, data)
+    return path, {k: _num(v) for k, v in ctx.values.items()}

@@ -1,0 +1,258 @@
+"""The Calibration sheet: paste measured TPOT, TTFT and KV tokens; back-solve the efficiencies.
+
+For the deployment chosen on Plan (model, GPU, formats, TP, engine inputs), each row takes
+one measured run: the batch and context it decoded at, its prompt length, and what was
+measured.  The sheet then
+
+* back-solves the **bandwidth fraction** the run achieved: the bytes one decode step reads
+  per GPU over (HBM bandwidth x (measured TPOT - the all-reduce and overhead time the plan
+  assigns)), the inverse of the plan's expected TPOT;
+* back-solves the **prefill compute efficiency**: prefill FLOPs over (peak x TP x TTFT);
+* shows each measurement's error against the plan's prediction (TPOT, TTFT, KV tokens).
+
+The medians become ``calibrated_bw_efficiency`` and ``calibrated_prefill_efficiency``
+(defined names), switched by ``use_calibration`` (1 = use the medians when there is data,
+0 = use the uncalibrated values beside them).  To feed Plan, type
+``=calibrated_bw_efficiency`` into Plan's "Decode bandwidth efficiency" input (and
+``=calibrated_prefill_efficiency`` into "Prefill compute efficiency"): nothing here reads
+those two inputs' cells for the back-solving, so there is no circular reference.
+
+Every formula is portable (IF, ISNUMBER, AND, COUNT, MEDIAN, ABS, MAX, MIN) and uses the
+plan's own defined names and :mod:`udfs` formula helpers, so it is the same arithmetic as
+the plan; the values written with it are computed by the same functions in Python.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable, Optional
+
+from openpyxl.utils import get_column_letter
+
+from udfs import engines as E
+from udfs import ledger as L
+from udfs import plan as P
+from udfs.expr import Sym, and_, eq, where
+from udfs.units import MS_PER_S
+
+from . import style as S
+from .context import Ctx, xname
+
+SHEET = "Calibration"
+#: Measurement rows offered (blank rows compute nothing).
+RUNS = 10
+FIRST = 8  # first measurement row
+#: (column, header, unit) of the input columns, then of the computed ones.
+INPUT_COLS = (("B", "Batch (sequences decoding together)", "sequences"),
+              ("C", "Context per sequence (tokens)", "tokens"),
+              ("D", "Prompt tokens (for TTFT)", "tokens"),
+              ("E", "Measured TPOT (ms)", "ms"),
+              ("F", "Measured TTFT (ms)", "ms"),
+              ("G", "Measured KV cache tokens (engine log)", "tokens"))
+OUTPUT_COLS = (("H", "Bytes per step per GPU", "B"),
+               ("I", "All-reduce + overhead (ms)", "ms"),
+               ("J", "Bandwidth fraction (back-solved)", "fraction"),
+               ("K", "TPOT predicted (ms)", "ms"),
+               ("L", "TPOT error", "fraction"),
+               ("M", "Prefill efficiency (back-solved)", "fraction"),
+               ("N", "TTFT predicted (ms)", "ms"),
+               ("O", "TTFT error", "fraction"),
+               ("P", "KV tokens predicted", "tokens"),
+               ("Q", "KV tokens error", "fraction"),
+               ("R", "|TPOT error|", "fraction"),
+               ("S", "|TTFT error|", "fraction"),
+               ("T", "|KV error|", "fraction"))
+FORMATS = {"B": "#,##0", "ms": "0.00", "fraction": "0.0%", "tokens": "#,##0", "sequences": "#,##0"}
+
+
+class _Names:
+    """Plan quantities by attribute: defined names (render) or the plan's values (evaluate)."""
+
+    def __init__(self, values: Optional[dict] = None):
+        self._values = values
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._values is None:
+            return Sym(xname(name))
+        return self._values[name]
+
+
+def _isnum(x) -> Any:
+    return Sym(f"ISNUMBER({x.text})") if isinstance(x, Sym) else isinstance(x, (int, float))
+
+
+def _abs(x) -> Any:
+    return Sym(f"ABS({x.text})") if isinstance(x, Sym) else abs(x)
+
+
+# --- one row: every formula written once, evaluated or rendered --------------------------
+
+
+def step_bytes(p, batch, context):
+    """Weights once per GPU + each sequence's KV at its context, split over the KV shards."""
+    kv_seq = L.kv_sequence_bytes(p.kv_elements_per_token_layer, p.kv_bytes, p.num_layers, context,
+                                 p.sliding_layers, p.window)
+    return p.weights_read_bytes / p.tp + batch * kv_seq / p.kv_shards
+
+
+def overhead_ms(p, batch):
+    """The plan's off-roofline time at this batch: TP all-reduces + per-layer and per-step overhead."""
+    ar = E.allreduce_seconds(p.tp, p.num_layers, p.allreduce_latency_seconds,
+                             batch * p.hidden_size * p.unquantized_bytes, p.interconnect_bw)
+    return (ar + p.decode_overhead_seconds) * MS_PER_S
+
+
+def bw_fraction(p, bytes_, overhead, tpot_ms):
+    """Bandwidth fraction that reproduces the measured TPOT: bytes / (BW x (TPOT - overhead))."""
+    return bytes_ / (p.hbm_bw * (tpot_ms - overhead) / MS_PER_S)
+
+
+def tpot_predicted_ms(p, bytes_, overhead, batch):
+    flops = L.forward_flops(p.active_params, batch) / p.tp
+    return L.decode_step_seconds(bytes_, flops, p.hbm_bw, p.peak_flops, p.bw_efficiency,
+                                 p.decode_compute_efficiency) * MS_PER_S + overhead
+
+
+def prefill_efficiency(p, prompt, ttft_ms):
+    """Compute efficiency that reproduces the measured TTFT: FLOPs / (peak x TP x TTFT)."""
+    return L.prefill_flops(p.active_params, prompt) / (p.peak_flops * p.tp * ttft_ms / MS_PER_S)
+
+
+def ttft_predicted_ms(p, prompt):
+    return L.compute_seconds(L.prefill_flops(p.active_params, prompt), p.peak_flops, p.prefill_efficiency,
+                             p.tp) * MS_PER_S
+
+
+def _row_cells(p, c: dict) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """column -> (the column whose number it needs, expression thunk) for one row; c maps columns to refs or values."""
+    return {
+        "H": ("E", lambda: step_bytes(p, c["B"], c["C"])),
+        "I": ("E", lambda: overhead_ms(p, c["B"])),
+        "J": ("E", lambda: bw_fraction(p, c["H"], c["I"], c["E"])),
+        "K": ("E", lambda: tpot_predicted_ms(p, c["H"], c["I"], c["B"])),
+        "L": ("E", lambda: c["K"] / c["E"] - 1),
+        "M": ("F", lambda: prefill_efficiency(p, c["D"], c["F"])),
+        "N": ("F", lambda: ttft_predicted_ms(p, c["D"])),
+        "O": ("F", lambda: c["N"] / c["F"] - 1),
+        "P": ("G", lambda: p.kv_capacity_tokens),
+        "Q": ("G", lambda: c["P"] / c["G"] - 1),
+        "R": ("L", lambda: _abs(c["L"])),
+        "S": ("O", lambda: _abs(c["O"])),
+        "T": ("Q", lambda: _abs(c["Q"])),
+    }
+
+
+def _median(xs: list) -> Any:
+    nums = [x for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    return statistics.median(nums) if nums else ""
+
+
+# --- the sheet ----------------------------------------------------------------------------
+
+
+def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, float]]] = None) -> None:
+    """Add the Calibration sheet (a workbook sheet builder: ``builder(wb, ctx)``).
+
+    ``measurements``: optional rows to pre-fill, dicts keyed by the input columns' letters
+    (B batch, C context, D prompt, E TPOT ms, F TTFT ms, G KV tokens).
+    """
+    ws = ctx.new_sheet(SHEET, "Calibration: your measurements against the plan",
+                       {"A": 30, **{col: 14 for col, _, _ in INPUT_COLS + OUTPUT_COLS}})
+    ctx.put(ws, "A3", "Paste measured runs of the deployment chosen on Plan (same model, GPU, formats, TP). Each row "
+            "back-solves the HBM bandwidth fraction from TPOT (use batch-1 or small-batch runs: bandwidth-bound) and "
+            "the prefill compute efficiency from TTFT (long prompts, no queueing), and shows the plan's error. To "
+            "feed Plan, type =calibrated_bw_efficiency into Plan's decode bandwidth efficiency input and "
+            "=calibrated_prefill_efficiency into its prefill efficiency input.", S.NOTE)
+    ws.merge_cells("A3:T3")
+    ctx.put(ws, "A5", "Measurements", S.SECTION)
+    head = FIRST - 1
+    ctx.put(ws, f"A{head}", "Run", S.HEADER)
+    for col, text, _unit in INPUT_COLS + OUTPUT_COLS:
+        ctx.put(ws, f"{col}{head}", text, S.HEADER)
+    ctx.put(ws, f"B{head - 1}", "Your figures (inputs)", S.NOTE)
+    ctx.put(ws, f"H{head - 1}", "Computed from the plan's named quantities", S.NOTE)
+    sym, num = _Names(), _Names(ctx.values)
+    fill = list(measurements or [])
+    computed: dict[str, list] = {col: [] for col, _, _ in OUTPUT_COLS}
+    last = FIRST + RUNS - 1
+    for k in range(RUNS):
+        r = FIRST + k
+        ctx.put(ws, f"A{r}", f"Run {k + 1}")
+        given = fill[k] if k < len(fill) else {}
+        vals: dict[str, Any] = {}
+        for col, _text, unit in INPUT_COLS:
+            v = given.get(col)
+            ctx.put(ws, f"{col}{r}", v, S.INPUT, FORMATS.get(unit))
+            vals[col] = v if v is not None else 0.0 if col in "BCD" else None
+        refs = {col: Sym(f"{col}{r}") for col, _, _ in INPUT_COLS + OUTPUT_COLS}
+        sym_cells = _row_cells(sym, refs)
+        num_cells = _row_cells(num, vals)
+        for col, _text, unit in OUTPUT_COLS:
+            guard, expr = sym_cells[col]
+            formula = where(_isnum(refs[guard]), expr(), "")
+            value = num_cells[col][1]() if _isnum(vals.get(guard)) else ""
+            vals[col] = value if value != "" else None
+            computed[col].append(value)
+            ctx.formula(ws, f"{col}{r}", formula, _plain(value), S.FORMULA, FORMATS.get(unit))
+    _summary(ctx, ws, last + 2, last, computed)
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None:
+    ctx.put(ws, f"A{r}", "Calibrated values", S.SECTION)
+    rng = {col: f"{col}{FIRST}:{col}{last}" for col in computed}
+    count = {col: sum(isinstance(x, (int, float)) for x in computed[col]) for col in computed}
+
+    def median_of(col: str):
+        return Sym(f"IF(COUNT({rng[col]})>0,MEDIAN({rng[col]}),\"\")"), _median(computed[col])
+
+    rows = [("Measured runs with TPOT", Sym(f"COUNT({rng['J']})"), count["J"], "General", None),
+            ("Median bandwidth fraction (back-solved)", *median_of("J"), "0.0%", "calibrated_bw_fraction_median"),
+            ("Median prefill efficiency (back-solved)", *median_of("M"), "0.0%", "calibrated_prefill_median"),
+            ("Median |TPOT error| at Plan's efficiencies", *median_of("R"), "0.0%", None),
+            ("Median |TTFT error| at Plan's efficiencies", *median_of("S"), "0.0%", None),
+            ("Median |KV tokens error|", *median_of("T"), "0.0%", None)]
+    for label, formula, value, fmt, name in rows:
+        r += 1
+        ctx.put(ws, f"A{r}", label)
+        ctx.formula(ws, f"B{r}", formula, _plain(value), S.FORMULA, fmt)
+        if name:
+            ctx.define(name, ws, f"B{r}")
+    r += 2
+    ctx.put(ws, f"A{r}", "Feed Plan", S.SECTION)
+    r += 1
+    ctx.put(ws, f"A{r}", "Use calibrated values (1 = yes, 0 = no)")
+    ctx.put(ws, f"B{r}", 1, S.INPUT, "0")
+    ctx.define("use_calibration", ws, f"B{r}")
+    ctx.put(ws, f"C{r}", "1: the medians above replace the uncalibrated values whenever there is a measurement.",
+            S.NOTE)
+    use = 1
+    for key, label, col, default_input in (
+            ("bw", "Decode bandwidth efficiency", "J", "bw_efficiency"),
+            ("prefill", "Prefill compute efficiency", "M", "prefill_efficiency")):
+        r += 1
+        default = P.INPUT_BY_NAME[default_input].default
+        ctx.put(ws, f"A{r}", f"{label}, uncalibrated")
+        ctx.put(ws, f"B{r}", default, S.INPUT, "0.0%")
+        uncal = f"B{r}"
+        ctx.define(f"uncalibrated_{default_input}", ws, uncal)
+        ctx.put(ws, f"C{r}", f"Used when there is no measurement or the switch is 0 (Plan's default "
+                             f"{default:g}: {P.INPUT_BY_NAME[default_input].doc})", S.NOTE)
+        r += 1
+        ctx.put(ws, f"A{r}", f"{label}, for Plan")
+        formula = where(and_(eq(Sym("use_calibration"), 1), Sym(f"COUNT({rng[col]})>0")),
+                        Sym(f"MEDIAN({rng[col]})"), Sym(uncal))
+        med = _median(computed[col])
+        value = med if use == 1 and med != "" else default
+        name = "calibrated_bw_efficiency" if key == "bw" else "calibrated_prefill_efficiency"
+        ctx.formula(ws, f"B{r}", formula, _plain(value), S.FORMULA, "0.0%")
+        ctx.define(name, ws, f"B{r}")
+        ctx.put(ws, f"C{r}", f"Type ={name} into Plan's '{P.INPUT_BY_NAME[default_input].label}' input to use it.",
+                S.NOTE)
+    ws.freeze_panes = f"B{FIRST}"
+    ws.print_area = f"A1:{get_column_letter(20)}{r}"

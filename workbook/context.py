@@ -1,0 +1,130 @@
+"""What every sheet builder shares: the workbook, the plan, and the cached-value ledger.
+
+A sheet builder is a function ``builder(wb, ctx)`` that adds its sheet(s) with
+:meth:`Ctx.new_sheet` and writes cells only through :meth:`Ctx.put` (values) and
+:meth:`Ctx.formula` (formulas, with the value Python computed for them).  The
+package step then writes every formula's cached value, so a builder that forgets one
+fails the build instead of mailing a blank.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Mapping, Optional
+
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.worksheet import Worksheet
+
+from udfs.expr import Sym
+
+from . import style as S
+from .tables import Table
+
+# Names Excel would read as a cell (A1, XFD1048576) or R1C1 reference (R, C, R1C1, RC2).
+_CELL_LIKE = re.compile(r"^([A-Za-z]{1,3}[0-9]+|[RrCc]|[Rr][0-9]*[Cc][0-9]*|[Rr][0-9]+|[Cc][0-9]+)$")
+#: The one prefix a name gets when it would otherwise read as a reference.
+NAME_PREFIX = "n_"
+
+
+def xname(name: str) -> str:
+    """Workbook defined name of a plan quantity: its own name unless that reads as a reference."""
+    if _CELL_LIKE.match(name) or name.upper() in ("TRUE", "FALSE"):
+        return NAME_PREFIX + name
+    return name
+
+
+@dataclass
+class Ctx:
+    wb: Any
+    tables: dict[str, Table]
+    choice: dict[str, str]  # selector -> chosen id (model, gpu, weight_dtype, kv_dtype)
+    inputs: dict[str, float]  # plan inputs as the Plan sheet holds them
+    overrides: dict[str, float]  # user overrides of catalog-derived inputs
+    values: dict[str, Any]  # udfs.plan.evaluate(inputs)
+    scenarios: tuple
+    build_date: datetime
+    version: str
+    engine: str = ""  # serving engine whose defaults fill the engine inputs (udfs.engines)
+    engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP
+    explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
+    master_value: int = 1
+    cached: dict[tuple[str, str], Any] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+    # --- sheets ------------------------------------------------------------------
+    def new_sheet(self, title: str, heading: str, widths: Mapping[str, float] = (),
+                  tab: Optional[str] = None) -> Worksheet:
+        """A sheet with its title, the master check in row 2, and the print setup."""
+        ws = self.wb.create_sheet(title)
+        if tab:
+            ws.sheet_properties.tabColor = tab
+        ws.sheet_view.showGridLines = False
+        self.put(ws, "A1", heading, S.TITLE)
+        self.master_status(ws, "A2")
+        for col, w in dict(widths).items():
+            ws.column_dimensions[col].width = w
+        ws.page_setup.orientation = "landscape"
+        ws.page_setup.paperSize = ws.PAPERSIZE_A4
+        ws.page_setup.fitToWidth = 1
+        ws.page_setup.fitToHeight = 0
+        ws.sheet_properties.pageSetUpPr.fitToPage = True
+        ws.print_options.gridLines = False
+        ws.oddHeader.center.text = "&A"  # the sheet name
+        ws.oddHeader.right.text = "inference-ledger " + self.version
+        ws.oddFooter.center.text = "Page &P of &N"
+        ws.page_margins.left = ws.page_margins.right = 0.4
+        return ws
+
+    def master_status(self, ws: Worksheet, coord: str) -> None:
+        from udfs.expr import eq, where
+
+        text = where(eq(Sym("master_check"), 1), "All checks pass (Checks sheet)",
+                     "A CHECK FAILS: see the Checks sheet")
+        value = where(self.master_value == 1, "All checks pass (Checks sheet)", "A CHECK FAILS: see the Checks sheet")
+        self.formula(ws, coord, text, value, S.CHECK)
+
+    # --- cells -------------------------------------------------------------------
+    def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None):
+        c = ws[coord]
+        c.value = value
+        if style:
+            c.style = style
+        if fmt:
+            c.number_format = fmt
+        return c
+
+    def formula(self, ws: Worksheet, coord: str, expr: Sym | str, value: Any, style: str = S.FORMULA,
+                fmt: Optional[str] = None):
+        """A formula cell and the value it computes (the cached value the package writes)."""
+        text = expr.formula() if isinstance(expr, Sym) else expr
+        if not text.startswith("="):
+            text = "=" + text
+        if hasattr(value, "item"):
+            value = value.item()
+        if value is None:
+            raise ValueError(f"{ws.title}!{coord}: no value for {text}")
+        self.cached[(ws.title, coord)] = value
+        return self.put(ws, coord, text, style, fmt)
+
+    def define(self, name: str, ws: Worksheet, coord: str) -> str:
+        """A workbook-scoped defined name for one cell or range ('$'-absolute)."""
+        if name in self.names:
+            raise ValueError(f"defined name {name!r} used twice")
+        ref = absolute(ws.title, coord)
+        self.wb.defined_names[name] = DefinedName(name, attr_text=ref)
+        self.names[name] = ref
+        return name
+
+
+def absolute(sheet: str, coord: str) -> str:
+    def one(c):
+        m = re.match(r"([A-Z]+)([0-9]+)$", c)
+        return f"${m.group(1)}${m.group(2)}"
+
+    quoted = f"'{sheet}'" if re.search(r"[^A-Za-z0-9_]", sheet) else sheet
+    return quoted + "!" + ":".join(one(c) for c in coord.split(":"))
+
+
+SheetBuilder = Callable[[Any, Ctx], None]

@@ -1,0 +1,104 @@
+"""Cell styles and number formats of the workbook (FAST/ICAEW conventions).
+
+One look per kind of cell, shown in the Start sheet's legend:
+inputs (blue on light yellow), catalog lookups (dark green on pale green),
+formulas (black), named constants (grey), checks (1/0, bold).
+
+Number formats show human units without changing values: every quantity is stored in
+base units (bytes, seconds, FLOP/s), and a format scales the display (each trailing
+comma divides by 1,000), so bytes read as GB and FLOP/s as TFLOP/s while any formula
+that refers to the cell still gets bytes.  Seconds have no multiplying format, so they
+show in seconds with a millisecond-sized precision; the "ms" column beside each
+latency converts with the named constant MS_PER_S.
+"""
+
+from __future__ import annotations
+
+from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
+
+INPUT, LOOKUP, FORMULA, CONSTANT, CHECK, HEADER, TITLE, NOTE, SECTION = (
+    "IL Input", "IL Lookup", "IL Formula", "IL Constant", "IL Check", "IL Header", "IL Title", "IL Note", "IL Section")
+
+_thin = Side(style="thin", color="BFBFBF")
+_box = Border(left=_thin, right=_thin, top=_thin, bottom=_thin)
+
+#: (name, font, fill, border) of every named style, in legend order.
+STYLES = (
+    (INPUT, Font(name="Calibri", size=10, color="0000CC"), PatternFill("solid", fgColor="FFF2CC"), _box,
+     "Input: type or pick a value here"),
+    (LOOKUP, Font(name="Calibri", size=10, color="375623"), PatternFill("solid", fgColor="E2EFDA"), _box,
+     "Catalog lookup: INDEX/MATCH into GPUs, Models, Dtypes (override beside it)"),
+    (FORMULA, Font(name="Calibri", size=10, color="000000"), PatternFill(fill_type=None), _box,
+     "Formula: computed, do not type over"),
+    (CONSTANT, Font(name="Calibri", size=10, color="595959"), PatternFill("solid", fgColor="EDEDED"), _box,
+     "Named constant: a labelled number every formula refers to by name"),
+    (CHECK, Font(name="Calibri", size=10, bold=True), PatternFill("solid", fgColor="DDEBF7"), _box,
+     "Check: 1 = pass, 0 = fail"),
+)
+
+GREEN = ("C6EFCE", "006100")
+AMBER = ("FFEB9C", "9C5700")
+RED = ("FFC7CE", "9C0006")
+
+
+def register(wb) -> None:
+    for name, font, fill, border, _ in STYLES:
+        wb.add_named_style(NamedStyle(name=name, font=font, fill=fill, border=border,
+                                      alignment=Alignment(vertical="top")))
+    wb.add_named_style(NamedStyle(name=HEADER, font=Font(name="Calibri", size=10, bold=True, color="FFFFFF"),
+                                  fill=PatternFill("solid", fgColor="305496"),
+                                  alignment=Alignment(wrap_text=True, vertical="top")))
+    wb.add_named_style(NamedStyle(name=TITLE, font=Font(name="Calibri", size=16, bold=True, color="1F3864")))
+    wb.add_named_style(NamedStyle(name=SECTION, font=Font(name="Calibri", size=11, bold=True, color="1F3864"),
+                                  border=Border(bottom=Side(style="medium", color="1F3864"))))
+    wb.add_named_style(NamedStyle(name=NOTE, font=Font(name="Calibri", size=10, color="404040"),
+                                  alignment=Alignment(wrap_text=True, vertical="top")))
+
+
+_FORMATS = {
+    "B": '#,##0.00,,," GB"',
+    "B/token": '#,##0" B"',
+    "B/s": '#,##0.00,,,," TB/s"',
+    "FLOP/s": '#,##0,,,," TFLOP/s"',
+    "OP/s": '#,##0,,,," TOP/s"',
+    "FLOP": "0.00E+00",
+    "s": '0.0000" s"',
+    "ms": '#,##0.0" ms"',
+    "params": '#,##0.00,,," bn"',
+    "fraction": "0%",
+    "$/GPU-h": '"$"#,##0.00',
+    "$/h": '"$"#,##0.00',
+    "$/Mtok": '"$"#,##0.000',
+    "$/month": '"$"#,##0',
+    "tokens/s": "#,##0.0",
+    "requests/day": "#,##0",
+    "B/param": "0.0#####",
+    "1/0": "0",
+    "requests/s": "#,##0.00",
+    "GPU-h/month": "#,##0",
+    "W": '#,##0" W"',
+    "GB": '#,##0.00" GB"',
+    "GiB": '#,##0.00" GiB"',
+}
+_INTEGER_UNITS = {"tokens", "sequences", "layers", "heads", "elements", "GPUs", "replicas", "bit", "x"}
+
+
+def number_format(unit: str, value: float | None = None) -> str:
+    """Format of a quantity in its base unit; bytes below a megabyte (bytes per element) stay in bytes."""
+    if unit == "B" and value is not None and abs(value) < 1e6:
+        return 'General" B"'
+    if unit == "s" and value is not None and 0 < abs(value) < 1e-3:
+        return '0.00E+00" s"'
+    if unit in _FORMATS:
+        return _FORMATS[unit]
+    if unit in _INTEGER_UNITS:
+        return "#,##0"
+    return "General"
+
+
+def shown_as(unit: str, value: float | None = None) -> str:
+    """The unit a reader sees once the number format has scaled the value."""
+    if unit == "B" and value is not None and abs(value) < 1e6:
+        return "B"
+    return {"B": "GB (1e9 B)", "B/s": "TB/s", "FLOP/s": "TFLOP/s", "OP/s": "TOP/s", "params": "bn params",
+            "fraction": "%"}.get(unit, unit)

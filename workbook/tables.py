@@ -1,0 +1,206 @@
+"""The catalogs as workbook tables, and the one place catalog facts become plan inputs.
+
+The GPUs, Models and Dtypes sheets hold the catalogs of :mod:`udfs.catalog` as plain
+tables: a row of field ids (what formulas MATCH on), a header row of labels, a row of
+units, then one row per entry.  Every catalog-derived plan input (``num_params``,
+``kv_heads``, ``gpu_memory_bytes``, ``hbm_bw``, ``peak_flops``, ``weight_bytes`` ...) is
+an ``INDEX/MATCH`` into those tables keyed by the dropdown choices; :func:`lookup`
+writes that formula and computes the same value in Python, so the Plan sheet, every
+Scenarios row and the cached values share one mapping.
+
+The mapping mirrors ``udfs.catalog.plan_inputs`` (a test holds them equal):
+
+* an input named like a Models field reads that field of the chosen model;
+* an input named like a GPUs field reads that field of the chosen GPU;
+* ``gpu_memory_bytes`` is the runtime memory (``memory_runtime_bytes``): an 80 GB H100
+  shows 79.19 GiB to torch, and engines size the KV pool from that;
+* ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
+  weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers);
+* ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
+  (FP8 weights compute at ``fp8_flops``), falling back to ``bf16_flops`` where the chip
+  has no such unit (A100 has no FP8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from udfs import ledger as L
+from udfs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
+from udfs.expr import Sym, gt, where
+
+#: Rows reserved per catalog table: user rows added below the shipped ones still fall
+#: inside every lookup range and dropdown.
+TABLE_ROWS = 500
+#: Worksheet layout of a catalog sheet (1-based rows).
+FIELD_ROW, HEADER_ROW, UNIT_ROW, FIRST_ROW = 4, 5, 6, 7
+
+
+@dataclass(frozen=True)
+class Column:
+    field: str
+    label: str
+    unit: str
+
+
+@dataclass
+class Table:
+    """One catalog as a sheet: its columns, its entries and the workbook names of its ranges."""
+
+    sheet: str  # GPUs | Models | Dtypes
+    prefix: str  # GPU | MODEL | DTYPE: defined names GPU_IDS, GPU_TABLE, GPU_FIELDS
+    title: str
+    columns: list[Column]
+    rows: list[Any]  # catalog dataclass instances
+    formulas: dict[str, Callable[[Callable[[str], Sym]], Sym]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ids(self) -> str:
+        return f"{self.prefix}_IDS"
+
+    @property
+    def table(self) -> str:
+        return f"{self.prefix}_TABLE"
+
+    @property
+    def fields_name(self) -> str:
+        return f"{self.prefix}_FIELDS"
+
+    def field_index(self, field: str) -> int:
+        for i, c in enumerate(self.columns):
+            if c.field == field:
+                return i
+        raise KeyError(f"{self.sheet} has no field {field!r}")
+
+    def has(self, field: str) -> bool:
+        return any(c.field == field for c in self.columns)
+
+    def entry(self, key: str):
+        for r in self.rows:
+            if r.id == key:
+                return r
+        raise KeyError(f"{self.sheet}: no entry {key!r}")
+
+    def value(self, key: str, field: str):
+        """The Python value of one table cell (what the INDEX/MATCH returns)."""
+        if field in self.formulas:
+            row = self.entry(key)
+            return self.formulas[field](lambda f: _py(getattr(row, f)))
+        return cell_value(getattr(self.entry(key), field))
+
+    def index_match(self, key_ref: str, field: str | Sym) -> Sym:
+        col = f'"{field}"' if isinstance(field, str) else field.text
+        return Sym(f"INDEX({self.table},MATCH({key_ref},{self.ids},0),MATCH({col},{self.fields_name},0))")
+
+
+def _py(v):
+    return 0.0 if v is None else v
+
+
+def cell_value(v):
+    """A catalog value as a worksheet cell holds it (tuples joined, None blank)."""
+    if v is None:
+        return None
+    if isinstance(v, (tuple, list)):
+        return "|".join(str(x) for x in v)
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+def _columns(cls, declared) -> list[Column]:
+    """Declared (field, label, unit) first, then any other dataclass field (so lookups find it)."""
+    cols = [Column(*c) for c in declared]
+    seen = {c.field for c in cols}
+    for f in dataclasses.fields(cls):
+        if f.name not in seen:
+            cols.append(Column(f.name, f.name.replace("_", " "), ""))
+    if cols[0].field != "id":
+        cols = [c for c in cols if c.field == "id"] + [c for c in cols if c.field != "id"]
+    return cols
+
+
+def load_tables() -> dict[str, Table]:
+    """GPUs, Models and Dtypes from :mod:`udfs.catalog`, in file order."""
+    from udfs import catalog as cat
+
+    dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
+                  Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),
+                  Column("bytes_per_element", "Bytes per element", "B"), Column("use", "Use", ""),
+                  Column("compute_field", "Computes at (GPU column)", ""), Column("source", "Source", ""),
+                  Column("date", "Date", ""), Column("notes", "Notes", "")]
+    dtypes = Table("Dtypes", "DTYPE", "Number formats: bytes per element, group scales included",
+                   dtype_cols, list(cat.load_dtypes()),
+                   # bytes per element is a live formula over the row's bits and scales
+                   formulas={"bytes_per_element": lambda c: L.bytes_per_element(c("bits"), c("group_size"),
+                                                                                  c("scale_bits"))})
+    return {
+        "GPUs": Table("GPUs", "GPU", "GPU catalog (dense FLOP/s; memory in bytes; one source per row)",
+                      _columns(cat.Gpu, cat.GPU_FIELDS), list(cat.load_gpus())),
+        "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
+                        _columns(cat.Model, cat.MODEL_FIELDS), list(cat.load_models())),
+        "Dtypes": dtypes,
+    }
+
+
+# --- catalog facts -> plan inputs ---------------------------------------------------------
+
+#: Selections the lookups are keyed by: (key, label, table sheet).
+SELECTORS = (
+    ("model", "Model", "Models"),
+    ("gpu", "GPU", "GPUs"),
+    ("weight_dtype", "Weight dtype", "Dtypes"),
+    ("kv_dtype", "KV-cache dtype", "Dtypes"),
+)
+
+_RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes")}
+_DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquantized_bytes": None}
+
+
+def is_lookup(name: str, tables: dict[str, Table]) -> bool:
+    return _source(name, tables) is not None
+
+
+def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
+    if name == "peak_flops":
+        return ("peak",)
+    if name in _DTYPE_BYTES:
+        return ("dtype", _DTYPE_BYTES[name])
+    if name in _RENAMED:
+        return ("field",) + _RENAMED[name]
+    for sheet, key in (("Models", "model"), ("GPUs", "gpu")):
+        if tables[sheet].has(name) and name != "id":
+            return ("field", sheet, key, name)
+    return None
+
+
+def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: dict[str, str]):
+    """(formula Sym, python value) of a catalog-derived input, or None for a plain input.
+
+    keys: selector -> Excel reference text of the chosen id (a defined name or a cell);
+    choice: selector -> the chosen id (for the Python value).
+    """
+    src = _source(name, tables)
+    if src is None:
+        return None
+    gpus, dtypes = tables["GPUs"], tables["Dtypes"]
+    if src[0] == "field":
+        _, sheet, key, field = src
+        t = tables[sheet]
+        return t.index_match(keys[key], field), _py(t.value(choice[key], field))
+    if src[0] == "dtype":
+        key = src[1]
+        ref = keys[key] if key else f'"{UNQUANTIZED_DTYPE}"'
+        cid = choice[key] if key else UNQUANTIZED_DTYPE
+        return dtypes.index_match(ref, "bytes_per_element"), dtypes.value(cid, "bytes_per_element")
+    # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
+    field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
+    at_field = gpus.index_match(keys["gpu"], field_sym)
+    fallback = gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)
+    formula = where(gt(at_field, 0), at_field, fallback)
+    field = dtypes.value(choice["weight_dtype"], "compute_field")
+    v = gpus.value(choice["gpu"], field) if field and gpus.has(field) else None
+    value = v if v is not None and v > 0 else gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD)
+    return formula, value
