@@ -222,10 +222,16 @@ def check_message(raw: bytes):
     data = att.get_content()
     formulas = openpyxl.load_workbook(io.BytesIO(data))
     cached = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
-    missing = [f"{ws.title}!{c.coordinate}" for ws in formulas for row in ws.iter_rows() for c in row
-               if isinstance(c.value, str) and c.value.startswith("=")
-               and cached[ws.title][c.coordinate].value is None]
-    assert not missing, f"formula cells without a cached value: {missing[:5]}"
+    # every <f> carries a <v>: openpyxl reads an empty-text cached value as None, so read the XML
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        sheets = [n for n in z.namelist() if n.startswith("xl/worksheets/sheet")]
+        cells = [c for n in sheets for c in re.findall(r"<c [^>]*>(?:(?!</c>).)*<f>(?:(?!</c>).)*</c>",
+                                                          z.read(n).decode())]
+    # a number/bool has a non-empty <v>; an empty text result is t="str" with <v></v>.
+    # openpyxl alone writes <v /> with no type: that is the "no cached value" case.
+    missing = [c[:60] for c in cells
+               if not (re.search(r"<v>[^<]+</v>", c) or ('t="str"' in c and "<v></v>" in c))]
+    assert cells and not missing, f"formula cells without a cached value: {missing[:5]}"
     v = {n: named(cached, n).value for n in ("model_id", "gpu_id", "tp", "gpus_total", "fits", "tpot_seconds",
                                              "monthly_cost")}
     assert str(named(formulas, "tpot_seconds").value).startswith("=")  # a live formula ...

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from . import catalog, ledger
+from . import catalog, ledger, whatif
 from ._xl import Param, broadcast_call, elementwise_call
 from .args import ARGS
 
@@ -78,6 +78,13 @@ REGISTRY: tuple[tuple[Callable[..., Any], str, str], ...] = (
     (ledger.monthly_cost, "MONTHLY_COST", "GPU bill for a month (730 h) of provisioned GPUs, in dollars."),
     (ledger.monthly_tokens, "MONTHLY_TOKENS", "Output tokens a month of the request forecast generates."),
     (ledger.fits, "FITS", "1 when the per-GPU total fits in the usable memory, else 0."),
+    # what QPS, and the closed-form inverses
+    (whatif.qps_per_replica, "QPS_PER_REPLICA", "Requests per second one replica sustains at a concurrency (Little's law): B / (TTFT + T x TPOT)."),
+    (whatif.monthly_gpu_hours, "MONTHLY_GPU_HOURS", "GPU-hours a month of provisioned GPUs bills: GPUs x 730 h."),
+    (whatif.tpot_max_batch, "TPOT_MAX_BATCH", "Largest decode batch whose roofline step time meets the TPOT target (0 = none)."),
+    (whatif.max_context_tokens, "MAX_CONTEXT_TOKENS", "Longest context per sequence whose KV fits the budget at a concurrency (0 = none)."),
+    (whatif.max_sequences, "MAX_SEQUENCES", "Most sequences of one context whose KV fits the budget: floor(budget / KV per sequence)."),
+    (whatif.min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (a power-of-two TP degree) holding the weights and a load's KV (0 = none)."),
 )
 
 

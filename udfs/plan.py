@@ -15,6 +15,7 @@ they evaluate the same lines, and the LibreOffice tests prove it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -210,7 +211,7 @@ def _lines() -> tuple[Line, ...]:
              "Weights + peak KV + one workspace per GPU.",
              lambda v: L.memory_total_bytes(v.weights_bytes, v.kv_bytes_per_sequence, v.concurrency,
                                             v.workspace_bytes_per_gpu * v.tp)),
-        Line("gpus_needed", "GPUs needed (memory)", "GPUs", M,
+        Line("gpus_needed", "GPUs needed (seed rule)", "GPUs", M,
              "Fewest GPUs, as a power-of-two TP degree, whose usable memory holds weights + peak KV.",
              lambda v: L.gpus_needed(v.weights_bytes + v.kv_bytes_peak, v.gpu_memory_bytes,
                                      v.gpu_memory_utilization, v.workspace_bytes_per_gpu)),
@@ -218,8 +219,8 @@ def _lines() -> tuple[Line, ...]:
              "Whole tokens of KV the engine's KV budget holds per GPU (its log: 'GPU KV cache size: N tokens').",
              lambda v: maximum(floor(v.kv_cache_budget_bytes_per_gpu / v.kv_bytes_per_token_per_gpu), 0)),
         Line("max_concurrency", "Max concurrency at this context", "sequences", M,
-             "Whole sequences of this context that the KV capacity holds.",
-             lambda v: L.max_concurrency(v.kv_capacity_tokens, v.context_tokens)),
+             "Whole sequences of this context the KV budget holds: KV budget / KV per sequence per GPU (sliding windows included).",
+             lambda v: Q.max_sequences(v.kv_cache_budget_bytes_per_gpu, v.kv_bytes_per_sequence / v.kv_shards)),
         # --- compute ------------------------------------------------------------
         Line("flops_request", "FLOPs per request", "FLOP", C,
              "Seed: 2N x S + 2N x T with N the active parameters.",
@@ -306,25 +307,17 @@ def _lines() -> tuple[Line, ...]:
              "1 when expected TPOT <= target.",
              lambda v: where(le(v.tpot_seconds, v.tpot_target), 1, 0)),
         # --- what QPS, and the inverses (udfs.whatif) -----------------------------
-        Line("fit_bytes_per_gpu", "Memory per GPU for weights and KV", "B", M,
-             "Usable memory per GPU less its workspace.",
-             lambda v: v.usable_bytes_per_gpu - v.workspace_bytes_per_gpu),
-        Line("kv_budget_bytes_per_gpu", "KV budget per GPU", "B", M,
-             "What the engine leaves the KV cache per GPU after weights, activations and non-torch memory (its own rule).",
-             lambda v: v.kv_cache_budget_bytes_per_gpu),
-        Line("kv_max_shards", "Most ways the KV can split", "x", M,
-             "The KV split at unlimited TP: the KV heads, or 1 for an MLA latent.",
-             lambda v: L.kv_shards(v.kv_heads, v.kv_heads, v.mla_latent_dim)),
         Line("max_context_tokens", "Longest context that fits at this concurrency", "tokens", M,
-             "Inverse of the memory ledger for the context (sliding-window layers included).",
-             lambda v: Q.max_context_tokens(v.kv_budget_bytes_per_gpu, v.concurrency, v.kv_bytes_per_token_per_gpu,
+             "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window layers included).",
+             lambda v: Q.max_context_tokens(v.kv_cache_budget_bytes_per_gpu, v.concurrency, v.kv_bytes_per_token_per_gpu,
                                             v.num_layers, v.sliding_layers, v.window)),
-        Line("max_sequences", "Most concurrent sequences at this context", "sequences", M,
-             "Inverse of the memory ledger for the concurrency: KV budget / KV per sequence per GPU.",
-             lambda v: Q.max_sequences(v.kv_budget_bytes_per_gpu, v.kv_bytes_per_sequence / v.kv_shards)),
-        Line("min_gpus_to_fit", "Fewest GPUs that fit (TP)", "GPUs", M,
-             "Smallest power-of-two TP whose GPUs hold weights + peak KV + workspace, KV split at most over the KV heads (0 = none).",
-             lambda v: Q.min_gpus_to_fit(v.weights_bytes, v.kv_bytes_peak, v.fit_bytes_per_gpu, v.kv_max_shards)),
+        *(Line(f"fits_tp{n}", f"Fits at TP {n}", "1/0", F,
+               f"The fit test with the model split over {n} GPU(s): weights, activations, NCCL buffers and KV recomputed at TP {n}.",
+               lambda v, k=k: at(v, "tp", Q.tp_candidates(v.tp)[k]).fits)
+          for k, n in enumerate((1, 2, 4, 8))),
+        Line("min_gpus_to_fit", "Fewest GPUs that fit (engine budget)", "GPUs", M,
+             "Smallest TP degree within one 8-GPU node whose GPUs hold this load (0 = none does).",
+             lambda v: Q.first_fit(Q.tp_candidates(v.tp), (v.fits_tp1, v.fits_tp2, v.fits_tp4, v.fits_tp8))),
         Line("decode_fixed_seconds", "Fixed decode time per step", "s", B,
              "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.",
              lambda v: v.decode_overhead_seconds + E.allreduce_seconds(v.tp, v.num_layers, v.allreduce_latency_seconds,
@@ -342,7 +335,7 @@ def _lines() -> tuple[Line, ...]:
                                         v.hbm_bw, v.peak_flops, v.bw_efficiency, v.decode_compute_efficiency)),
         Line("serving_concurrency", "Concurrency meeting memory and TPOT", "sequences", B,
              "The most sequences in flight that both fit in memory and meet the TPOT target.",
-             lambda v: minimum(v.max_sequences, v.tpot_max_batch)),
+             lambda v: minimum(v.max_concurrency, v.tpot_max_batch)),
         Line("qps_per_replica", "QPS per replica", "requests/s", B,
              "Little's law: concurrency / (TTFT + output tokens x TPOT).",
              lambda v: Q.qps_per_replica(v.concurrency, v.ttft_seconds, v.output_tokens, v.tpot_seconds)),
@@ -370,6 +363,36 @@ def _lines() -> tuple[Line, ...]:
 LINES: tuple[Line, ...] = _lines()
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
+
+
+class _At:
+    """The plan's quantities with one input set to another value (see :func:`at`)."""
+
+    def __init__(self, v, name: str, value):
+        self._v, self._name, self._value, self._memo = v, name, value, {}
+
+    def __getattr__(self, n):
+        if n.startswith("_"):
+            raise AttributeError(n)
+        if n == self._name:
+            return self._value
+        if n in LINE_BY_NAME and _depends_on(n, self._name):
+            if n not in self._memo:
+                self._memo[n] = LINE_BY_NAME[n].fn(self)
+            return self._memo[n]
+        return getattr(self._v, n)
+
+
+def at(v, name: str, value):
+    """``v`` with input ``name`` set to ``value``: lines that depend on it are recomputed (inlined
+    in a rendered formula), every other quantity reads as usual.  ``at(v, "tp", 2).fits`` asks
+    "would it fit at TP 2" inside one cell formula: no Goal Seek, no iteration."""
+    return _At(v, name, value)
+
+
+@functools.lru_cache(maxsize=None)
+def _depends_on(line: str, name: str) -> bool:
+    return any(d == name or (d in LINE_BY_NAME and _depends_on(d, name)) for d in dependencies(line))
 
 
 class _Values:

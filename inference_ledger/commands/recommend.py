@@ -1,0 +1,146 @@
+"""`inference-ledger recommend`: the deployments that meet a QPS, TTFT and TPOT target, cheapest per month first.
+
+For each GPU, TP degree and format the plan already knows the answer in closed form:
+the most sequences in flight that fit in memory *and* keep TPOT within its target
+(``serving_concurrency`` = min(``max_concurrency``, ``tpot_max_batch``)).  QPS per replica,
+B / (TTFT + T x TPOT(B)), grows with B, so that concurrency needs the fewest replicas.
+The plan is evaluated a second time at it (vectorized over every candidate) to get the
+QPS per replica, the replicas and GPUs for the target, the headroom and the monthly bill.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import click
+import numpy as np
+
+from inference_ledger.commands.sweep import SWEPT, input_options, split_list, write_with_progress
+from udfs import catalog, engines
+from udfs.args import LedgerInputError
+from udfs.plan import INPUT_BY_NAME
+from udfs.report import human, plan_json
+from workbook.sweep import SweepSpec, Table, build_sweep, evaluate_block
+
+TARGETS = {"qps": "target_qps", "ttft": "ttft_target", "tpot": "tpot_target"}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    labels: dict[str, str]          # model, gpu, weight_dtype, kv_dtype
+    inputs: dict[str, float]        # the row's plan inputs (concurrency = serving concurrency)
+    values: dict[str, Any]          # every plan input and line
+
+
+def recommend(model: Sequence[str], gpu: Sequence[str], *, tp: Sequence[int] = (1, 2, 4, 8),
+              weight_dtype: Sequence[str] = ("native", "fp8"), kv_dtype: Sequence[str] = ("bf16",),
+              engine: str = engines.DEFAULT_ENGINE, fixed: dict[str, float]) -> tuple[list[Recommendation], Table]:
+    """Every candidate that meets the targets in ``fixed``, cheapest per month first; and the candidates' table."""
+    fixed = dict(fixed)
+    input_tokens = fixed.pop("input_tokens", INPUT_BY_NAME["input_tokens"].default)
+    output_tokens = fixed.setdefault("output_tokens", INPUT_BY_NAME["output_tokens"].default)
+    spec = SweepSpec(model=model, gpu=gpu, tp=tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                     context=[int(input_tokens + output_tokens)], concurrency=[1], engine=engine, fixed=fixed)
+    table = build_sweep(spec, max_rows=10**7)
+    found: list[Recommendation] = []
+    for labels, inputs in table.blocks():
+        best = evaluate_block(table, inputs)["serving_concurrency"]
+        keep = np.flatnonzero(best >= 1)
+        at_best = {k: np.asarray(v)[keep] for k, v in inputs.items()} | {"concurrency": best[keep]}
+        v = evaluate_block(table, at_best)
+        ok = (v["fits"] == 1) & (v["ttft_ok"] == 1) & (v["tpot_ok"] == 1)
+        for j in np.flatnonzero(ok):
+            i = keep[j]
+            found.append(Recommendation({k: labels[k][i] for k in labels},
+                                        {k: float(a[j]) for k, a in at_best.items()},
+                                        {k: a[j].item() for k, a in v.items()}))
+    found.sort(key=lambda r: (r.values["monthly_cost_qps"], r.values["gpus_for_qps"], -r.values["qps_headroom"]))
+    return found, table
+
+
+def plans_table(found: Sequence[Recommendation], candidates: Table) -> Table:
+    """The recommendations as rows of live formulas (same columns as a sweep)."""
+    def blocks():
+        yield ({k: [r.labels[k] for r in found] for k, _ in candidates.labels},
+               {n: np.array([r.inputs[n] for r in found]) for n in candidates.row_inputs})
+    return Table(candidates.labels, candidates.row_inputs, candidates.fixed, len(found), blocks, candidates.skipped,
+                 sheet="Plans")
+
+
+def summary(r: Recommendation) -> dict[str, Any]:
+    v = r.values
+    return {**r.labels, "tp": int(v["tp"]), "gpus": int(v["gpus_for_qps"]), "replicas": int(v["replicas_for_qps"]),
+            "concurrency": int(v["concurrency"]), "qps_per_replica": v["qps_per_replica"],
+            "qps_capacity": v["qps_capacity"], "qps_headroom": v["qps_headroom"], "ttft_seconds": v["ttft_seconds"],
+            "tpot_seconds": v["tpot_seconds"], "price_per_gpu_hour": v["price_per_gpu_hour"],
+            "monthly_gpu_hours": v["monthly_gpu_hours_qps"], "monthly_cost": v["monthly_cost_qps"]}
+
+
+def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
+    head = (["model"] if multi_model else []) + ["GPU", "GPUs", "TP", "weights", "KV", "replicas", "batch",
+                                                  "QPS/replica", "headroom", "TTFT", "TPOT", "$/month"]
+    rows = []
+    for r in found[:top]:
+        s = summary(r)
+        rows.append(([s["model"]] if multi_model else []) + [
+            s["gpu"], str(s["gpus"]), str(s["tp"]), s["weight_dtype"], s["kv_dtype"], str(s["replicas"]),
+            str(s["concurrency"]), f"{s['qps_per_replica']:.2f}", f"{s['qps_headroom'] * 100:.0f}%",
+            human(s["ttft_seconds"], "s"), human(s["tpot_seconds"], "s"), f"${s['monthly_cost']:,.0f}"])
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    fmt = "  ".join("{:<%d}" % w if k < len(head) - 8 else "{:>%d}" % w for k, w in enumerate(widths))
+    return "\n".join(fmt.format(*row) for row in [head, *rows])
+
+
+@click.command("recommend")
+@click.option("--model", "-m", required=True, metavar="IDS", help="Model(s), comma-separated.")
+@click.option("--qps", type=float, required=True, help="Requests per second to sustain (target QPS).")
+@click.option("--ttft", type=float, default=None, help="TTFT target in seconds (default 0.5).")
+@click.option("--tpot", type=float, default=None, help="TPOT target in seconds (default 0.05).")
+@click.option("--gpu", "-g", default=None, metavar="IDS", help="GPUs to consider (default: every GPU in the catalog).")
+@click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees to consider.")
+@click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
+@click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
+@click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
+              show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
+@click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Plans to print.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: the targets and the plans, each with its full plan.")
+@click.option("--output", "-o", metavar="PATH", help="Also write the plans as a workbook (.xlsx, live formulas) or .csv.")
+@input_options((SWEPT - {"input_tokens"}) | set(TARGETS.values()), scope="every plan")
+def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[float], gpu: Optional[str], tp: str,
+                  weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
+                  **numbers: Optional[float]) -> None:
+    """Deployments that meet the QPS, TTFT and TPOT targets, cheapest per month first.
+
+    \b
+    inference-ledger recommend --model llama-3.1-70b --qps 20 --input-tokens 1024 --output-tokens 512 \\
+        --ttft 0.5 --tpot 0.05 --gpu h100-sxm,h200,mi300x
+    """
+    fixed = {k: v for k, v in numbers.items() if v is not None}
+    for opt, name in TARGETS.items():
+        value = {"qps": qps, "ttft": ttft, "tpot": tpot}[opt]
+        if value is not None:
+            try:
+                fixed[name] = INPUT_BY_NAME[name].arg.check(value)
+            except LedgerInputError as e:
+                raise click.BadParameter(str(e), param_hint=f"'--{opt}'") from None
+    gpus = split_list("gpu", gpu) if gpu is not None else [g.id for g in catalog.load_gpus()]
+    found, candidates = recommend(split_list("model", model), gpus, tp=split_list("tp", tp, int),
+                                  weight_dtype=split_list("weight-dtype", weight_dtype),
+                                  kv_dtype=split_list("kv-dtype", kv_dtype), engine=engine, fixed=fixed)
+    if not found:
+        t = candidates.fixed
+        raise LedgerInputError(
+            f"no plan meets {t['target_qps']:g} QPS with TTFT <= {t['ttft_target']:g} s and TPOT <= {t['tpot_target']:g} s "
+            f"({candidates.n_rows} GPU/TP/format combinations checked): relax a target or add GPUs/formats")
+    if output:
+        write_with_progress(plans_table(found, candidates), output, "recommend")
+    if as_json:
+        doc = {"targets": {k: candidates.fixed[n] for k, n in TARGETS.items()},
+               "plans": [summary(r) | {"plan": plan_json(r.values, **r.labels)} for r in found[:top]]}
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(_text(found, top, len({r.labels["model"] for r in found}) > 1))
+        if output:
+            click.echo(f"wrote {output}: {len(found)} plans")

@@ -1,0 +1,111 @@
+"""`inference-ledger sweep`: every combination of the lists, one row each, as live formulas (.xlsx) or values (.csv).
+
+List options take comma-separated values.  Plan inputs that are not swept (output tokens,
+efficiencies, targets, prices ...) are options too, generated from :data:`udfs.plan.INPUTS`
+like `plan`'s, and hold for every row; in the .xlsx they are named cells on the Inputs sheet.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from typing import Any, Callable, Iterable, Optional
+
+import click
+
+from inference_ledger.commands.plan import Quantity, option_name
+from udfs import engines
+from udfs.plan import INPUTS
+from udfs.report import human
+from workbook.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep, write
+
+#: Inputs a sweep sets per row (the lists, and the catalog's model, format and GPU facts): no option for them.
+SWEPT = {"tp", "input_tokens", "concurrency"} | {i.name for i in INPUTS if i.group in ("model", "precision", "gpu")}
+
+
+def split_list(option: str, text: str, kind: Callable[[str], Any] = str) -> list:
+    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list or a bad item."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise click.BadParameter("empty list", param_hint=f"'--{option}'")
+    out = []
+    for t in items:
+        try:
+            out.append(kind(t))
+        except ValueError:
+            raise click.BadParameter(f"{t!r} is not a whole number", param_hint=f"'--{option}'") from None
+    return out
+
+
+def input_options(exclude: Iterable[str], scope: str = "every row") -> Callable:
+    """One option per plan input not in ``exclude`` (same names, units and checks as `plan`)."""
+    skip = set(exclude)
+
+    def deco(f):
+        for i in reversed([i for i in INPUTS if i.name not in skip]):
+            default = "" if i.default is None else f" Default: {human(i.default, i.unit)}."
+            f = click.option(option_name(i), i.name, type=Quantity(i), default=None,
+                             help=f"{i.label} [{i.unit}], {scope}.{default}".replace("%", "%%"))(f)
+        return f
+    return deco
+
+
+def progress_bar(total: int, label: str):
+    """A progress bar on a terminal; nothing at all when stderr is piped or redirected."""
+    if sys.stderr.isatty():
+        return click.progressbar(length=total, label=label, file=sys.stderr)
+    return nullcontext(None)
+
+
+def write_with_progress(table: Table, output: str, label: str) -> None:
+    with progress_bar(table.n_rows, label) as bar:
+        write(table, output, progress=bar.update if bar is not None else None)
+
+
+def report_skipped(table: Table, output: str) -> None:
+    skipped = sum(n for *_, n in table.skipped)
+    where = "the Notes sheet" if output.lower().endswith(".xlsx") else "below"
+    extra = f"; {skipped:,} combinations cannot run (see {where})" if skipped else ""
+    click.echo(f"wrote {output}: {table.n_rows:,} rows{extra}")
+    if not output.lower().endswith(".xlsx"):
+        for model, setting, reason, n in table.skipped:
+            click.echo(f"note: {model}, {setting}: {reason} ({n:,} rows skipped)", err=True)
+
+
+@click.command("sweep")
+@click.option("--model", "-m", required=True, metavar="IDS", help="Models, comma-separated (ids or aliases).")
+@click.option("--gpu", "-g", required=True, metavar="IDS", help="GPUs, comma-separated.")
+@click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees.")
+@click.option("--weight-dtype", default="native", show_default=True, metavar="LIST",
+              help="Weight formats (native = the checkpoint's): bf16, fp8, int8, int4, mxfp4, nvfp4.")
+@click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
+@click.option("--context", default="4096", show_default=True, metavar="LIST",
+              help="Tokens per sequence (input + output); input tokens = context - output tokens.")
+@click.option("--concurrency", default="1,16,64", show_default=True, metavar="LIST", help="Peak concurrent sequences.")
+@click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
+              show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
+@click.option("--output", "-o", required=True, metavar="PATH", help="sweep.xlsx (live formulas) or sweep.csv (values).")
+@click.option("--max-rows", type=click.IntRange(1), default=DEFAULT_MAX_ROWS, show_default=True,
+              help="Refuse sweeps with more rows than this (an .xlsx sheet holds 1,048,575).")
+@input_options(SWEPT)
+def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, context: str, concurrency: str,
+              engine: str, output: str, max_rows: int, **numbers: Optional[float]) -> None:
+    """Every combination of the lists, one row each, with a fit verdict.
+
+    The .xlsx keeps every plan line as a live formula over its row (change an input on
+    the Inputs sheet and every row recalculates); combinations that cannot run (a TP
+    that does not split the heads, TP > 8, a context past the model's maximum) are listed
+    on the Notes sheet with the reason.
+
+    \b
+    inference-ledger sweep --model llama-3.1-70b,qwen2.5-72b --gpu h100-sxm,h200,mi300x \\
+        --tp 1,2,4,8 --weight-dtype bf16,fp8 --context 4096,32768 --concurrency 1,16,64 -o sweep.xlsx
+    """
+    spec = SweepSpec(
+        model=split_list("model", model), gpu=split_list("gpu", gpu), tp=split_list("tp", tp, int),
+        weight_dtype=split_list("weight-dtype", weight_dtype), kv_dtype=split_list("kv-dtype", kv_dtype),
+        context=split_list("context", context, int), concurrency=split_list("concurrency", concurrency, int),
+        engine=engine, fixed={k: v for k, v in numbers.items() if v is not None})
+    table = build_sweep(spec, max_rows=max_rows)
+    write_with_progress(table, output, "sweep")
+    report_skipped(table, output)

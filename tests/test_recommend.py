@@ -1,0 +1,120 @@
+"""`recommend` finds the same cheapest plan as a brute-force loop over `plan` at every concurrency."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from inference_ledger.cli import run
+from inference_ledger.commands.plan import plan_from_options
+from inference_ledger.commands.recommend import recommend
+from udfs import catalog, plan
+from workbook.sweep import tp_skip_reason
+
+GPUS = ["h100-sxm", "h200", "mi300x", "l40s", "a100-80gb"]
+TPS = [1, 2, 4, 8]
+DTYPES = [None, "fp8"]          # the checkpoint's format, FP8
+TARGETS = {"target_qps": 20, "input_tokens": 1024, "output_tokens": 512, "ttft_target": 0.5, "tpot_target": 0.05}
+
+
+def brute_force(model: str, max_concurrency: int = 4096):
+    """Every GPU, TP and format at every concurrency 1..max_concurrency: the cheapest plan meeting the targets."""
+    best = []
+    for gpu in GPUS:
+        for tp in TPS:
+            if tp_skip_reason(catalog.get_model(model), tp):
+                continue
+            for wd in DTYPES:
+                conc = np.arange(1, max_concurrency + 1, dtype=float)
+                inputs, _ = plan_from_options(model=model, gpu=gpu, weight_dtype=wd, tp=tp, **TARGETS)
+                v = plan.evaluate(inputs | {"concurrency": conc}, validate=False)
+                ok = (v["fits"] == 1) & (v["ttft_ok"] == 1) & (v["tpot_ok"] == 1)
+                for i in np.flatnonzero(ok):
+                    best.append((v["monthly_cost_qps"][i], gpu, tp, wd or catalog.get_model(model).weight_dtype,
+                                 int(conc[i])))
+    cheapest = min(b[0] for b in best)
+    return cheapest, {b[1:4] for b in best if b[0] == cheapest}
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b", "llama-3.1-8b", "gpt-oss-120b"])
+def test_recommend_matches_brute_force(model):
+    cost, configs = brute_force(model)
+    found, _ = recommend([model], GPUS, tp=TPS, weight_dtype=["native", "fp8"], fixed=TARGETS)
+    top = found[0]
+    assert top.values["monthly_cost_qps"] == pytest.approx(cost, rel=1e-12)
+    assert (top.labels["gpu"], int(top.values["tp"]), top.labels["weight_dtype"]) in configs
+    costs = [r.values["monthly_cost_qps"] for r in found]
+    assert costs == sorted(costs)
+    # each recommendation meets the targets at the concurrency it reports
+    for r in found:
+        assert r.values["fits"] == r.values["ttft_ok"] == r.values["tpot_ok"] == 1
+        assert r.values["qps_capacity"] >= TARGETS["target_qps"]
+
+
+def test_recommend_hand_checked_top_plan():
+    found, _ = recommend(["llama-3.1-70b"], ["mi300x"], tp=[2], weight_dtype=["fp8"], fixed=TARGETS)
+    (r,) = found
+    v = r.values
+    # concurrency is the tighter of memory and TPOT; one more sequence breaks one of them
+    assert v["concurrency"] == min(v["max_concurrency"], v["tpot_max_batch"])
+    inputs, _ = plan_from_options(model="llama-3.1-70b", gpu="mi300x", weight_dtype="fp8", tp=2,
+                                  concurrency=v["concurrency"] + 1, **TARGETS)
+    more = plan.evaluate(inputs)
+    assert not (more["fits"] and more["tpot_ok"])
+    # Little's law, replicas and the bill, by hand from the plan's own TTFT and TPOT
+    qps = v["concurrency"] / (v["ttft_seconds"] + 512 * v["tpot_seconds"])
+    assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
+    assert v["replicas_for_qps"] == np.ceil(20 / qps)
+    assert v["monthly_cost_qps"] == pytest.approx(v["replicas_for_qps"] * 2 * 1.85 * 730)
+
+
+def _cli(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        run(list(argv))
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_cli_json_lists_the_same_plans(capsys):
+    code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-70b", "--qps", "20", "--input-tokens", "1024",
+                          "--output-tokens", "512", "--ttft", "0.5", "--tpot", "0.05", "--gpu", ",".join(GPUS),
+                          "--json", "--top", "3")
+    assert code == 0, err
+    doc = json.loads(out)
+    found, _ = recommend(["llama-3.1-70b"], GPUS, fixed=TARGETS)
+    assert doc["targets"] == {"qps": 20, "ttft": 0.5, "tpot": 0.05}
+    assert [(p["gpu"], p["tp"], p["weight_dtype"], p["monthly_cost"]) for p in doc["plans"]] == [
+        (r.labels["gpu"], int(r.values["tp"]), r.labels["weight_dtype"], r.values["monthly_cost_qps"]) for r in found[:3]]
+    assert doc["plans"][0]["plan"]["fits"] is True
+
+
+def test_cli_no_plan_meets_is_one_line(capsys):
+    code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-405b", "--qps", "20", "--tpot", "0.001",
+                          "--gpu", "l4")
+    assert code == 1
+    assert err.startswith("inference-ledger: error: no plan meets 20 QPS with TTFT <= 0.5 s and TPOT <= 0.001 s")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.libreoffice
+def test_cli_workbook_recalculates_to_the_same_plans(tmp_path, capsys, soffice):
+    import openpyxl
+
+    from workbook.recalc import recalculate
+
+    out = tmp_path / "plans.xlsx"
+    code, _, err = _cli(capsys, "recommend", "--model", "llama-3.1-70b", "--qps", "20", "--gpu", ",".join(GPUS),
+                        "-o", str(out))
+    assert code == 0, err
+    found, _ = recommend(["llama-3.1-70b"], GPUS, fixed=TARGETS)
+    ws = openpyxl.load_workbook(recalculate(out, tmp_path / "lo"), read_only=True, data_only=True)["Plans"]
+    rows = list(ws.iter_rows(values_only=True))
+    head = [str(h) for h in rows[0]]
+    cost = next(j for j, h in enumerate(head) if h.startswith("Monthly cost for the target QPS"))
+    verdict = head.index("Verdict")
+    assert len(rows) - 1 == len(found)
+    for row, r in zip(rows[1:], found):
+        assert row[verdict] == "meets targets"
+        assert row[cost] == pytest.approx(r.values["monthly_cost_qps"], rel=1e-9)

@@ -1,0 +1,121 @@
+"""What QPS, and the inputs solved for: closed-form inverses of the memory and decode ledgers.
+
+Written with the :mod:`udfs.expr` helpers like :mod:`udfs.ledger`, so each function is
+one definition that computes on numbers/numpy arrays and renders to a portable Excel
+formula (no Goal Seek, no macros, no iteration).  Base units: bytes, seconds, tokens.
+
+QPS.  With continuous batching (Orca, Yu et al. OSDI'22; vLLM, Kwon et al. SOSP'23) a
+replica keeps ``B`` sequences in flight; each request lives for its latency
+``W = TTFT + T x TPOT(B)``.  Little's law (``L = lambda x W``, Little 1961) gives the
+request rate one replica sustains: ``lambda = B / W``.
+
+Inverses.  Every ledger the plan uses is affine in the unknown or a max of affine
+pieces, so the boundary has a closed form:
+
+* memory per GPU ``W/tp + B x KV_seq(C)/shards + workspace <= usable`` solved for the
+  context ``C`` (piecewise with sliding-window layers), the sequences ``B``, or ``tp``;
+* decode step ``max((W_read/tp + B x KV_seq/shards) / (BW x e_bw), 2 N_a B / tp / (peak x e_c))
+  <= TPOT target`` solved for the batch ``B``.
+
+Each inverse returns the largest (or, for GPUs, smallest) whole value on the feasible
+side of the boundary; the tests feed it back into :mod:`udfs.plan` and check that it
+fits while one step further does not.
+"""
+
+from __future__ import annotations
+
+from .expr import Sym, ceil, eq, floor, gt, is_sym, le, log, maximum, minimum, where
+from .units import GPUS_PER_NODE, HOURS_PER_MONTH, TP_BASE
+
+__all__ = [
+    "qps_per_replica",
+    "monthly_gpu_hours",
+    "tpot_max_batch",
+    "max_context_tokens",
+    "max_sequences",
+    "min_gpus_to_fit",
+    "tp_candidates",
+    "first_fit",
+]
+
+
+def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
+    """Requests/s one replica sustains at a concurrency: B / (TTFT + T x TPOT) (Little's law).
+
+    70B on 4 x H100 at B = 16, TTFT 0.2 s, T = 512, TPOT 0.03 s: 16 / 15.56 = 1.028 req/s.
+    """
+    return concurrency / (ttft_seconds + output_tokens * tpot_seconds)
+
+
+def monthly_gpu_hours(num_gpus):
+    """GPU-hours a month of provisioned GPUs bills: GPUs x 730 h."""
+    return num_gpus * HOURS_PER_MONTH
+
+
+def tpot_max_batch(tpot_target, weights_read_bytes, kv_sequence_bytes, flops_per_sequence, hbm_bw, peak_flops,
+                   bw_efficiency=1, compute_efficiency=1):
+    """Largest decode batch whose roofline step time meets the TPOT target (0 = none does).
+
+    The step reads the weights once and every sequence's KV once, and does
+    2 N_active FLOPs per sequence (see :func:`udfs.ledger.decode_step_seconds`), so
+    TPOT(B) <= t holds exactly when both
+    B <= (t x BW x e_bw - W_read) / KV_seq   and   B <= t x peak x e_c / FLOPs_seq.
+    Bytes and FLOPs are those of one GPU (weights / TP, KV / KV shards, FLOPs / TP).
+    """
+    bandwidth_bound = (tpot_target * hbm_bw * bw_efficiency - weights_read_bytes) / kv_sequence_bytes
+    compute_bound = tpot_target * peak_flops * compute_efficiency / flops_per_sequence
+    return maximum(floor(minimum(bandwidth_bound, compute_bound)), 0)
+
+
+def max_context_tokens(kv_budget_bytes, concurrency, kv_bytes_per_token_per_gpu, num_layers,
+                       sliding_layers=0, window=0):
+    """Longest context per sequence whose KV fits the budget at a concurrency (0 = none).
+
+    A sequence of context C holds (L - L_s) x C + L_s x min(C, window) layer-tokens
+    (:func:`udfs.ledger.kv_sequence_bytes`).  With t = budget / (B x KV bytes per token,
+    all layers), C = t while C stays within the window, else (L x t - L_s x window) / (L - L_s).
+    When every layer slides (L_s = L) memory does not bound the context once a window
+    fits; the second branch then returns a context that fits (a lower bound).
+    """
+    tokens = kv_budget_bytes / (concurrency * kv_bytes_per_token_per_gpu)
+    full_layers = maximum(num_layers - sliding_layers, 1)
+    context = where(le(tokens, window), tokens, (num_layers * tokens - sliding_layers * window) / full_layers)
+    return maximum(floor(context), 0)
+
+
+def max_sequences(kv_budget_bytes, kv_bytes_per_sequence):
+    """Most sequences of one context whose KV fits the budget: floor(budget / KV per sequence), per GPU."""
+    return maximum(floor(kv_budget_bytes / kv_bytes_per_sequence), 0)
+
+
+def min_gpus_to_fit(weights_bytes, kv_peak_bytes, fit_bytes_per_gpu, kv_max_shards):
+    """Fewest GPUs (a power-of-two TP degree) holding the weights and a load's KV; 0 = no TP does.
+
+    The seed's ledger, where each GPU keeps a fixed overhead beside weights and KV.  (The
+    plan's engine model also moves activations and NCCL buffers with TP; its line
+    ``min_gpus_to_fit`` tests each TP of one node with :func:`first_fit` instead.)
+
+    Per GPU: W / tp + KV / min(tp, S) <= A, where A is what one GPU offers after its
+    workspace and S the most ways the KV splits (KV heads; 1 for an MLA latent, see
+    :func:`udfs.ledger.kv_shards`).  Since KV / min(tp, S) = max(KV / tp, KV / S), this is
+    tp >= (W + KV) / A  and  tp >= W / (A - KV / S)  (and needs A > KV / S).
+    """
+    spare = fit_bytes_per_gpu - kv_peak_bytes / kv_max_shards
+    feasible = gt(spare, 0)
+    split_kv = weights_bytes / where(feasible, spare, 1)
+    raw = maximum((weights_bytes + kv_peak_bytes) / fit_bytes_per_gpu, split_kv, 1)
+    return where(feasible, TP_BASE ** ceil(log(raw, TP_BASE)), 0)
+
+
+def tp_candidates(like):
+    """The TP degrees of one node, 1, 2, 4, 8: numbers, or named-constant formulas when ``like`` is one."""
+    base, node = (Sym(TP_BASE.name), Sym(GPUS_PER_NODE.name)) if is_sym(like) else (float(TP_BASE), float(GPUS_PER_NODE))
+    return (1, base, node / base, node)
+
+
+def first_fit(candidates, flags):
+    """The first candidate whose flag is 1, else 0: IF(f1=1, c1, IF(f2=1, c2, ... 0))."""
+    out = 0
+    for c, f in reversed(list(zip(candidates, flags))):
+        out = where(eq(f, 1), c, out)
+    return out
