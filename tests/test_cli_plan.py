@@ -49,9 +49,11 @@ def test_plan_by_name_json(capsys):
     assert d["total_bytes_per_gpu"] == 2 * n / 4 + 81_920 * 4096 * 16 + d["workspace_bytes_per_gpu"]
     assert d["fits"] is True and d["gpus_needed"] == 4
     assert d["max_concurrency"] == d["kv_capacity_tokens"] // 4096
-    assert d["flops_request"] == 2 * n * 4096
-    assert d["prefill_seconds"] == pytest.approx(2 * n * 3584 / (989e12 * 0.5 * 4))
-    assert d["tpot_floor_seconds"] == pytest.approx((2 * n / 4 + 81_920 * 4096 * 16) / 3.35e12)  # bandwidth-bound
+    active = n - 128_256 * 8192  # every weight a token multiplies: all but the input embedding table
+    assert d["active_params"] == active
+    assert d["flops_request"] == 2 * active * 4096
+    assert d["prefill_seconds"] == pytest.approx(2 * active * 3584 / (989e12 * 0.5 * 4))
+    assert d["tpot_floor_seconds"] == pytest.approx((2 * active / 4 + 81_920 * 4096 * 16) / 3.35e12)  # bandwidth-bound
     assert d["tokens_per_second_per_gpu"] == pytest.approx(16 / d["tpot_seconds"] / 4)
     assert d["cost_per_million_output_tokens"] == pytest.approx(3.78 * 4 / (16 / d["tpot_seconds"] * 3600) * 1e6)
     assert d["units"]["weights_bytes"] == "B" and d["units"]["tpot_seconds"] == "s"

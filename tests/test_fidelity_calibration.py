@@ -44,8 +44,9 @@ def _ns(values):
 
 def test_bytes_per_step_by_hand(built):
     _, v = built
-    # 70,553,706,496 params x 2 B / TP 4 + 1 sequence x 327,680 B/token x 205 tokens / 4 KV shards
-    assert step_bytes(_ns(v), 1, 205) == 70_553_706_496 * 2 / 4 + 327_680 * 205 / 4 == 35_293_646_848
+    # 69,503,033,344 active params (70,553,706,496 less the 128,256 x 8,192 input embedding) x 2 B / TP 4
+    # + 1 sequence x 327,680 B/token x 205 tokens / 4 KV shards
+    assert step_bytes(_ns(v), 1, 205) == 69_503_033_344 * 2 / 4 + 327_680 * 205 / 4 == 34_768_310_272
 
 
 def test_back_solved_fraction_reproduces_the_measured_tpot(built):

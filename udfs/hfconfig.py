@@ -324,7 +324,10 @@ def parse(cfg: Mapping[str, Any], where: str = "config.json") -> Architecture:
              + L * per_layer_common
              + dense_layers * (dense_w + dense_other)
              + moe_layers * (E * (expert_w + expert_other) + router + shared_w))
-    active = total - moe_layers * (E - k) * (expert_w + expert_other)
+    # Active = the weights one token multiplies: routed experts only, and not the input
+    # embedding table, which a token only gathers one row of (Kaplan et al. 2020 leave
+    # embeddings out of C ~ 2N for the same reason).  A tied table is the LM head: counted.
+    active = total - moe_layers * (E - k) * (expert_w + expert_other) - (0 if tied else embed)
 
     # quantized linear layers: (name, weights, active weights) per layer, names as in transformers
     shared_name = "shared_expert" if "shared_expert_intermediate_size" in cfg else "shared_experts"

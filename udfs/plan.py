@@ -79,7 +79,7 @@ GIB = float(BYTES_PER_GIB)
 INPUTS: tuple[Input, ...] = (
     # model (from the Models catalog)
     _inp("num_params", "Total parameters", "params", 70e9, "All weights, every expert included: what memory holds.", "model"),
-    _inp("active_params", "Active parameters per token", "params", 70e9, "Weights used for one token (MoE: routed + shared experts); drives FLOPs and bytes read.", "model"),
+    _inp("active_params", "Active parameters per token", "params", 70e9, "Weights one token multiplies (MoE: routed + shared experts; never the input embedding table, a one-row gather); drives FLOPs and bytes read.", "model"),
     _inp("quantized_params", "Parameters in quantizable layers", "params", 70e9, "Weights the weight dtype applies to (linear layers); the rest (embeddings, norms, routers) stay BF16.", "model", lo=0, lo_inclusive=True, arg="num_params"),
     _inp("active_quantized_params", "Active parameters in quantizable layers", "params", 70e9, "The quantizable share of the active parameters.", "model", lo=0, lo_inclusive=True, arg="num_params"),
     _inp("num_layers", "Layers", "layers", 80, "Transformer blocks (num_hidden_layers).", "model"),
