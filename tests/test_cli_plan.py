@@ -165,3 +165,22 @@ def test_models_and_gpus_one_line_each(capsys):
     assert "80 GB (79.19 GiB runtime)" in line and "3.35 TB/s" in line and "BF16 989 / FP8 1,979 TFLOP/s dense" in line
     code, out, _ = cli(capsys, "gpus", "--json")
     assert json.loads(out)[0]["id"] == "a100-40gb"
+
+
+@pytest.mark.parametrize("model,tp,why", [
+    ("llama-3.1-70b", "3", "TP 3 does not divide the 64 attention heads"),
+    ("qwen2.5-7b", "8", "TP 8 does not divide the 28 attention heads"),
+    ("llama-2-7b", "6", "TP 6 does not divide the 32 attention heads"),
+])
+def test_plan_refuses_a_tp_that_cannot_split_the_heads(capfd, model, tp, why):
+    with pytest.raises(SystemExit) as e:
+        run(["plan", "--model", model, "--gpu", "h100-sxm", "--tp", tp])
+    err = capfd.readouterr().err
+    assert e.value.code == 2 and why in err and err.count("\n") == 1
+
+
+def test_plan_accepts_replicated_kv_heads():
+    # 8 KV heads over TP 16: each head on two GPUs (64 attention heads still divide)
+    from udfs.catalog import get_model, tp_problem
+    assert tp_problem(get_model("llama-3.1-70b"), 16) is None
+    assert tp_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split

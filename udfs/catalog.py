@@ -406,6 +406,24 @@ def _dtype_for(name: str, use: str) -> Dtype:
     return d
 
 
+def tp_problem(model: Model, tp: int) -> Optional[str]:
+    """Why a model cannot be split over tp GPUs (None when it can).
+
+    Tensor parallelism splits the attention heads across GPUs (Megatron-LM, Shoeybi et al.
+    2019), so TP must divide them; the KV heads either split evenly (K % TP = 0) or are
+    replicated evenly (TP % K = 0), as vLLM requires.  An MLA latent is not split.
+    """
+    if model.num_attention_heads % tp:
+        return f"TP {tp} does not divide the {model.num_attention_heads} attention heads"
+    if model.mla_latent_dim == 0:
+        k = model.kv_heads
+        if tp <= k and k % tp:
+            return f"TP {tp} does not divide the {k} KV heads"
+        if tp > k and tp % k:
+            return f"TP {tp} is not a multiple of the {k} KV heads (they cannot be replicated evenly)"
+    return None
+
+
 def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
     """Dense FLOP/s the weight format computes at on this GPU (BF16 where the chip lacks the unit)."""
     v = getattr(gpu, weight_dtype.compute_field, None)

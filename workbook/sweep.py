@@ -142,15 +142,7 @@ def tp_skip_reason(model: catalog.Model, tp: int) -> Optional[str]:
     """Why a model cannot run at this TP degree (None when it can)."""
     if tp > MAX_TP_ONE_NODE:
         return f"TP {tp} spans more than one {MAX_TP_ONE_NODE}-GPU node (cross-node TP is not modelled)"
-    if model.num_attention_heads % tp:
-        return f"TP {tp} does not divide the {model.num_attention_heads} attention heads"
-    if model.mla_latent_dim == 0:
-        k = model.kv_heads
-        if tp <= k and k % tp:
-            return f"TP {tp} does not divide the {k} KV heads"
-        if tp > k and tp % k:
-            return f"TP {tp} is not a multiple of the {k} KV heads (they cannot be replicated evenly)"
-    return None
+    return catalog.tp_problem(model, tp)
 
 
 def context_skip_reason(model: catalog.Model, context: int) -> Optional[str]:

@@ -125,6 +125,9 @@ def plan_from_options(*, model: Optional[str] = None, config: Optional[str] = No
         explicit.setdefault("active_quantized_params", explicit["active_params"])
     g = catalog.get_gpu(gpu) if gpu else None
     inputs = catalog.plan_inputs(m, g, weight_dtype=weight_dtype, kv_dtype=kv_dtype, **explicit)
+    problem = catalog.tp_problem(m, int(inputs["tp"])) if m is not None else None
+    if problem:
+        raise click.BadParameter(f"{problem} of {m.name}", param_hint="'--tp'")
     # the engine's numeric defaults follow the GPU and TP; explicit numbers still win
     inputs = engines.with_engine(inputs, engine, gpu_id=g.id if g else "") | explicit
     desc = {
