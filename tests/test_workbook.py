@@ -368,3 +368,14 @@ def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
     assert wb.sheetnames[-1] == "Extra"
     assert wb["Extra"]["A2"].value == "All checks pass (Checks sheet)"
     assert wb["Extra"]["B5"].value > 0
+
+
+def test_build_into_a_missing_folder_fails_in_one_line_and_creates_nothing(tmp_path, capfd):
+    from inference_ledger.cli import run
+
+    target = tmp_path / "typo" / "plan.xlsx"
+    with pytest.raises(SystemExit) as e:
+        run(["build", "-o", str(target)])
+    err = capfd.readouterr().err
+    assert e.value.code == 1 and err.count("\n") == 1 and "folder" in err and "does not exist" in err
+    assert not (tmp_path / "typo").exists()

@@ -110,10 +110,17 @@ def package(raw: bytes, cached: Mapping[tuple[str, str], Any], when: datetime, t
     return buf.getvalue()
 
 
+def check_folder(path: Path) -> None:
+    """Refuse to write into a folder that does not exist (a typo must not create folders)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: folder {folder} does not exist")
+
+
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write bytes via a temporary file in the same folder, then os.replace (never a half file)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_folder(path)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

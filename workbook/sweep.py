@@ -49,6 +49,7 @@ from udfs.args import LedgerInputError
 from udfs.expr import and_, eq, where
 from udfs.units import CONSTANTS, GPUS_PER_NODE
 
+from .package import check_folder
 from .style import AMBER, GREEN, RED, number_format, shown_as
 
 MAX_TP_ONE_NODE = int(GPUS_PER_NODE)
@@ -286,7 +287,7 @@ def write(table: Table, path: str | os.PathLike, *, cached: bool = True,
         raise LedgerInputError(f"-o {path.name}: write a .xlsx or a .csv")
     if suffix == ".xlsx" and table.n_rows > XLSX_MAX_ROWS:
         raise LedgerInputError(f"{table.n_rows:,} rows do not fit one .xlsx sheet (at most {XLSX_MAX_ROWS:,}): write a .csv")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_folder(path)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
