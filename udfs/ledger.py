@@ -113,9 +113,7 @@ def kv_bytes_windowed(num_layers, kv_heads, head_dim, seq_len, bytes_per=2, slid
     Full layers hold all S tokens; sliding layers hold min(S, window) (Mistral-7B,
     Gemma-2 and gpt-oss alternate them).  With sliding_layers = 0 this is kv_bytes.
     """
-    per_layer_token = KV_FACTOR * kv_heads * head_dim * bytes_per
-    held = (num_layers - sliding_layers) * seq_len + sliding_layers * minimum(seq_len, window)
-    return per_layer_token * held
+    return kv_sequence_bytes(KV_FACTOR * kv_heads * head_dim, bytes_per, num_layers, seq_len, sliding_layers, window)
 
 
 def kv_sequence_bytes(kv_elements_layer, kv_bytes, num_layers, context, sliding_layers=0, window=0):
