@@ -159,7 +159,7 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
     (B batch, C context, D prompt, E TPOT ms, F TTFT ms, G KV tokens).
     """
     ws = ctx.new_sheet(SHEET, "Calibration: your measurements against the plan",
-                       {"A": 30, **{col: 14 for col, _, _ in INPUT_COLS + OUTPUT_COLS}})
+                       {"A": 44, **{col: 14 for col, _, _ in INPUT_COLS + OUTPUT_COLS}})
     ctx.put(ws, "A3", "Paste measured runs of the deployment chosen on Plan (same model, GPU, formats, TP). Each row "
             "back-solves the HBM bandwidth fraction from TPOT (use batch-1 or small-batch runs: bandwidth-bound) and "
             "the prefill compute efficiency from TTFT (long prompts, no queueing), and shows the plan's error. To "
@@ -203,6 +203,12 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
+def _note(ctx: Ctx, ws, r: int, text: str) -> None:
+    """A one-line explanation spanning the measurement columns (no tall wrapped rows)."""
+    ctx.put(ws, f"C{r}", text, S.NOTE)
+    ws.merge_cells(f"C{r}:{get_column_letter(20)}{r}")
+
+
 def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None:
     ctx.put(ws, f"A{r}", "Calibrated values", S.SECTION)
     rng = {col: f"{col}{FIRST}:{col}{last}" for col in computed}
@@ -229,8 +235,7 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
     ctx.put(ws, f"A{r}", "Use calibrated values (1 = yes, 0 = no)")
     ctx.put(ws, f"B{r}", 1, S.INPUT, "0")
     ctx.define("use_calibration", ws, f"B{r}")
-    ctx.put(ws, f"C{r}", "1: the medians above replace the uncalibrated values whenever there is a measurement.",
-            S.NOTE)
+    _note(ctx, ws, r, "1: the medians above replace the uncalibrated values whenever there is a measurement.")
     use = 1
     for key, label, col, default_input in (
             ("bw", "Decode bandwidth efficiency", "J", "bw_efficiency"),
@@ -241,8 +246,8 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
         ctx.put(ws, f"B{r}", default, S.INPUT, "0.0%")
         uncal = f"B{r}"
         ctx.define(f"uncalibrated_{default_input}", ws, uncal)
-        ctx.put(ws, f"C{r}", f"Used when there is no measurement or the switch is 0 (Plan's default "
-                             f"{default:g}: {P.INPUT_BY_NAME[default_input].doc})", S.NOTE)
+        _note(ctx, ws, r, f"Used when there is no measurement or the switch is 0 (Plan's default "
+                          f"{default:g}: {P.INPUT_BY_NAME[default_input].doc})")
         r += 1
         ctx.put(ws, f"A{r}", f"{label}, for Plan")
         formula = where(and_(eq(Sym("use_calibration"), 1), Sym(f"COUNT({rng[col]})>0")),
@@ -252,7 +257,6 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
         name = "calibrated_bw_efficiency" if key == "bw" else "calibrated_prefill_efficiency"
         ctx.formula(ws, f"B{r}", formula, _plain(value), S.FORMULA, "0.0%")
         ctx.define(name, ws, f"B{r}")
-        ctx.put(ws, f"C{r}", f"Type ={name} into Plan's '{P.INPUT_BY_NAME[default_input].label}' input to use it.",
-                S.NOTE)
+        _note(ctx, ws, r, f"Type ={name} into Plan's '{P.INPUT_BY_NAME[default_input].label}' input to use it.")
     ws.freeze_panes = f"B{FIRST}"
     ws.print_area = f"A1:{get_column_letter(20)}{r}"
