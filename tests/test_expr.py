@@ -43,3 +43,13 @@ def test_helpers_work_on_arrays_and_scalars():
     np.testing.assert_array_equal(maximum(np.array([1.0, 5.0]), 2), [2, 5])
     assert where(ge(3, 2), 10, 20) == 10
     np.testing.assert_array_equal(where(ge(np.array([1, 3]), 2), 10, 20), [20, 10])
+
+
+def test_mod_abs_isnumber_render_and_compute():
+    from udfs.expr import abs_, isnumber, mod
+    a, b = S("a", "b")
+    assert mod(a, b).text == "MOD(a,b)" and mod(7, 4) == 3
+    assert abs_(a - b).text == "ABS(a-b)" and abs_(-2.5) == 2.5
+    assert isnumber(a).text == "ISNUMBER(a)" and isnumber(1.0) and not isnumber("") and not isnumber(None)
+    with pytest.raises(HardCodedConstant):
+        mod(a, 8)  # a literal divisor must be a named constant

@@ -43,6 +43,9 @@ __all__ = [
     "and_",
     "or_",
     "log",
+    "mod",
+    "abs_",
+    "isnumber",
     "PORTABLE_FUNCTIONS",
 ]
 
@@ -304,3 +307,24 @@ def or_(*cs):
     if any(isinstance(c, np.ndarray) for c in cs):
         return np.logical_or.reduce([np.asarray(c, dtype=bool) for c in cs])
     return any(bool(c) for c in cs)
+
+
+def mod(a, b):
+    """MOD(a, b): the remainder (same sign as b, as in Excel and Python)."""
+    if is_sym(a, b):
+        return _call("MOD", a, b)
+    return _num(a) % _num(b)
+
+
+def abs_(x):
+    """ABS(x)."""
+    if is_sym(x):
+        return _call("ABS", x)
+    return abs(_num(x))
+
+
+def isnumber(x):
+    """ISNUMBER(x): True for a number (not text, not a blank cell)."""
+    if is_sym(x):
+        return _call("ISNUMBER", x)
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)

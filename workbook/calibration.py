@@ -32,7 +32,7 @@ from openpyxl.utils import get_column_letter
 from udfs import engines as E
 from udfs import ledger as L
 from udfs import plan as P
-from udfs.expr import Sym, and_, eq, where
+from udfs.expr import Sym, abs_, and_, eq, isnumber, where
 from udfs.units import MS_PER_S
 
 from . import style as S
@@ -77,14 +77,6 @@ class _Names:
         if self._values is None:
             return Sym(xname(name))
         return self._values[name]
-
-
-def _isnum(x) -> Any:
-    return Sym(f"ISNUMBER({x.text})") if isinstance(x, Sym) else isinstance(x, (int, float))
-
-
-def _abs(x) -> Any:
-    return Sym(f"ABS({x.text})") if isinstance(x, Sym) else abs(x)
 
 
 # --- one row: every formula written once, evaluated or rendered --------------------------
@@ -138,9 +130,9 @@ def _row_cells(p, c: dict) -> dict[str, tuple[str, Callable[[], Any]]]:
         "O": ("F", lambda: c["N"] / c["F"] - 1),
         "P": ("G", lambda: p.kv_capacity_tokens),
         "Q": ("G", lambda: c["P"] / c["G"] - 1),
-        "R": ("L", lambda: _abs(c["L"])),
-        "S": ("O", lambda: _abs(c["O"])),
-        "T": ("Q", lambda: _abs(c["Q"])),
+        "R": ("L", lambda: abs_(c["L"])),
+        "S": ("O", lambda: abs_(c["O"])),
+        "T": ("Q", lambda: abs_(c["Q"])),
     }
 
 
@@ -191,8 +183,8 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
         num_cells = _row_cells(num, vals)
         for col, _text, unit in OUTPUT_COLS:
             guard, expr = sym_cells[col]
-            formula = where(_isnum(refs[guard]), expr(), "")
-            value = num_cells[col][1]() if _isnum(vals.get(guard)) else ""
+            formula = where(isnumber(refs[guard]), expr(), "")
+            value = num_cells[col][1]() if isnumber(vals.get(guard)) else ""
             vals[col] = value if value != "" else None
             computed[col].append(value)
             ctx.formula(ws, f"{col}{r}", formula, _plain(value), S.FORMULA, FORMATS.get(unit))

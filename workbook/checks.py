@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from udfs import ledger as L
-from udfs.expr import Const, Sym, and_, eq, floor, ge, gt, le, lt, or_, where
+from udfs.expr import Const, Sym, and_, eq, floor, ge, gt, le, lt, mod, or_, where
 
 CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the identity checks (floating-point rounding)",
                         "fraction")
@@ -26,16 +26,6 @@ CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the iden
 def close(a, b):
     """a equals b within CHECK_TOLERANCE (b > 0)."""
     return and_(le(a, b + b * CHECK_TOLERANCE), ge(a, b - b * CHECK_TOLERANCE))
-
-
-def mod(a, b):
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return Sym(f"MOD({_t(a)},{_t(b)})")
-    return a % b
-
-
-def _t(x):
-    return x.text if isinstance(x, Sym) else str(int(x))
 
 
 def one_zero(cond):
