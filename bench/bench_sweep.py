@@ -46,8 +46,8 @@ def write_xlsxwriter(table, path: str) -> None:
     import numpy as np
     import xlsxwriter
 
-    from udfs import plan
-    from udfs.units import CONSTANTS
+    from inference_ledger import plan
+    from inference_ledger.units import CONSTANTS
     from workbook.style import number_format
     from workbook.sweep import VERDICT, columns, evaluate_block
 

@@ -1,3 +1,3 @@
-"""Command-line and delivery adapters of inference-ledger (the formulas live in udfs)."""
+"""inference-ledger: the domain library (ledger, plan, catalogs, engines, what-if) and its CLI."""
 
-from udfs import __version__  # noqa: F401
+__version__ = "0.1.0"

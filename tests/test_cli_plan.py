@@ -7,11 +7,11 @@ import json
 import pytest
 
 from inference_ledger.cli import run
-from udfs import report
-from udfs import engines
-from udfs.catalog import MODELS_DIR, load_gpus, load_models, plan_inputs
-from udfs.plan import INPUTS, evaluate
-from inference_ledger.commands.plan import option_name
+from inference_ledger import report
+from inference_ledger import engines
+from inference_ledger.catalog import MODELS_DIR, load_gpus, load_models, plan_inputs
+from inference_ledger.plan import INPUTS, evaluate
+from inference_ledger.cli.plan import option_name
 
 STABLE_KEYS = ("weights_bytes", "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu",
                "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu", "gpu_memory_bytes", "fits",
@@ -181,6 +181,6 @@ def test_plan_refuses_a_tp_that_cannot_split_the_heads(capfd, model, tp, why):
 
 def test_plan_accepts_replicated_kv_heads():
     # 8 KV heads over TP 16: each head on two GPUs (64 attention heads still divide)
-    from udfs.catalog import get_model, tp_problem
+    from inference_ledger.catalog import get_model, tp_problem
     assert tp_problem(get_model("llama-3.1-70b"), 16) is None
     assert tp_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split

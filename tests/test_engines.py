@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from udfs import engines as E
-from udfs import plan
-from udfs.args import LedgerInputError
-from udfs.expr import Sym
+from inference_ledger import engines as E
+from inference_ledger import plan
+from inference_ledger.args import LedgerInputError
+from inference_ledger.expr import Sym
 
 GIB = 2**30
 

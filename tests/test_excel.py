@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from udfs import _xl, excel, ledger
-from udfs.args import ARGS
+from inference_ledger import ledger
+from udfs import _xl, excel
+from inference_ledger.args import ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,7 +194,7 @@ def test_argument_docs_fit_excel():
 
 
 def test_only_excel_module_imports_xlwings():
-    for path in (ROOT / "udfs").rglob("*.py"):
+    for path in [*(ROOT / "udfs").rglob("*.py"), *(ROOT / "inference_ledger").rglob("*.py")]:
         imported = {
             alias.name
             for node in ast.walk(ast.parse(path.read_text()))

@@ -7,9 +7,9 @@ import statistics
 
 import pytest
 
-from udfs import fidelity as F
-from udfs import plan
-from udfs.fidelity import MEASURED_CSV
+from inference_ledger import fidelity as F
+from inference_ledger import plan
+from inference_ledger.fidelity import MEASURED_CSV
 
 GIB = 2**30
 

@@ -7,8 +7,8 @@ import re
 import openpyxl
 import pytest
 
-from udfs import plan
-from udfs.expr import PORTABLE_FUNCTIONS
+from inference_ledger import plan
+from inference_ledger.expr import PORTABLE_FUNCTIONS
 from workbook.build import build_workbook
 from workbook.calibration import FIRST, OUTPUT_COLS, add_calibration_sheet, bw_fraction, overhead_ms, step_bytes
 from workbook.recalc import recalculate

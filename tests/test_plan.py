@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from udfs import plan
-from udfs.args import LedgerInputError
-from udfs.expr import PORTABLE_FUNCTIONS
+from inference_ledger import plan
+from inference_ledger.args import LedgerInputError
+from inference_ledger.expr import PORTABLE_FUNCTIONS
 
 
 def test_default_plan_llama70b_on_4x_h100_hand_derived():

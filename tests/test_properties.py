@@ -5,8 +5,8 @@ import math
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from udfs import ledger as L
-from udfs import plan
+from inference_ledger import ledger as L
+from inference_ledger import plan
 
 layers = st.integers(1, 200)
 heads = st.integers(1, 128)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger.commands.plan import plan_from_options
-from inference_ledger.commands.recommend import recommend
-from udfs import catalog, plan
+from inference_ledger.cli.plan import plan_from_options
+from inference_ledger.cli.recommend import recommend
+from inference_ledger import catalog, plan
 from workbook.sweep import tp_skip_reason
 
 GPUS = ["h100-sxm", "h200", "mi300x", "l40s", "a100-80gb"]

@@ -11,9 +11,9 @@ import openpyxl
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger.commands.plan import plan_from_options
-from udfs import catalog, plan
-from udfs.report import plan_json
+from inference_ledger.cli.plan import plan_from_options
+from inference_ledger import catalog, plan
+from inference_ledger.report import plan_json
 from workbook import sweep as S
 from workbook.recalc import recalculate
 

@@ -79,8 +79,8 @@ def test_missing_file_is_a_usage_error(capsys):
 def test_readme_accuracy_table_is_the_validate_summary():
     from pathlib import Path
 
-    from inference_ledger.commands.validate import summary_table
-    from udfs import fidelity as F
+    from inference_ledger.cli.validate import summary_table
+    from inference_ledger import fidelity as F
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("<!-- section: accuracy -->", 1)[1].split("<!-- section:", 1)[0]

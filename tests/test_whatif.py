@@ -6,8 +6,8 @@ boundary -- it fits (or meets the target), and one step further does not.
 
 import pytest
 
-from udfs import catalog, plan, whatif
-from udfs.expr import Sym
+from inference_ledger import catalog, plan, whatif
+from inference_ledger.expr import Sym
 
 GIB = 2**30
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger.commands.plan import plan_from_options
-from udfs import catalog
-from udfs import plan as P
-from udfs.expr import PORTABLE_FUNCTIONS
+from inference_ledger.cli.plan import plan_from_options
+from inference_ledger import catalog
+from inference_ledger import plan as P
+from inference_ledger.expr import PORTABLE_FUNCTIONS
 from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
 from workbook.recalc import recalculate
 from workbook.scenarios import DEFAULT_SCENARIOS
@@ -342,7 +342,7 @@ def test_scenarios_from_csv_and_options(tmp_path):
 
 def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_path):
     cfg = tmp_path / "my-8b.json"
-    cfg.write_text((ROOT / "udfs" / "data" / "models" / "llama-3.1-8b.json").read_text())
+    cfg.write_text((ROOT / "inference_ledger" / "data" / "models" / "llama-3.1-8b.json").read_text())
     path, values = build_workbook(tmp_path / "cfg.xlsx", config=str(cfg), gpu="l40s", tp=1)
     got = load_workbook(recalculate(path, tmp_path / "out"), data_only=True)
     assert _cell(got, "model_id").value == "my-8b"
@@ -356,8 +356,8 @@ def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_
 
 
 def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
-    from udfs.expr import Sym
-    from udfs.units import MS_PER_S
+    from inference_ledger.expr import Sym
+    from inference_ledger.units import MS_PER_S
 
     def extra(wb, ctx):
         ws = ctx.new_sheet("Extra", "Extra")

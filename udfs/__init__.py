@@ -4,7 +4,6 @@ The pure formulas (no xlwings here): ``from udfs import kv_bytes, weights_bytes,
 flops_request, decode_tpot``.  The Excel functions live in :mod:`udfs.excel`.
 """
 
-from .ledger import *  # noqa: F401,F403
-from .ledger import decode_tpot, flops_request, kv_bytes, weights_bytes  # noqa: F401
-
-__version__ = "0.1.0"
+from inference_ledger import __version__  # noqa: F401
+from inference_ledger.ledger import *  # noqa: F401,F403
+from inference_ledger.ledger import decode_tpot, flops_request, kv_bytes, weights_bytes  # noqa: F401

@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .args import Arg, LedgerInputError
+from inference_ledger.args import Arg, LedgerInputError
 
 #: Excel error kinds used here: Office.js ``errorType`` -> the worksheet's error text.
 ERROR_TEXT = {"Value": "#VALUE!", "NotAvailable": "#N/A"}

@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from . import catalog, ledger, whatif
-from ._xl import Param, broadcast_call, elementwise_call
-from .args import ARGS
+from inference_ledger import catalog, ledger, whatif
+from inference_ledger.args import ARGS
+from udfs._xl import Param, broadcast_call, elementwise_call
 
 CATEGORY = "inference-ledger"
 

@@ -35,11 +35,11 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from udfs import __version__
-from udfs import plan as P
-from udfs.args import LedgerInputError
-from udfs.expr import Sym, and_, eq, le, where
-from udfs.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S
+from inference_ledger import __version__
+from inference_ledger import plan as P
+from inference_ledger.args import LedgerInputError
+from inference_ledger.expr import Sym, and_, eq, le, where
+from inference_ledger.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S
 
 from . import checks as C
 from .calibration import add_calibration_sheet
@@ -598,7 +598,7 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
     GPU and TP (unless the build was given that number).  Catalog inputs are lookups;
     everything else follows the Plan sheet.
     """
-    from udfs import engines
+    from inference_ledger import engines
 
     choice = resolve_choice(sc.model, sc.gpu, sc.weight_dtype or None, sc.kv_dtype, ctx.tables)
     vals = {}
@@ -886,7 +886,7 @@ def register_sheet(builder: SheetBuilder, after: Optional[str] = None) -> None:
 def resolve_choice(model: Optional[str], gpu: Optional[str], weight_dtype: Optional[str],
                    kv_dtype: Optional[str], tables: Mapping[str, Table]) -> dict[str, str]:
     """Canonical catalog ids (aliases accepted; unknown ids raise UnknownId with suggestions)."""
-    from udfs import catalog as cat
+    from inference_ledger import catalog as cat
 
     model = model or DEFAULT_CHOICE["model"]
     own = [e for e in tables["Models"].rows if e.id == model]  # a config.json model joins the table
@@ -919,13 +919,13 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
 
     Catalog lookups and defaults, then the engine's defaults for this GPU and TP
     (:func:`udfs.engines.with_engine`), then the numbers given.  Takes what
-    :func:`inference_ledger.commands.build.build_options` collects: ``config`` (a
+    :func:`inference_ledger.cli.build.build_options` collects: ``config`` (a
     config.json whose model joins the Models sheet and is selected), ``context`` (prompt
     + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
     input names; None means "not given".
     """
-    from udfs import catalog as cat
-    from udfs import engines
+    from inference_ledger import catalog as cat
+    from inference_ledger import engines
 
     explicit = {k: v for k, v in numbers.items() if v is not None}
     unknown = [k for k in explicit if k not in P.INPUT_BY_NAME]
@@ -972,7 +972,7 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
 
 def _engine_names(eng) -> set[str]:
     """Plan inputs an engine sets (its defaults depend on the GPU and TP, so rows get their own)."""
-    from udfs import engines
+    from inference_ledger import engines
 
     return set(engines.engine_inputs(eng, gpu_memory_bytes=P.INPUT_BY_NAME["gpu_memory_bytes"].default))
 

@@ -29,11 +29,11 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from udfs import engines as E
-from udfs import ledger as L
-from udfs import plan as P
-from udfs.expr import Sym, abs_, and_, eq, isnumber, where
-from udfs.units import MS_PER_S
+from inference_ledger import engines as E
+from inference_ledger import ledger as L
+from inference_ledger import plan as P
+from inference_ledger.expr import Sym, abs_, and_, eq, isnumber, where
+from inference_ledger.units import MS_PER_S
 
 from . import style as S
 from .context import Ctx, xname

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from udfs import ledger as L
-from udfs.expr import Const, Sym, and_, eq, floor, ge, gt, le, lt, mod, or_, where
+from inference_ledger import ledger as L
+from inference_ledger.expr import Const, Sym, and_, eq, floor, ge, gt, le, lt, mod, or_, where
 
 CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the identity checks (floating-point rounding)",
                         "fraction")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Optional
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
-from udfs.expr import Sym
+from inference_ledger.expr import Sym
 
 from . import style as S
 from .tables import Table
@@ -78,7 +78,7 @@ class Ctx:
         return ws
 
     def master_status(self, ws: Worksheet, coord: str) -> None:
-        from udfs.expr import eq, where
+        from inference_ledger.expr import eq, where
 
         text = where(eq(Sym("master_check"), 1), "All checks pass (Checks sheet)",
                      "A CHECK FAILS: see the Checks sheet")

@@ -12,8 +12,8 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from udfs.args import LedgerInputError
-from udfs.plan import INPUT_BY_NAME
+from inference_ledger.args import LedgerInputError
+from inference_ledger.plan import INPUT_BY_NAME
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,10 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from udfs import catalog, engines, plan
-from udfs.args import LedgerInputError
-from udfs.expr import and_, eq, where
-from udfs.units import CONSTANTS, GPUS_PER_NODE
+from inference_ledger import catalog, engines, plan
+from inference_ledger.args import LedgerInputError
+from inference_ledger.expr import and_, eq, where
+from inference_ledger.units import CONSTANTS, GPUS_PER_NODE
 
 from .package import check_folder
 from .style import AMBER, GREEN, RED, number_format, shown_as

@@ -27,9 +27,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from udfs import ledger as L
-from udfs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from udfs.expr import Sym, gt, where
+from inference_ledger import ledger as L
+from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
+from inference_ledger.expr import Sym, gt, where
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
 #: inside every lookup range and dropdown.
@@ -124,7 +124,7 @@ def _columns(cls, declared) -> list[Column]:
 
 def load_tables() -> dict[str, Table]:
     """GPUs, Models and Dtypes from :mod:`udfs.catalog`, in file order."""
-    from udfs import catalog as cat
+    from inference_ledger import catalog as cat
 
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
                   Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),

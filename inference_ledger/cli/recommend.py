@@ -17,11 +17,11 @@ from typing import Any, Optional, Sequence
 import click
 import numpy as np
 
-from inference_ledger.commands.sweep import SWEPT, input_options, split_list, write_with_progress
-from udfs import catalog, engines
-from udfs.args import LedgerInputError
-from udfs.plan import INPUT_BY_NAME
-from udfs.report import human, plan_json
+from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
+from inference_ledger import catalog, engines
+from inference_ledger.args import LedgerInputError
+from inference_ledger.plan import INPUT_BY_NAME
+from inference_ledger.report import human, plan_json
 from workbook.sweep import SweepSpec, Table, build_sweep, evaluate_block
 
 TARGETS = {"qps": "target_qps", "ttft": "ttft_target", "tpot": "tpot_target"}

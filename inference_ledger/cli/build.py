@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import click
 
-from inference_ledger.commands.plan import plan_options
+from inference_ledger.cli.plan import plan_options
 from workbook.build import build_workbook, verdict
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"

@@ -10,8 +10,8 @@ import sys
 
 import click
 
-from udfs import __version__
-from udfs.args import LedgerInputError
+from inference_ledger import __version__
+from inference_ledger.args import LedgerInputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -22,14 +22,14 @@ def main() -> None:
 
 # --- subcommands (each module owns one command) -------------------------------------
 # registrations: keep one line per command
-from inference_ledger.commands.plan import plan_cmd; main.add_command(plan_cmd)  # noqa: E402,E702
-from inference_ledger.commands.catalog import models_cmd; main.add_command(models_cmd)  # noqa: E402,E702
-from inference_ledger.commands.catalog import gpus_cmd; main.add_command(gpus_cmd)  # noqa: E402,E702
-from inference_ledger.commands.build import build_cmd; main.add_command(build_cmd)  # noqa: E402,E702
-from inference_ledger.commands.email import email_cmd; main.add_command(email_cmd)  # noqa: E402,E702
-from inference_ledger.commands.sweep import sweep_cmd; main.add_command(sweep_cmd)  # noqa: E402,E702
-from inference_ledger.commands.recommend import recommend_cmd; main.add_command(recommend_cmd)  # noqa: E402,E702
-from inference_ledger.commands.validate import validate_cmd; main.add_command(validate_cmd)  # noqa: E402,E702
+from inference_ledger.cli.plan import plan_cmd; main.add_command(plan_cmd)  # noqa: E402,E702
+from inference_ledger.cli.catalog import models_cmd; main.add_command(models_cmd)  # noqa: E402,E702
+from inference_ledger.cli.catalog import gpus_cmd; main.add_command(gpus_cmd)  # noqa: E402,E702
+from inference_ledger.cli.build import build_cmd; main.add_command(build_cmd)  # noqa: E402,E702
+from inference_ledger.cli.email import email_cmd; main.add_command(email_cmd)  # noqa: E402,E702
+from inference_ledger.cli.sweep import sweep_cmd; main.add_command(sweep_cmd)  # noqa: E402,E702
+from inference_ledger.cli.recommend import recommend_cmd; main.add_command(recommend_cmd)  # noqa: E402,E702
+from inference_ledger.cli.validate import validate_cmd; main.add_command(validate_cmd)  # noqa: E402,E702
 # ----------------------------------------------------------------------------------------
 
 

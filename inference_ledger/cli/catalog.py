@@ -11,8 +11,8 @@ import json
 
 import click
 
-from udfs import catalog
-from udfs.units import BYTES_PER_GIB
+from inference_ledger import catalog
+from inference_ledger.units import BYTES_PER_GIB
 
 TERA = 1e12
 

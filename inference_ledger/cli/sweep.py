@@ -13,10 +13,10 @@ from typing import Any, Callable, Iterable, Optional
 
 import click
 
-from inference_ledger.commands.plan import Quantity, option_name
-from udfs import engines
-from udfs.plan import INPUTS
-from udfs.report import human
+from inference_ledger.cli.plan import Quantity, option_name
+from inference_ledger import engines
+from inference_ledger.plan import INPUTS
+from inference_ledger.report import human
 from workbook.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep, write
 
 #: Inputs a sweep sets per row (the lists, and the catalog's model, format and GPU facts): no option for them.

@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from inference_ledger import mail
-from inference_ledger.commands.build import build_options
-from udfs import catalog
+from inference_ledger.cli.build import build_options
+from inference_ledger import catalog
 from workbook.build import DEFAULT_CHOICE, build_workbook
 
 

@@ -16,10 +16,10 @@ from typing import Any, Callable, Optional
 
 import click
 
-from udfs import catalog, engines
-from udfs.args import LedgerInputError
-from udfs.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
-from udfs.report import human, plan_json, plan_table
+from inference_ledger import catalog, engines
+from inference_ledger.args import LedgerInputError
+from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
+from inference_ledger.report import human, plan_json, plan_table
 
 #: Option names that read better than the input names.
 OPTION_NAMES = {

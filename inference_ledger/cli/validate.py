@@ -15,7 +15,7 @@ from typing import Optional
 
 import click
 
-from udfs import fidelity as F
+from inference_ledger import fidelity as F
 
 
 def _fmt(metric: str, x: float) -> str:
