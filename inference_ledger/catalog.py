@@ -12,8 +12,8 @@ Data lives in files, not code:
 Names match case-insensitively, with spaces/underscores read as dashes, by id, alias, display
 name or Hugging Face repo.  An unknown name raises :class:`UnknownId` with the closest matches.
 
-:func:`plan_inputs` is the one place catalog facts become :mod:`udfs.plan` inputs (the
-workbook's INDEX/MATCH lookups in :mod:`workbook.tables` mirror it, and a test holds them equal).
+Turning these facts into plan inputs (and refusing choices that cannot run) is
+:mod:`inference_ledger.resolve`'s job; this module only reads and finds.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from . import plan as _plan
 from .args import LedgerInputError
 from .hfconfig import Architecture, load_config, parse
 from .ledger import bytes_per_element
@@ -76,6 +75,8 @@ class Gpu:
     date: str
     aliases: tuple[str, ...]
     notes: str
+    gpus_per_node: int = 8
+    gpus_per_node_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,8 @@ GPU_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h"),
     ("price_source", "Price source", ""),
     ("price_date", "Price date", ""),
+    ("gpus_per_node", "GPUs per node (TP limit)", "GPUs"),
+    ("gpus_per_node_source", "Node source", ""),
     ("source", "Source", ""),
     ("date", "Date", ""),
     ("aliases", "Aliases", ""),
@@ -235,7 +238,8 @@ def _load_gpus(path: Path) -> tuple[Gpu, ...]:
             tdp_w=_num(r, "tdp_w", where, False), price_per_gpu_hour=_num(r, "price_per_gpu_hour", where, False),
             price_source=r.get("price_source", ""), price_date=r.get("price_date", ""),
             source=r.get("source", ""), date=r.get("date", ""), aliases=_aliases(r.get("aliases", "")),
-            notes=r.get("notes", ""),
+            notes=r.get("notes", ""), gpus_per_node=int(_num(r, "gpus_per_node", where)),
+            gpus_per_node_source=r.get("gpus_per_node_source", ""),
         ))
     return tuple(out)
 
@@ -364,7 +368,7 @@ def get_dtype(name: str) -> Dtype:
     return _find("dtype", load_dtypes(), name, lambda d: (d.id, *d.aliases))
 
 
-def _field(kind: str, fields: Sequence[str], field: Any, aliases: dict | None = None) -> str:
+def field_name(kind: str, fields: Sequence[str], field: Any, aliases: dict | None = None) -> str:
     f = _key(str(field)).replace("-", "_")
     f = (aliases or {}).get(f, f)
     if f not in fields:
@@ -377,85 +381,5 @@ def _field(kind: str, fields: Sequence[str], field: Any, aliases: dict | None = 
 def gpu_spec(gpu_id: str, field: str) -> Any:
     """One GPU fact by field name, base units (None where the chip has no such unit)."""
     g = get_gpu(gpu_id)
-    f = _field("GPU", [x.name for x in dataclasses.fields(Gpu)], field, GPU_FIELD_ALIASES)
+    f = field_name("GPU", [x.name for x in dataclasses.fields(Gpu)], field, GPU_FIELD_ALIASES)
     return getattr(g, f)
-
-
-def model_spec(model_id: str, field: str) -> Any:
-    """One model fact by field name, or a derived one: kv_bytes_per_token (BF16 KV), weights_bytes (native format)."""
-    m = get_model(model_id)
-    f = _field("model", [x.name for x in dataclasses.fields(Model)] + list(MODEL_DERIVED), field)
-    if f in MODEL_DERIVED:
-        return float(_plan.evaluate(plan_inputs(m, None))[f])
-    return getattr(m, f)
-
-
-# ----------------------------------------------------------------------------------------
-# catalog facts -> plan inputs
-# ----------------------------------------------------------------------------------------
-
-#: Plan inputs read from the Model / Gpu field of the same name (the workbook's lookups follow the same rule).
-MODEL_INPUTS = tuple(i.name for i in _plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
-GPU_INPUTS = tuple(i.name for i in _plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Gpu)})
-
-
-def _dtype_for(name: str, use: str) -> Dtype:
-    d = get_dtype(name)
-    if use not in d.use.split("|"):
-        raise LedgerInputError(f"{use} dtype {d.id!r} is not a {use} format (it is for: {d.use.replace('|', ', ')})")
-    return d
-
-
-def tp_problem(model: Model, tp: int) -> Optional[str]:
-    """Why a model cannot be split over tp GPUs (None when it can).
-
-    Tensor parallelism splits the attention heads across GPUs (Megatron-LM, Shoeybi et al.
-    2019), so TP must divide them; the KV heads either split evenly (K % TP = 0) or are
-    replicated evenly (TP % K = 0), as vLLM requires.  An MLA latent is not split.
-    """
-    if model.num_attention_heads % tp:
-        return f"TP {tp} does not divide the {model.num_attention_heads} attention heads"
-    if model.mla_latent_dim == 0:
-        k = model.kv_heads
-        if tp <= k and k % tp:
-            return f"TP {tp} does not divide the {k} KV heads"
-        if tp > k and tp % k:
-            return f"TP {tp} is not a multiple of the {k} KV heads (they cannot be replicated evenly)"
-    return None
-
-
-def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
-    """Dense FLOP/s the weight format computes at on this GPU (BF16 where the chip lacks the unit)."""
-    v = getattr(gpu, weight_dtype.compute_field, None)
-    return v if v else getattr(gpu, FALLBACK_COMPUTE_FIELD)
-
-
-def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtype: Optional[str] = None,
-                kv_dtype: str = "bf16", **overrides: Any) -> dict[str, Any]:
-    """Plan inputs for a model on a GPU, ready for :func:`udfs.plan.evaluate`.
-
-    Model and GPU fields named like plan inputs fill them (MODEL_INPUTS, GPU_INPUTS; a blank
-    GPU field keeps the default); ``gpu_memory_bytes`` is the GPU's runtime memory; the weight
-    format (default: the checkpoint's) gives ``weight_bytes`` and the compute unit
-    (``peak_flops``); modules outside the quantized layers count at BF16.
-    Everything else is :func:`udfs.plan.defaults`, and ``overrides`` (plan input names) win.
-    Either catalog entry may be None to keep the defaults.
-    """
-    unknown = sorted(set(overrides) - set(_plan.INPUT_BY_NAME))
-    if unknown:
-        raise LedgerInputError(f"not a plan input: {', '.join(unknown)}")
-    v = _plan.defaults()
-    m = get_model(model) if isinstance(model, str) else model
-    g = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    if m is not None:
-        v.update({name: getattr(m, name) for name in MODEL_INPUTS})
-    wd = _dtype_for(weight_dtype or (m.weight_dtype if m else UNQUANTIZED_DTYPE), "weight")
-    v["weight_bytes"] = wd.bytes_per_element
-    v["unquantized_bytes"] = get_dtype(UNQUANTIZED_DTYPE).bytes_per_element
-    v["kv_bytes"] = _dtype_for(kv_dtype, "kv").bytes_per_element
-    if g is not None:
-        v.update({name: getattr(g, name) for name in GPU_INPUTS if getattr(g, name) is not None})
-        v["gpu_memory_bytes"] = g.memory_runtime_bytes
-        v["peak_flops"] = peak_flops(g, wd)
-    v.update(overrides)
-    return v

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from . import catalog, engines, plan
+from . import catalog, engines, plan, resolve
 from .args import LedgerInputError
 from .units import BYTES_PER_GIB, MS_PER_S
 
@@ -232,12 +232,13 @@ def row_inputs(row: Row, decode: bool = False) -> Optional[dict[str, Any]]:
     overrides: dict[str, Any] = {"concurrency": row.batch, **tokens}
     if row.gpu_memory_utilization is not None:
         overrides["gpu_memory_utilization"] = row.gpu_memory_utilization
-    model = catalog.get_model(row.model_id)
-    return engines.deployment_inputs(
-        model, row.gpu_id or None, row.engine_id or engines.DEFAULT_ENGINE, tp=row.tp,
-        weight_dtype=row.weight_dtype or None, kv_dtype=row.kv_dtype,
-        max_model_len=row.max_model_len or model.max_position_embeddings,
-        gpu_memory_bytes=row.total_gpu_memory_gib * GIB if row.total_gpu_memory_gib else None, **overrides)
+    if row.total_gpu_memory_gib:
+        overrides["gpu_memory_bytes"] = row.total_gpu_memory_gib * GIB
+    model = resolve.find_model(row.model_id)
+    return resolve.resolve(model, row.gpu_id or None, weight_dtype=row.weight_dtype or None, kv_dtype=row.kv_dtype,
+                           engine=row.engine_id or engines.DEFAULT_ENGINE,
+                           max_model_len=row.max_model_len or model.max_position_embeddings,
+                           numbers={"tp": row.tp, **overrides}).inputs
 
 
 @dataclass(frozen=True)

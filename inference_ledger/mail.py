@@ -38,6 +38,8 @@ from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from inference_ledger import verdict
+
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 PASSWORD_ENV = "INFERENCE_LEDGER_SMTP_PASSWORD"
 SECURITY_MODES = ("plain", "starttls", "ssl")
@@ -58,14 +60,14 @@ class Verdict:
     gpu: str
     tp: int  # GPUs per model copy
     gpus_total: int  # GPUs the request forecast needs (replicas x tp)
-    fits: bool
+    verdict: int  # the plan's verdict code (inference_ledger.verdict)
     tpot_seconds: float
     monthly_cost: float
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str) -> "Verdict":
-        """From the values of ``udfs.plan.evaluate`` and the catalog ids of the model and GPU."""
-        return cls(model, gpu, int(plan["tp"]), int(plan["gpus_total"]), bool(plan["fits"]),
+        """From the values of ``inference_ledger.plan.evaluate`` and the catalog ids of the model and GPU."""
+        return cls(model, gpu, int(plan["tp"]), int(plan["gpus_total"]), int(plan["verdict"]),
                    float(plan["tpot_seconds"]), float(plan["monthly_cost"]))
 
     def rows(self) -> list[tuple[str, str]]:
@@ -73,14 +75,13 @@ class Verdict:
             ("Model", self.model),
             ("GPU", f"{self.tp} x {self.gpu} per model copy (tensor parallel)"),
             ("GPUs for the forecast", str(self.gpus_total)),
-            ("Fits in memory", "yes" if self.fits else "NO"),
+            ("Verdict", verdict.words_of(self.verdict)),
             ("TPOT", f"{self.tpot_seconds * 1e3:.1f} ms per output token"),
             ("Monthly GPU cost", f"${self.monthly_cost:,.0f}/month"),
         ]
 
     def headline(self) -> str:
-        fit = "fits" if self.fits else "does NOT fit"
-        return (f"{self.model} on {self.tp} x {self.gpu}: {fit}, TPOT {self.tpot_seconds * 1e3:.1f} ms, "
+        return (f"{self.model} on {self.tp} x {self.gpu}: {verdict.words_of(self.verdict)}, TPOT {self.tpot_seconds * 1e3:.1f} ms, "
                 f"${self.monthly_cost:,.0f}/month")
 
     def text(self) -> str:

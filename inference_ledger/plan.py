@@ -22,8 +22,9 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import numpy as np
 
 from . import ledger as L
-from . import engines as E
+from . import engine_ledger as E
 from . import whatif as Q
+from . import verdict as V
 from .expr import minimum
 from .args import ARGS, Arg, LedgerInputError
 from .expr import Sym, where, le, ge, and_
@@ -306,6 +307,9 @@ def _lines() -> tuple[Line, ...]:
         Line("tpot_ok", "TPOT meets target", "1/0", F,
              "1 when expected TPOT <= target.",
              lambda v: where(le(v.tpot_seconds, v.tpot_target), 1, 0)),
+        Line("verdict", "Verdict", "code", F,
+             "0 does not fit (one sequence is over the engine's KV budget), 1 fits below the requested concurrency (the rest queue), 2 fits but misses a target, 3 fits and meets the targets.",
+             lambda v: V.verdict(v.fits, v.max_concurrency, v.ttft_ok, v.tpot_ok)),
         # --- what QPS, and the inverses (udfs.whatif) -----------------------------
         Line("max_context_tokens", "Longest context that fits at this concurrency", "tokens", M,
              "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window layers included).",

@@ -34,6 +34,8 @@ GLU_MATRICES = Const(3, "GLU_MATRICES", "weight matrices of a gated MLP / expert
 ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-reduces twice per layer, after attention and after the MLP (Megatron-LM, arXiv:1909.08053 s3)", "all-reduces/layer")
 RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
 GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
+VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
+VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -58,6 +60,8 @@ CONSTANTS: tuple[Const, ...] = (
     ALLREDUCES_PER_LAYER,
     RING_ALLREDUCE_FACTOR,
     GPUS_PER_NODE,
+    VERDICT_MISSES,
+    VERDICT_MEETS,
 )
 
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from inference_ledger.args import LedgerInputError
-from inference_ledger.catalog import (MODEL_FIELDS, MODELS_DIR, UnknownId, get_dtype, get_model, load_models, model_spec,
-                          plan_inputs)
+from inference_ledger.catalog import MODEL_FIELDS, MODELS_DIR, UnknownId, get_dtype, get_model, load_models
+from inference_ledger.resolve import model_spec, plan_inputs
 from inference_ledger.plan import evaluate
 
 BUILT_IN = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b-v0.3",

@@ -9,7 +9,8 @@ import pytest
 from inference_ledger.cli import run
 from inference_ledger import report
 from inference_ledger import engines
-from inference_ledger.catalog import MODELS_DIR, load_gpus, load_models, plan_inputs
+from inference_ledger.catalog import MODELS_DIR, load_gpus, load_models
+from inference_ledger.resolve import plan_inputs, with_engine
 from inference_ledger.plan import INPUTS, evaluate
 from inference_ledger.cli.plan import option_name
 
@@ -58,7 +59,7 @@ def test_plan_by_name_json(capsys):
     assert d["cost_per_million_output_tokens"] == pytest.approx(3.78 * 4 / (16 / d["tpot_seconds"] * 3600) * 1e6)
     assert d["units"]["weights_bytes"] == "B" and d["units"]["tpot_seconds"] == "s"
     # the command is the library: same numbers as evaluate(plan_inputs(...)) through plan_json
-    ref = report.plan_json(evaluate(engines.with_engine(
+    ref = report.plan_json(evaluate(with_engine(
         plan_inputs("llama-3.1-70b", "h100-sxm", tp=4, concurrency=16, input_tokens=3584), "vllm", gpu_id="h100-sxm")),
                            model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="bf16", kv_dtype="bf16", engine="vllm")
     assert d == json.loads(json.dumps(ref))
@@ -181,6 +182,7 @@ def test_plan_refuses_a_tp_that_cannot_split_the_heads(capfd, model, tp, why):
 
 def test_plan_accepts_replicated_kv_heads():
     # 8 KV heads over TP 16: each head on two GPUs (64 attention heads still divide)
-    from inference_ledger.catalog import get_model, tp_problem
-    assert tp_problem(get_model("llama-3.1-70b"), 16) is None
-    assert tp_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split
+    from inference_ledger.catalog import get_model
+    from inference_ledger.resolve import heads_problem
+    assert heads_problem(get_model("llama-3.1-70b"), 16) is None
+    assert heads_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split

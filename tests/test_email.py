@@ -98,7 +98,7 @@ def tiny_workbook(path: Path) -> Path:
     return path
 
 
-VERDICT = mail.Verdict("llama-3.1-70b", "h100-sxm", tp=4, gpus_total=8, fits=True,
+VERDICT = mail.Verdict("llama-3.1-70b", "h100-sxm", tp=4, gpus_total=8, verdict=3,
                        tpot_seconds=0.0234, monthly_cost=14600.0)
 
 
@@ -115,14 +115,14 @@ def test_message_states_verdict_in_text_and_html_and_attaches_xlsx(tmp_path):
                                    policy=email.policy.default)
     assert msg.get_content_type() == "multipart/mixed"
     assert msg["To"] == "cfo@example.com" and msg["Cc"] == "pm@example.com"
-    assert msg["Subject"] == "Inference plan: llama-3.1-70b on 4 x h100-sxm: fits, TPOT 23.4 ms, $14,600/month"
+    assert msg["Subject"] == "Inference plan: llama-3.1-70b on 4 x h100-sxm: fits, meets targets, TPOT 23.4 ms, $14,600/month"
     text = msg.get_body(("plain",)).get_content()
     html = msg.get_body(("html",)).get_content()
     for body in (text, html):
         assert "llama-3.1-70b" in body and "h100-sxm" in body
         assert "23.4 ms" in body and "$14,600/month" in body
-    assert re.search(r"^  Fits in memory: +yes\r?$", text, re.M)
-    assert "<th align=\"left\">Fits in memory</th><td>yes</td>" in html
+    assert re.search(r"^  Verdict: +fits, meets targets\r?$", text, re.M)
+    assert "<th align=\"left\">Verdict</th><td>fits, meets targets</td>" in html
     assert "<th align=\"left\">GPUs for the forecast</th><td>8</td>" in html
     (att,) = list(msg.iter_attachments())
     assert att.get_content_type() == XLSX
@@ -131,10 +131,10 @@ def test_message_states_verdict_in_text_and_html_and_attaches_xlsx(tmp_path):
 
 
 def test_verdict_says_no_when_it_does_not_fit():
-    v = mail.Verdict.from_plan({"tp": 1.0, "gpus_total": 3.0, "fits": 0.0, "tpot_seconds": 0.1,
+    v = mail.Verdict.from_plan({"tp": 1.0, "gpus_total": 3.0, "verdict": 0.0, "tpot_seconds": 0.1,
                                 "monthly_cost": 5475.0}, "llama-3.1-405b", "l4")
-    assert v.headline() == "llama-3.1-405b on 1 x l4: does NOT fit, TPOT 100.0 ms, $5,475/month"
-    assert ("Fits in memory", "NO") in v.rows()
+    assert v.headline() == "llama-3.1-405b on 1 x l4: does not fit, TPOT 100.0 ms, $5,475/month"
+    assert ("Verdict", "does not fit") in v.rows()
 
 
 def test_attachment_name_has_model_gpu_and_date():
@@ -232,7 +232,7 @@ def check_message(raw: bytes):
     missing = [c[:60] for c in cells
                if not (re.search(r"<v>[^<]+</v>", c) or ('t="str"' in c and "<v></v>" in c))]
     assert cells and not missing, f"formula cells without a cached value: {missing[:5]}"
-    v = {n: named(cached, n).value for n in ("model_id", "gpu_id", "tp", "gpus_total", "fits", "tpot_seconds",
+    v = {n: named(cached, n).value for n in ("model_id", "gpu_id", "tp", "gpus_total", "verdict", "tpot_seconds",
                                              "monthly_cost")}
     assert str(named(formulas, "tpot_seconds").value).startswith("=")  # a live formula ...
     assert isinstance(v["tpot_seconds"], float) and 0 < v["tpot_seconds"] < 1  # ... with its cached number
@@ -244,7 +244,8 @@ def check_message(raw: bytes):
         assert f"{v['tpot_seconds'] * 1e3:.1f} ms" in body
         assert f"${v['monthly_cost']:,.0f}/month" in body
         assert re.search(rf"GPUs for the forecast\W+{v['gpus_total']:.0f}\W", body)
-        assert re.search(rf"Fits in memory\W+{'yes' if v['fits'] else 'NO'}\W", body)
+        words = ("does not fit", "fits below the requested concurrency", "fits, misses targets", "fits, meets targets")
+        assert re.search(rf"Verdict\W+{words[int(v['verdict'])]}\W", body)
     return msg
 
 
@@ -260,7 +261,7 @@ def test_plain_send_delivers_verdict_and_workbook(tmp_path):
     assert (mail_from, rcpts) == ("planner@example.com", ["cfo@example.com"])
     msg = check_message(raw)
     assert parse(raw)[1].get_content() == (tmp_path / "plan.xlsx").read_bytes()
-    assert msg["Subject"].startswith("Inference plan: Llama-3.1-70B on 4 x NVIDIA H100 SXM5 80GB: fits, TPOT ")
+    assert msg["Subject"].startswith("Inference plan: Llama-3.1-70B on 4 x NVIDIA H100 SXM5 80GB: fits, meets targets, TPOT ")
 
 
 def test_starttls_and_auth_with_verified_certificate(tmp_path, ca):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from inference_ledger import ledger as L
+from inference_ledger import ledger
 from inference_ledger.expr import HardCodedConstant, Sym, ceil, floor, maximum, where, ge
 
 
@@ -12,13 +12,13 @@ def S(*names):
 
 
 def test_kv_bytes_renders_with_named_constant():
-    f = L.kv_bytes(*S("L", "K", "H", "S", "b")).formula()
+    f = ledger.kv_bytes(*S("L", "K", "H", "S", "b")).formula()
     assert f == "=KV_FACTOR*L*K*H*S*b"
 
 
 def test_literal_constants_are_refused():
     with pytest.raises(HardCodedConstant):
-        L.kv_bytes(*S("L", "K", "H", "S"))  # default bytes_per=2 would be a bare 2
+        ledger.kv_bytes(*S("L", "K", "H", "S"))  # default bytes_per=2 would be a bare 2
 
 
 def test_precedence_parenthesises_only_where_needed():

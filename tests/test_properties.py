@@ -5,7 +5,7 @@ import math
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from inference_ledger import ledger as L
+from inference_ledger import ledger
 from inference_ledger import plan
 
 layers = st.integers(1, 200)
@@ -18,41 +18,41 @@ tps = st.sampled_from([1, 2, 4, 8, 16])
 
 @given(layers, heads, dims, tokens, tokens, bytes_per)
 def test_kv_bytes_is_linear_in_seq_len(nl, k, h, s1, s2, b):
-    assert math.isclose(L.kv_bytes(nl, k, h, s1 + s2, b), L.kv_bytes(nl, k, h, s1, b) + L.kv_bytes(nl, k, h, s2, b),
+    assert math.isclose(ledger.kv_bytes(nl, k, h, s1 + s2, b), ledger.kv_bytes(nl, k, h, s1, b) + ledger.kv_bytes(nl, k, h, s2, b),
                         rel_tol=1e-12)
-    assert L.kv_bytes(nl, k, h, s1, b) == s1 * L.kv_bytes_per_token(nl, k, h, b)
+    assert ledger.kv_bytes(nl, k, h, s1, b) == s1 * ledger.kv_bytes_per_token(nl, k, h, b)
 
 
 @given(layers, heads, dims, tokens, bytes_per, st.integers(1, 10))
 def test_kv_bytes_grows_with_every_dimension(nl, k, h, s, b, step):
-    base = L.kv_bytes(nl, k, h, s, b)
-    for bigger in (L.kv_bytes(nl + step, k, h, s, b), L.kv_bytes(nl, k + step, h, s, b),
-                   L.kv_bytes(nl, k, h + step, s, b), L.kv_bytes(nl, k, h, s + step, b)):
+    base = ledger.kv_bytes(nl, k, h, s, b)
+    for bigger in (ledger.kv_bytes(nl + step, k, h, s, b), ledger.kv_bytes(nl, k + step, h, s, b),
+                   ledger.kv_bytes(nl, k, h + step, s, b), ledger.kv_bytes(nl, k, h, s + step, b)):
         assert bigger >= base
 
 
 @given(layers, heads, dims, tokens, st.integers(0, 100), st.integers(1, 100_000), bytes_per)
 def test_sliding_window_never_exceeds_full_attention(nl, k, h, s, frac, window, b):
     sliding = nl * frac // 100
-    windowed = L.kv_bytes_windowed(nl, k, h, s, b, sliding, window)
-    assert windowed <= L.kv_bytes(nl, k, h, s, b) * (1 + 1e-12)
-    assert L.kv_bytes_windowed(nl, k, h, s, b, 0, window) == L.kv_bytes(nl, k, h, s, b)
+    windowed = ledger.kv_bytes_windowed(nl, k, h, s, b, sliding, window)
+    assert windowed <= ledger.kv_bytes(nl, k, h, s, b) * (1 + 1e-12)
+    assert ledger.kv_bytes_windowed(nl, k, h, s, b, 0, window) == ledger.kv_bytes(nl, k, h, s, b)
 
 
 @given(st.floats(1e8, 1e12), tps, heads)
 def test_tp_split_conserves_weights_and_kv(weights, tp, kv_heads):
-    shards = L.kv_shards(kv_heads, tp)
+    shards = ledger.kv_shards(kv_heads, tp)
     # every byte lands on some GPU: weights exactly once, KV at least once (replicated past K)
-    assert math.isclose(L.per_gpu(weights, tp) * tp, weights, rel_tol=1e-12)
+    assert math.isclose(ledger.per_gpu(weights, tp) * tp, weights, rel_tol=1e-12)
     kv = 1e9
-    assert L.per_gpu(kv, shards) * tp >= kv * (1 - 1e-12)
+    assert ledger.per_gpu(kv, shards) * tp >= kv * (1 - 1e-12)
     if tp <= kv_heads and kv_heads % tp == 0:
-        assert math.isclose(L.per_gpu(kv, shards) * tp, kv, rel_tol=1e-12)
+        assert math.isclose(ledger.per_gpu(kv, shards) * tp, kv, rel_tol=1e-12)
 
 
 @given(st.floats(1e9, 2e12), st.floats(16e9, 300e9), st.floats(0.5, 0.99))
 def test_gpus_needed_is_a_power_of_two_that_holds_the_load(total, mem, util):
-    n = L.gpus_needed(total, mem, util)
+    n = ledger.gpus_needed(total, mem, util)
     assert n >= 1 and math.log2(n) == int(math.log2(n))
     assert n * mem * util >= total * (1 - 1e-12)
     if n > 1:  # and half as many would not

@@ -8,10 +8,8 @@ import numpy as np
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger.cli.plan import plan_from_options
-from inference_ledger.cli.recommend import recommend
-from inference_ledger import catalog, plan
-from workbook.sweep import tp_skip_reason
+from inference_ledger import catalog, plan, resolve
+from inference_ledger.recommend import recommend
 
 GPUS = ["h100-sxm", "h200", "mi300x", "l40s", "a100-80gb"]
 TPS = [1, 2, 4, 8]
@@ -24,11 +22,11 @@ def brute_force(model: str, max_concurrency: int = 4096):
     best = []
     for gpu in GPUS:
         for tp in TPS:
-            if tp_skip_reason(catalog.get_model(model), tp):
+            if resolve.tp_problem(catalog.get_model(model), catalog.get_gpu(gpu), tp):
                 continue
             for wd in DTYPES:
                 conc = np.arange(1, max_concurrency + 1, dtype=float)
-                inputs, _ = plan_from_options(model=model, gpu=gpu, weight_dtype=wd, tp=tp, **TARGETS)
+                inputs = resolve.resolve(model, gpu, weight_dtype=wd, numbers={"tp": tp, **TARGETS}).inputs
                 v = plan.evaluate(inputs | {"concurrency": conc}, validate=False)
                 ok = (v["fits"] == 1) & (v["ttft_ok"] == 1) & (v["tpot_ok"] == 1)
                 for i in np.flatnonzero(ok):
@@ -59,8 +57,8 @@ def test_recommend_hand_checked_top_plan():
     v = r.values
     # concurrency is the tighter of memory and TPOT; one more sequence breaks one of them
     assert v["concurrency"] == min(v["max_concurrency"], v["tpot_max_batch"])
-    inputs, _ = plan_from_options(model="llama-3.1-70b", gpu="mi300x", weight_dtype="fp8", tp=2,
-                                  concurrency=v["concurrency"] + 1, **TARGETS)
+    inputs = resolve.resolve("llama-3.1-70b", "mi300x", weight_dtype="fp8",
+                             numbers={"tp": 2, "concurrency": v["concurrency"] + 1, **TARGETS}).inputs
     more = plan.evaluate(inputs)
     assert not (more["fits"] and more["tpot_ok"])
     # Little's law, replicas and the bill, by hand from the plan's own TTFT and TPOT
@@ -116,5 +114,5 @@ def test_cli_workbook_recalculates_to_the_same_plans(tmp_path, capsys, soffice):
     verdict = head.index("Verdict")
     assert len(rows) - 1 == len(found)
     for row, r in zip(rows[1:], found):
-        assert row[verdict] == "meets targets"
+        assert row[verdict] == "fits, meets targets"
         assert row[cost] == pytest.approx(r.values["monthly_cost_qps"], rel=1e-9)

@@ -11,13 +11,12 @@ import openpyxl
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger.cli.plan import plan_from_options
-from inference_ledger import catalog, plan
+from inference_ledger import catalog, plan, resolve, verdict
 from inference_ledger.report import plan_json
-from workbook import sweep as S
+from workbook import sweep
 from workbook.recalc import recalculate
 
-SPEC = S.SweepSpec(
+SPEC = sweep.SweepSpec(
     # dense GQA, sliding-window MoE (MXFP4), MLA MoE (FP8): every branch of the memory ledger
     model=["llama-3.1-70b", "gpt-oss-20b", "deepseek-v3", "llama-3.1-8b"],
     gpu=["h100-sxm", "h200", "mi300x", "l40s"],      # NVSwitch, NVSwitch, Infinity Fabric, PCIe (small-GPU defaults)
@@ -32,8 +31,9 @@ N_ROWS = 4 * 4 * 4 * 2 * 2 * 2 * 3          # TP 16 cannot run: 1,536 rows
 
 def _expected(model, gpu, wd, kd, tp, input_tokens, concurrency):
     """What `inference-ledger plan --json` prints for these options (its own code path)."""
-    inputs, desc = plan_from_options(model=model, gpu=gpu, weight_dtype=wd, kv_dtype=kd, tp=tp,
-                                     input_tokens=input_tokens, concurrency=concurrency)
+    r = resolve.resolve(model, gpu, weight_dtype=wd, kv_dtype=kd,
+                        numbers={"tp": tp, "input_tokens": input_tokens, "concurrency": concurrency})
+    inputs, desc = r.inputs, r.describe()
     return plan_json(plan.evaluate(inputs), model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
                      kv_dtype=desc["kv_dtype"])
 
@@ -48,11 +48,11 @@ def _same(expected, got) -> bool:
 
 @pytest.mark.libreoffice
 def test_sweep_recalculated_by_libreoffice_matches_plan_json_row_by_row(tmp_path, soffice):
-    table = S.build_sweep(SPEC)
+    table = sweep.build_sweep(SPEC)
     assert table.n_rows == N_ROWS
     # no cached values: every number below comes from LibreOffice evaluating the formulas
-    path = S.write(table, tmp_path / "sweep.xlsx", cached=False)
-    cols = S.columns(table)
+    path = sweep.write(table, tmp_path / "sweep.xlsx", cached=False)
+    cols = sweep.columns(table)
     raw = openpyxl.load_workbook(path, read_only=True)["Sweep"]
     row2 = next(raw.iter_rows(min_row=2, max_row=2, values_only=True))
     assert all(str(x).startswith("=") for c, x in zip(cols, row2) if c.kind == "line")
@@ -66,93 +66,97 @@ def test_sweep_recalculated_by_libreoffice_matches_plan_json_row_by_row(tmp_path
                         int(got["input_tokens"]), int(got["concurrency"]))
         bad = [(k, exp[k], got[k]) for k in (l.name for l in plan.LINES) if not _same(exp[k], got[k])]
         assert not bad, (got["model"], got["gpu"], got["tp"], bad[:3])
-        fits_and_meets = exp["fits"] and exp["ttft_ok"] and exp["tpot_ok"]
-        assert got["verdict"] == (S.MEETS if fits_and_meets else S.MISSES if exp["fits"] else S.NO_FIT)
+        # the verdict, from its definition: does not start / queues / misses a target / meets them
+        want = 0 if exp["max_concurrency"] < 1 else 1 if not exp["fits"] else 3 if exp["ttft_ok"] and exp["tpot_ok"] else 2
+        assert (got["verdict"], got["verdict_words"]) == (want, verdict.WORDS[want])
         rows += 1
     assert rows == N_ROWS
 
 
 def test_rows_follow_the_lists_and_cached_values_are_the_plans(tmp_path):
-    table = S.build_sweep(SPEC)
+    table = sweep.build_sweep(SPEC)
     labels, inputs = next(table.blocks())
     assert [labels[k][0] for k in ("model", "gpu", "weight_dtype", "kv_dtype")] == ["llama-3.1-70b", "h100-sxm", "bf16", "bf16"]
     assert (inputs["tp"][0], inputs["input_tokens"][0], inputs["concurrency"][0]) == (1, 4096 - 512, 1)
     assert (inputs["tp"][5], inputs["input_tokens"][5], inputs["concurrency"][5]) == (1, 32768 - 512, 64)
     assert (inputs["tp"][6], inputs["input_tokens"][6], inputs["concurrency"][6]) == (2, 4096 - 512, 1)
-    path = S.write(table, tmp_path / "s.xlsx")
+    path = sweep.write(table, tmp_path / "s.xlsx")
     ws = openpyxl.load_workbook(path, read_only=True, data_only=True)["Sweep"]
-    cols = S.columns(table)
+    cols = sweep.columns(table)
     got = dict(zip([c.key for c in cols], next(ws.iter_rows(min_row=3, max_row=3, values_only=True))))
     exp = _expected("llama-3.1-70b", "h100-sxm", None, "bf16", 1, 4096 - 512, 16)
     assert got["concurrency"] == 16
     assert got["kv_bytes_per_sequence"] == exp["kv_bytes_per_sequence"] == 327_680 * 4096
     assert got["qps_per_replica"] == pytest.approx(exp["qps_per_replica"], rel=1e-12)
-    assert got["verdict"] == S.NO_FIT       # 141 GB of BF16 weights on one 80 GB H100
+    assert got["verdict_words"] == "does not fit"       # 141 GB of BF16 weights on one 80 GB H100
 
 
 def test_combinations_that_cannot_run_are_listed_with_reason_and_count(tmp_path):
-    spec = S.SweepSpec(model=["qwen2.5-72b"], gpu=["h100-sxm", "h200"], tp=[3, 4, 16], context=[4096, 65536],
+    spec = sweep.SweepSpec(model=["qwen2.5-72b"], gpu=["h100-sxm", "h200"], tp=[3, 4, 16], context=[4096, 65536],
                        concurrency=[1, 16])
-    table = S.build_sweep(spec)
+    table = sweep.build_sweep(spec)
     assert table.n_rows == 2 * 1 * 1 * 2      # TP 4 at 4096: two GPUs x two concurrencies
     assert table.skipped == [
-        ("qwen2.5-72b", "TP 3", "TP 3 does not divide the 64 attention heads", 8),
-        ("qwen2.5-72b", "TP 16", "TP 16 spans more than one 8-GPU node (cross-node TP is not modelled)", 8),
+        ("qwen2.5-72b", "TP 3", "TP 3 does not divide the 64 attention heads of qwen2.5-72b", 8),
+        ("h100-sxm", "TP 16", "TP 16 spans more than one 8-GPU node of h100-sxm (cross-node TP is not modelled)", 4),
+        ("h200", "TP 16", "TP 16 spans more than one 8-GPU node of h200 (cross-node TP is not modelled)", 4),
         ("qwen2.5-72b", "context 65536",
-         "context 65,536 exceeds the model's 32,768-token maximum (max_position_embeddings)", 4),
+         "context 65,536 exceeds the 32,768-token maximum of qwen2.5-72b (max_position_embeddings)", 4),
     ]
-    path = S.write(table, tmp_path / "s.xlsx")
+    path = sweep.write(table, tmp_path / "s.xlsx")
     notes = [r for r in openpyxl.load_workbook(path, read_only=True)["Notes"].iter_rows(values_only=True)]
-    assert ("qwen2.5-72b", "TP 3", "TP 3 does not divide the 64 attention heads", 8) in [tuple(r[:4]) for r in notes]
+    assert ("qwen2.5-72b", "TP 3", "TP 3 does not divide the 64 attention heads of qwen2.5-72b", 8) in \
+        [tuple(r[:4]) for r in notes]
 
 
 def test_kv_head_rule():
     m = catalog.get_model("qwen3-235b-a22b")                      # 64 attention heads, 4 KV heads
-    assert S.tp_skip_reason(m, 4) is None
-    assert S.tp_skip_reason(m, 8) is None                        # 8 % 4 == 0: each KV head on two GPUs
-    assert S.tp_skip_reason(catalog.get_model("qwen2.5-7b"), 8) == "TP 8 does not divide the 28 attention heads"
-    assert S.tp_skip_reason(catalog.get_model("deepseek-v3"), 8) is None
+    assert resolve.heads_problem(m, 4) is None
+    assert resolve.heads_problem(m, 8) is None                        # 8 % 4 == 0: each KV head on two GPUs
+    assert resolve.heads_problem(catalog.get_model("qwen2.5-7b"), 8) == \
+        "TP 8 does not divide the 28 attention heads of qwen2.5-7b"
+    assert resolve.heads_problem(catalog.get_model("deepseek-v3"), 8) is None
 
 
 def test_csv_has_the_same_columns_as_values(tmp_path):
-    table = S.build_sweep(S.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048], concurrency=[4]))
-    path = S.write(table, tmp_path / "s.csv")
+    table = sweep.build_sweep(sweep.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048], concurrency=[4]))
+    path = sweep.write(table, tmp_path / "s.csv")
     rows = list(csv.DictReader(path.open()))
     assert len(rows) == 1
     exp = _expected("llama-3.1-8b", "l4", None, "bf16", 1, 2048 - 512, 4)
     assert float(rows[0]["weights_bytes"]) == exp["weights_bytes"]
     assert float(rows[0]["max_concurrency"]) == exp["max_concurrency"]
-    assert rows[0]["verdict"] in (S.MEETS, S.MISSES, S.NO_FIT)
+    assert rows[0]["verdict_words"] == verdict.WORDS[int(float(rows[0]["verdict"]))]
 
 
 def test_shared_formulas_once_per_block(tmp_path):
-    table = S.build_sweep(S.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048],
-                                      concurrency=list(range(1, S.BLOCK_ROWS + 11))))
-    path = S.write(table, tmp_path / "s.xlsx")
+    table = sweep.build_sweep(sweep.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048],
+                                      concurrency=list(range(1, sweep.BLOCK_ROWS + 11))))
+    path = sweep.write(table, tmp_path / "s.xlsx")
     xml = zipfile.ZipFile(path).read("xl/worksheets/sheet1.xml").decode()
-    n_formulas = sum(1 for c in S.columns(table) if c.kind == "line")
+    n_formulas = sum(1 for c in sweep.columns(table) if c.kind == "line")
     assert xml.count('<f t="shared" ref=') == 2 * n_formulas     # two blocks: 2048 + 10 rows
-    assert xml.count("<f ") == (S.BLOCK_ROWS + 10) * n_formulas
+    assert xml.count("<f ") == (sweep.BLOCK_ROWS + 10) * n_formulas
 
 
 def _peak_bytes(n_conc: int, path) -> int:
-    table = S.build_sweep(S.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048],
+    table = sweep.build_sweep(sweep.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048],
                                       concurrency=list(range(1, n_conc + 1))), max_rows=10**6)
     tracemalloc.start()
-    S.write(table, path)
+    sweep.write(table, path)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak
 
 
 def test_memory_stays_flat_as_rows_grow(tmp_path):
-    small = _peak_bytes(2 * S.BLOCK_ROWS, tmp_path / "a.xlsx")
-    large = _peak_bytes(8 * S.BLOCK_ROWS, tmp_path / "b.xlsx")
+    small = _peak_bytes(2 * sweep.BLOCK_ROWS, tmp_path / "a.xlsx")
+    large = _peak_bytes(8 * sweep.BLOCK_ROWS, tmp_path / "b.xlsx")
     assert large < 1.25 * small, (small, large)
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path):
-    table = S.build_sweep(S.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048], concurrency=[1, 2]))
+    table = sweep.build_sweep(sweep.SweepSpec(model=["llama-3.1-8b"], gpu=["l4"], tp=[1], context=[2048], concurrency=[1, 2]))
 
     def broken():
         yield from table.blocks()
@@ -160,7 +164,7 @@ def test_failed_write_leaves_nothing_behind(tmp_path):
 
     table.blocks = broken
     with pytest.raises(RuntimeError):
-        S.write(table, tmp_path / "s.xlsx")
+        sweep.write(table, tmp_path / "s.xlsx")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -191,8 +195,8 @@ def test_cli_writes_xlsx_without_progress_when_piped(tmp_path, capsys):
     (("--model", "llama-3.1-7b"), "unknown model 'llama-3.1-7b': did you mean"),
     (("--weight-dtype", "int4-kv"), "weight dtype 'int4-kv' is not a weight format"),
     (("--concurrency", ",,"), "Invalid value for '--concurrency': empty list"),
-    (("--context", "512"), "--context 512 must exceed the output tokens per request (512)"),
-    (("--tp", "3"), "none of the 6 combinations can run: llama-3.1-70b: TP 3 does not divide the 64 attention heads"),
+    (("--context", "512"), "context 512 must exceed the output tokens 512 (context = input + output tokens)"),
+    (("--tp", "3"), "none of the 6 combinations can run: TP 3 does not divide the 64 attention heads of llama-3.1-70b"),
     (("--concurrency", "1,2,3,4,5,6", "--max-rows", "10"),
      "the sweep has 48 rows (48 combinations, 0 cannot run), over the limit of 10 rows"),
 ])

@@ -80,11 +80,10 @@ def test_readme_accuracy_table_is_the_validate_summary():
     from pathlib import Path
 
     from inference_ledger.cli.validate import summary_table
-    from inference_ledger import fidelity as F
-
+    from inference_ledger import fidelity
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("<!-- section: accuracy -->", 1)[1].split("<!-- section:", 1)[0]
     rows = [ln.split(" | ") for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
-    want = summary_table(F.summarize(F.compare()))[1:]
+    want = summary_table(fidelity.summarize(fidelity.compare()))[1:]
     assert [r[1:4] for r in rows] == [w[1:4] for w in want]     # rows, median and max |error|, metric by metric
     assert all(r[-1].startswith("yes") for r in rows)

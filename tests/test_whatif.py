@@ -6,7 +6,7 @@ boundary -- it fits (or meets the target), and one step further does not.
 
 import pytest
 
-from inference_ledger import catalog, plan, whatif
+from inference_ledger import catalog, plan, resolve, whatif
 from inference_ledger.expr import Sym
 
 GIB = 2**30
@@ -185,7 +185,7 @@ def test_every_catalog_model_round_trips(model):
     for gpu, wd, tp, ctx, conc in [("h100-sxm", None, 4, 4096, 16), ("l40s", "fp8", 2, 32768, 4), ("mi300x", None, 1, 2048, 64)]:
         def ev(**over):
             base = {"tp": tp, "input_tokens": ctx - 512, "concurrency": conc} | over
-            return plan.evaluate(catalog.plan_inputs(model, gpu, weight_dtype=wd, **base), validate=False)
+            return plan.evaluate(resolve.plan_inputs(model, gpu, weight_dtype=wd, **base), validate=False)
         v = ev()
         g = v["min_gpus_to_fit"]
         fits = [ev(tp=t)["fits"] for t in (1, 2, 4, 8)]

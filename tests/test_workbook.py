@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger.cli.plan import plan_from_options
-from inference_ledger import catalog
-from inference_ledger import plan as P
+from inference_ledger import catalog, resolve
+from inference_ledger import plan
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
 from workbook.recalc import recalculate
@@ -109,8 +108,8 @@ def test_libreoffice_recalculates_rather_than_trusting_cached_values(built, soff
 def test_plan_names_equal_the_python_ledger(built, books):
     """Every input and line on Plan/ledger sheets, recalculated, equals plan_inputs + evaluate."""
     _, _, recalc = books
-    expected = P.evaluate(plan_from_options(model="llama-3.1-70b", gpu="h100-sxm")[0])
-    for name in P.NAMES:
+    expected = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm").inputs)
+    for name in plan.NAMES:
         assert _close(_cell(recalc, named(name)).value, float(expected[name])), name
     # the seed's KV formula through the workbook: 2 x 80 x 8 x 128 x 2 B per token
     assert _cell(recalc, "kv_bytes_per_token").value == 327_680
@@ -126,9 +125,9 @@ def test_scenario_rows_equal_the_python_ledger(books):
         r = 9 + k
         assert ws.cell(r, 1).value == sc.label
         # what `inference-ledger plan --model .. --gpu .. --tp .. ...` computes for the row
-        expected = P.evaluate(plan_from_options(model=sc.model, gpu=sc.gpu, weight_dtype=sc.weight_dtype or None,
-                                                kv_dtype=sc.kv_dtype, **sc.inputs)[0])
-        for name in P.NAMES:
+        expected = plan.evaluate(resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None,
+                                                 kv_dtype=sc.kv_dtype, numbers=sc.inputs).inputs)
+        for name in plan.NAMES:
             assert _close(ws.cell(r, names[name]).value, float(expected[name])), (sc.label, name)
 
 
@@ -141,8 +140,8 @@ def test_catalog_lookups_mirror_plan_inputs():
     for model, gpu, wd, kv in combos:
         choice = {"model": model, "gpu": gpu, "weight_dtype": wd or catalog.get_model(model).weight_dtype,
                   "kv_dtype": kv}
-        want = catalog.plan_inputs(model, gpu, weight_dtype=wd, kv_dtype=kv)
-        for inp in P.INPUTS:
+        want = resolve.plan_inputs(model, gpu, weight_dtype=wd, kv_dtype=kv)
+        for inp in plan.INPUTS:
             lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
             if lk is not None:
                 assert _close(lk[1], want[inp.name]), (model, gpu, wd, kv, inp.name)
@@ -171,7 +170,7 @@ def test_changed_inputs_recalculate_like_the_cli(built, soffice, tmp_path):
     got = load_workbook(recalculate(changed, tmp_path / "out"), data_only=True)
     want = _plan_json("--model", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                       "--concurrency", "64", "--tp", "1")
-    for name in P.NAMES:
+    for name in plan.NAMES:
         w = want[name]
         w = float(w) if isinstance(w, (bool, int, float)) else w
         assert _close(_cell(got, named(name)).value, w), name
@@ -201,30 +200,37 @@ def test_fit_verdict_flags_the_non_fitting_scenario(books):
     ws, got = formulas["Scenarios"], recalc["Scenarios"]
     names = {ws.cell(8, c).value: ws.cell(8, c).column_letter for c in range(1, ws.max_column + 1)}
     rows = {ws.cell(r, 1).value: r for r in range(9, ws.max_row + 1)}
-    fits, total, memory = names["fits"], names["total_bytes_per_gpu"], names["gpu_memory_bytes"]
-    usable = names["usable_bytes_per_gpu"]
+    fits, total, memory, code = names["fits"], names["total_bytes_per_gpu"], names["gpu_memory_bytes"], names["verdict"]
+    usable, most = names["usable_bytes_per_gpu"], names["max_concurrency"]
     rules = {rule.dxf.fill.fgColor.rgb[-6:]: rule.formula[0] for _, rule in _rules(ws, "B9")}
-    # the rules read the row's own ledger cells
-    assert rules["FFC7CE"] == f"AND(ISNUMBER(${fits}9),${fits}9=0,${total}9>${memory}9)"  # red
-    assert rules["FFEB9C"] == f"AND(ISNUMBER(${fits}9),${fits}9=0,${total}9<=${memory}9)"  # amber
-    assert rules["C6EFCE"] == f"${fits}9=1"  # green
+    # the rules read the row's own verdict code: 0 red, 1 or 2 amber, 3 green
+    assert rules["FFC7CE"] == f"AND(ISNUMBER(${code}9),${code}9=0)"  # red
+    assert rules["FFEB9C"] == f"AND(ISNUMBER(${code}9),${code}9>=1,${code}9<VERDICT_MEETS)"  # amber
+    assert rules["C6EFCE"] == f"${code}9=VERDICT_MEETS"  # green
     red, green = rows["405B BF16, 8x H100"], rows["70B BF16, 4x H100 (seed: 70B starts at 4 GPUs)"]
     # 405B in BF16 over 8 GPUs: 405,853,388,800 x 2 / 8 = 101.46 GB of weights alone > an H100's 85.03 GB
     assert got[f"{names['weights_bytes_per_gpu']}{red}"].value == 405_853_388_800 * 2 / 8
     assert got[f"{total}{red}"].value > got[f"{memory}{red}"].value
-    assert got[f"B{red}"].value == "does not fit"
-    # 70B in BF16 over 4 GPUs: 141.1 GB / 4 = 35.3 GB of weights, fits
+    assert got[f"B{red}"].value == "does not fit" and got[f"{code}{red}"].value == 0
+    # 70B in BF16 over 4 GPUs: 141.1 GB / 4 = 35.3 GB of weights, fits and meets the targets
     assert got[f"{total}{green}"].value <= got[f"{usable}{green}"].value
-    assert got[f"B{green}"].value.startswith("fits")
+    assert got[f"B{green}"].value == "fits, meets targets" and got[f"{code}{green}"].value == 3
     assert got[f"{fits}{red}"].value == 0 and got[f"{fits}{green}"].value == 1
-    # the seed's mistake, 70B BF16 on two 80 GB GPUs: 70.6 GB of weights per GPU, under the 85.03 GB the runtime
-    # sees but over the engine's budget at 0.9 utilization: amber
-    amber = rows["70B BF16, 2x H100 (seed: 'two 80 GB are enough')"]
-    assert got[f"{fits}{amber}"].value == 0 and got[f"{total}{amber}"].value <= got[f"{memory}{amber}"].value
-    assert got[f"B{amber}"].value == "into the headroom"
+    # the seed's mistake, 70B BF16 on two 80 GB GPUs: 70.6 GB of weights per GPU leave the engine less than
+    # one sequence's KV at 0.9 utilization: the engine does not start
+    seed = rows["70B BF16, 2x H100 (seed: 'two 80 GB are enough')"]
+    assert got[f"{most}{seed}"].value == 0 and got[f"B{seed}"].value == "does not fit"
+    # 32K context on 4x H100: 16 sequences x 33,792 tokens x 81,920 B = 44.3 GB of KV per GPU, over the
+    # ~38 GB budget, but a dozen sequences fit: it runs, the rest queue (amber)
+    amber = rows["70B BF16, 4x H100, 32K context"]
+    assert got[f"{fits}{amber}"].value == 0 and 1 <= got[f"{most}{amber}"].value < 16
+    assert got[f"B{amber}"].value == "fits below the requested concurrency"
+    # 8B on one L4 fits but its TPOT misses the 50 ms target
+    slow = rows["8B BF16, 1x L4"]
+    assert got[f"B{slow}"].value == "fits, misses targets" and got[f"{names['tpot_ok']}{slow}"].value == 0
     # and the Plan's verdict carries the same rule set over defined names
-    plan = [rule.formula[0] for _, rule in _rules(formulas["Plan"], "B6")]
-    assert "AND(ISNUMBER(fits),fits=0,total_bytes_per_gpu>gpu_memory_bytes)" in plan
+    plan_rules = [rule.formula[0] for _, rule in _rules(formulas["Plan"], "B6")]
+    assert "AND(ISNUMBER(verdict),verdict=0)" in plan_rules
 
 
 def _formulas(wb):
@@ -328,12 +334,12 @@ def test_scenarios_from_csv_and_options(tmp_path):
     assert [ws["A9"].value, ws["A10"].value, ws["A11"].value] == ["mine A", "mine B", None]
     assert [ws["C10"].value, ws["D10"].value] == ["llama-3.1-70b", "h100-sxm"]  # aliases resolved
     assert _cell(wb, "model_id").value == "qwen2.5-7b" and values["tp"] == 1
-    want = P.evaluate(plan_from_options(model="qwen2.5-7b", gpu="l40s", tp=1, concurrency=8)[0])
+    want = plan.evaluate(resolve.resolve("qwen2.5-7b", "l40s", numbers={"tp": 1, "concurrency": 8}).inputs)
     assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])
     # another engine's defaults reach the Plan as `plan --engine` applies them
     _, sg = build_workbook(tmp_path / "sg.xlsx", model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
-    want = P.evaluate(plan_from_options(model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")[0])
-    assert all(_close(sg[n], float(want[n])) for n in P.NAMES)
+    want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang", numbers={"tp": 4}).inputs)
+    assert all(_close(sg[n], float(want[n])) for n in plan.NAMES)
     assert sg["gpu_memory_utilization"] != values["gpu_memory_utilization"]  # SGLang's mem_fraction_static
     csv.write_text("model,gpu,bogus\nx,y,1\n")
     with pytest.raises(ValueError, match="unknown column 'bogus'"):

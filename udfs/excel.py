@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, ledger, whatif
+from inference_ledger import catalog, ledger, resolve, whatif
 from inference_ledger.args import ARGS
 from udfs._xl import Param, broadcast_call, elementwise_call
 
@@ -141,10 +141,10 @@ def _dtype_bytes(dtype):
 LOOKUPS = (
     lookup_function(_dtype_bytes, "DTYPE_BYTES", "Bytes per element of a number format by name (bf16 2, fp8 1, int4 with g128 scales 0.515625).",
                     {"dtype": "Format name or alias: fp32, bf16, fp16, fp8, int8, int4, mxfp4, ... (udfs/data/dtypes.csv)"}),
-    lookup_function(catalog.gpu_spec, "GPU_SPEC", "One datasheet value of a GPU from the catalog, in base units (bytes, B/s, FLOP/s, $).",
+    lookup_function(resolve.gpu_spec, "GPU_SPEC", "One datasheet value of a GPU from the catalog, in base units (bytes, B/s, FLOP/s, $).",
                     {"gpu_id": "GPU id or alias: h100-sxm, H100, h200, mi300x, ... (udfs/data/gpus.csv)",
                      "field": "Field name: memory_runtime_bytes, hbm_bw, bf16_flops, fp8_flops, price_per_gpu_hour, ..."}),
-    lookup_function(catalog.model_spec, "MODEL_SPEC", "One fact about a model from its config.json, or kv_bytes_per_token / weights_bytes.",
+    lookup_function(resolve.model_spec, "MODEL_SPEC", "One fact about a model from its config.json, or kv_bytes_per_token / weights_bytes.",
                     {"model_id": "Model id, alias or Hugging Face repo: llama-3.1-70b, meta-llama/Llama-3.1-70B, ...",
                      "field": "Field name: num_params, active_params, num_layers, kv_heads, head_dim, kv_bytes_per_token, weights_bytes, ..."}),
 )

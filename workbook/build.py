@@ -35,15 +35,16 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import __version__
-from inference_ledger import plan as P
+from inference_ledger import __version__, engines, resolve
+from inference_ledger import verdict
+from inference_ledger import plan
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym, and_, eq, le, where
-from inference_ledger.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S
+from inference_ledger.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S, VERDICT_MEETS
 
-from . import checks as C
+from . import checks
 from .calibration import add_calibration_sheet
-from . import style as S
+from . import style
 from .context import Ctx, SheetBuilder, absolute, xname
 from .package import package, write_atomic
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
@@ -53,7 +54,7 @@ from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, SELECTORS, TABLE_ROWS, UNI
 SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype"}
 DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": None, "kv_dtype": "bf16"}
 #: Every named constant the workbook shows (the ledger's and the checks' tolerance).
-WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (C.CHECK_TOLERANCE,)
+WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (checks.CHECK_TOLERANCE,)
 #: Decode batch sizes of the Plan's step-time table (powers of two: the roofline turns on a log axis).
 BATCH_SIZES = tuple(2 ** k for k in range(11))
 #: Plan lines the batch table plots: step time floor, expected step time.
@@ -110,15 +111,15 @@ named = xname
 
 def _header(ctx: Ctx, ws, row: int, col: int, labels: Sequence[str]) -> None:
     for i, text in enumerate(labels):
-        ctx.put(ws, f"{get_column_letter(col + i)}{row}", text, S.HEADER)
+        ctx.put(ws, f"{get_column_letter(col + i)}{row}", text, style.HEADER)
 
 
 def _section(ctx: Ctx, ws, coord: str, text: str) -> None:
-    ctx.put(ws, coord, text, S.SECTION)
+    ctx.put(ws, coord, text, style.SECTION)
 
 
 def _shown(unit: str, value: float | None = None) -> str:
-    return S.shown_as(unit, value)
+    return style.shown_as(unit, value)
 
 
 def _also(unit: str, value: float):
@@ -130,7 +131,7 @@ def _also(unit: str, value: float):
     return None
 
 
-def _numeric_validation(inp: P.Input) -> DataValidation:
+def _numeric_validation(inp: plan.Input) -> DataValidation:
     a = inp.arg
     lo_txt = ">=" if a.lo_inclusive else ">"
     dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
@@ -164,7 +165,7 @@ def start_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, f"A{r}", "For one LLM on one GPU type: does it fit (memory per GPU: weights + KV cache at peak "
             "concurrency + workspace), how fast is it (TTFT from prefill compute, TPOT from decode bandwidth), "
             "what does it serve and cost. Every number is a live formula: change an input and Excel or LibreOffice "
-            "recalculates with nothing else installed.", S.NOTE)
+            "recalculates with nothing else installed.", style.NOTE)
     ws.merge_cells(f"A{r}:C{r}")
     ws.row_dimensions[r].height = 42
     r += 2
@@ -180,13 +181,16 @@ def start_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"B{r}", s)
     r += 2
     _section(ctx, ws, f"A{r}", "Legend")
-    for name, _f, _fill, _b, text in S.STYLES:
+    for name, _f, _fill, _b, text in style.STYLES:
         r += 1
         ctx.put(ws, f"A{r}", name.replace("IL ", ""), name)
         ctx.put(ws, f"B{r}", text)
-    for fill, text in ((S.GREEN, "fits: the plan's fit test (the engine's KV budget holds the peak KV cache)"),
-                       (S.AMBER, "into the headroom: fails the fit test but is under the GPU's runtime memory"),
-                       (S.RED, "does not fit: over the GPU's runtime memory (and any 1/0 flag at 0, e.g. a missed target)")):
+    for fill, text in ((style.GREEN, f"{verdict.WORDS[3]}: the engine's KV budget holds the requested concurrency, TTFT and TPOT "
+                                 "meet their targets"),
+                       (style.AMBER, f"{verdict.WORDS[2]} / {verdict.WORDS[1]}: it runs, but a target is missed or the rest of the "
+                                 "sequences queue"),
+                       (style.RED, f"{verdict.WORDS[0]}: the engine refuses to start (weights + workspace + one sequence's KV over "
+                               "its budget; and any 1/0 flag at 0)")):
         r += 1
         c = ctx.put(ws, f"A{r}", "Verdict")
         c.fill, c.font = PatternFill("solid", fgColor=fill[0]), Font(color=fill[1], bold=True)
@@ -201,7 +205,7 @@ def start_sheet(wb, ctx: Ctx) -> None:
              "Latencies are seconds; the 'also' column shows milliseconds (x MS_PER_S).")
     for u in units:
         r += 1
-        ctx.put(ws, f"B{r}", u, S.NOTE)
+        ctx.put(ws, f"B{r}", u, style.NOTE)
     r += 2
     _section(ctx, ws, f"A{r}", "About")
     facts = (("Version", f"inference-ledger {ctx.version}"),
@@ -214,11 +218,11 @@ def start_sheet(wb, ctx: Ctx) -> None:
     for k, v in facts:
         r += 1
         ctx.put(ws, f"A{r}", k)
-        ctx.put(ws, f"B{r}", v, S.NOTE)
+        ctx.put(ws, f"B{r}", v, style.NOTE)
     r += 2
     _section(ctx, ws, f"A{r}", "Master check")
     r += 1
-    ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, S.CHECK, "0")
+    ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, style.CHECK, "0")
     ctx.put(ws, f"B{r}", "1 when every check on the Checks sheet passes.")
     for row in range(4, r + 1):
         if ws[f"B{row}"].value:
@@ -234,7 +238,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
                                         "G": 34, "H": 16, "I": 12, "J": 11, "K": 56}, tab="FFC000")
     ctx.put(ws, "A3", "Yellow cells are inputs (pick the model, GPU and formats below the verdict); green cells come "
             "from the catalogs: type a number in Override to replace one. Every line's formula is on Memory, "
-            "Compute and Bandwidth.", S.NOTE)
+            "Compute and Bandwidth.", style.NOTE)
     ws.merge_cells("A3:K3")
     keys = SELECTOR_NAMES
     r = _plan_verdict(ctx, ws, PLAN_TOP) + 1
@@ -243,18 +247,18 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     for key, label, sheet in SELECTORS:
         coord = f"B{r}"
         ctx.put(ws, f"A{r}", label)
-        ctx.put(ws, coord, ctx.choice[key], S.INPUT)
+        ctx.put(ws, coord, ctx.choice[key], style.INPUT)
         ctx.define(keys[key], ws, coord)
         dv = _list_validation(ctx.tables[sheet], label)
         ws.add_data_validation(dv)
         dv.add(coord)
         ctx.put(ws, f"C{r}", "id")
-        ctx.put(ws, f"E{r}", f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", S.NOTE)
+        ctx.put(ws, f"E{r}", f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", style.NOTE)
         r += 1
     ctx.put(ws, f"A{r}", "Serving engine")
     ctx.put(ws, f"B{r}", ctx.engine)
     ctx.put(ws, f"E{r}", "Its defaults for this GPU and TP filled the Engine inputs below when the workbook was "
-            "built (`inference-ledger build --engine ...`); they stay editable.", S.NOTE)
+            "built (`inference-ledger build --engine ...`); they stay editable.", style.NOTE)
     r += 1
     _section(ctx, ws, f"A{r + 1}", "Headline")
     body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 3)
@@ -264,7 +268,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     r += 1
     _header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
     group = None
-    for inp in P.INPUTS:
+    for inp in plan.INPUTS:
         r += 1
         if inp.group != group:
             group = inp.group
@@ -273,19 +277,19 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         coord = f"B{r}"
         ctx.put(ws, f"A{r}", inp.label)
         ctx.put(ws, f"C{r}", _shown(inp.unit, ctx.inputs[inp.name]))
-        ctx.put(ws, f"E{r}", inp.doc, S.NOTE)
-        fmt = S.number_format(inp.unit, ctx.inputs[inp.name])
+        ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
+        fmt = style.number_format(inp.unit, ctx.inputs[inp.name])
         lk = lookup(inp.name, ctx.tables, keys, ctx.choice)
         dv = _numeric_validation(inp)
         ws.add_data_validation(dv)
         if lk is None:
-            ctx.put(ws, coord, ctx.inputs[inp.name], S.INPUT, fmt)
+            ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
             dv.add(coord)
         else:
             over = f"D{r}"
             formula = where(Sym(f"ISBLANK({over})"), lk[0], Sym(over))
-            ctx.formula(ws, coord, formula, ctx.inputs[inp.name], S.LOOKUP, fmt)
-            ctx.put(ws, over, ctx.overrides.get(inp.name), S.INPUT, fmt)
+            ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
+            ctx.put(ws, over, ctx.overrides.get(inp.name), style.INPUT, fmt)
             dv.add(over)
         ctx.define(named(inp.name), ws, coord)
     r += 2
@@ -295,52 +299,40 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     for const in WORKBOOK_CONSTANTS:
         r += 1
         ctx.put(ws, f"A{r}", const.name)
-        ctx.put(ws, f"B{r}", float(const), S.CONSTANT, "General")
+        ctx.put(ws, f"B{r}", float(const), style.CONSTANT, "General")
         ctx.put(ws, f"C{r}", const.unit)
-        ctx.put(ws, f"E{r}", const.doc, S.NOTE)
+        ctx.put(ws, f"E{r}", const.doc, style.NOTE)
         ctx.define(const.name, ws, f"B{r}")
     _plan_results(ctx, ws, body)
     ws.print_area = f"A1:K{ws.max_row}"
 
 
-def _line_row(ctx: Ctx, ws, r: int, col: str, line: P.Line) -> str:
+def _line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     """label | value | unit | also | explanation, starting at col (G on Plan, A on ledger sheets)."""
     c0 = ord(col) - ord("A")
     L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
     coord = f"{L(1)}{r}"
-    formula, _ = P.render(line, named)
+    formula, _ = plan.render(line, named)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = _num(ctx.values[line.name])
-    ctx.formula(ws, coord, formula, value, S.FORMULA, S.number_format(line.unit, value))
+    ctx.formula(ws, coord, formula, value, style.FORMULA, style.number_format(line.unit, value))
     ctx.put(ws, f"{L(2)}{r}", _shown(line.unit, value))
     also = _also(line.unit, value)
     if also:
         conv, unit = also
-        ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), _num(conv(ctx.values[line.name])), S.FORMULA,
-                    S.number_format(unit))
-    ctx.put(ws, f"{L(4)}{r}", line.doc, S.NOTE)
+        ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), _num(conv(ctx.values[line.name])), style.FORMULA,
+                    style.number_format(unit))
+    ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord
 
 
-def verdict(v):
-    """The verdict of a plan: its memory fit (green/amber/red) and whether the targets hold, as one text.
-
-    Green is the plan's own fit test (``fits``: the engine's KV budget holds the peak KV);
-    amber misses it but stays under the GPU's runtime memory, i.e. only the headroom the
-    utilization keeps back would hold it; red is over the runtime memory.
-    """
-    return where(eq(v.fits, 1),
-                 where(and_(eq(v.kv_fits, 1), eq(v.ttft_ok, 1), eq(v.tpot_ok, 1)),
-                       "fits, meets targets", "fits, misses a target"),
-                 where(le(v.total_bytes_per_gpu, v.gpu_memory_bytes), "into the headroom", "does not fit"))
-
-
-def _fit_rules(ws, rng: str, fits: str, total: str, memory: str) -> None:
-    """The verdict's colours over its inputs (references of the range's first row)."""
-    for cond, c in ((f"{fits}=1", S.GREEN),
-                    (f"AND(ISNUMBER({fits}),{fits}=0,{total}<={memory})", S.AMBER),
-                    (f"AND(ISNUMBER({fits}),{fits}=0,{total}>{memory})", S.RED)):
+def _verdict_rules(ws, rng: str, code: str) -> None:
+    """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 red."""
+    meets = VERDICT_MEETS.name
+    for cond, c in ((f"{code}={meets}", style.GREEN),
+                    (f"AND(ISNUMBER({code}),{code}>=1,{code}<{meets})", style.AMBER),
+                    (f"AND(ISNUMBER({code}),{code}=0)", style.RED)):
         ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
                                                        fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))
@@ -348,7 +340,7 @@ def _fit_rules(ws, rng: str, fits: str, total: str, memory: str) -> None:
 
 def _flag_rules(ws, rng: str, first: str) -> None:
     """A 1/0 fit line: green at 1, red at 0."""
-    for cond, c in ((f"{first}=1", S.GREEN), (f"AND(ISNUMBER({first}),{first}=0)", S.RED)):
+    for cond, c in ((f"{first}=1", style.GREEN), (f"AND(ISNUMBER({first}),{first}=0)", style.RED)):
         ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
                                                                                         bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))
@@ -359,16 +351,15 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     _section(ctx, ws, f"A{r}", "Verdict")
     r += 1
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
-    ctx.formula(ws, f"B{r}", verdict(_Refs(named)), verdict(_Vals(ctx.values)), S.FORMULA)
+    ctx.formula(ws, f"B{r}", verdict.words(Sym(named("verdict"))), verdict.words_of(ctx.values["verdict"]), style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
-    _fit_rules(ws, f"B{r}:C{r}", named("fits"), named("total_bytes_per_gpu"), named("gpu_memory_bytes"))
-    ctx.put(ws, f"E{r}", "Green passes the fit test below; amber fails it but is under the GPU's memory (only the headroom "
-            "would hold it); red is over the GPU's memory.",
-            S.NOTE)
-    for line in [l for l in P.LINES if l.ledger == "fit"]:
+    _verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
+    ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
+            "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
+    for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = _line_row(ctx, ws, r, "A", line)
-        _flag_rules(ws, coord, coord)
+        (_verdict_rules if line.name == "verdict" else _flag_rules)(ws, coord, coord)
     return r
 
 
@@ -377,18 +368,18 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
     c0 = ord(col) - ord("A")
     L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
     for name in names:
-        if name not in P.LINE_BY_NAME and name not in P.INPUT_BY_NAME:
+        if name not in plan.LINE_BY_NAME and name not in plan.INPUT_BY_NAME:
             continue
         r += 1
-        q = P.LINE_BY_NAME.get(name) or P.INPUT_BY_NAME[name]
+        q = plan.LINE_BY_NAME.get(name) or plan.INPUT_BY_NAME[name]
         ctx.put(ws, f"{L(0)}{r}", q.label)
         value = _num(ctx.values[name])
-        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, S.FORMULA, S.number_format(q.unit, value))
+        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, style.number_format(q.unit, value))
         ctx.put(ws, f"{L(2)}{r}", _shown(q.unit, value))
         also = _also(q.unit, value)
         if also:
-            ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), _num(also[0](ctx.values[name])), S.FORMULA,
-                        S.number_format(also[1]))
+            ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), _num(also[0](ctx.values[name])), style.FORMULA,
+                        style.number_format(also[1]))
         ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS + (("cost", "Plan: Cost"),)).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))
     return r
@@ -408,11 +399,11 @@ def _plan_results(ctx: Ctx, ws, r: int) -> None:
                                                                                end_type="max", color="5B9BD5"))
     # cost, and any ledger a later plan adds that has no sheet of its own
     shown = {k for k, _ in LEDGER_SHEETS} | {"fit"}
-    for ledger in dict.fromkeys(l.ledger for l in P.LINES if l.ledger not in shown):
+    for ledger in dict.fromkeys(l.ledger for l in plan.LINES if l.ledger not in shown):
         _section(ctx, ws, f"G{r}", ledger.capitalize())
         r += 1
         _header(ctx, ws, r, 7, ["Line", "Value", "Unit", "Also", "Why"])
-        for line in [l for l in P.LINES if l.ledger == ledger]:
+        for line in [l for l in plan.LINES if l.ledger == ledger]:
             r += 1
             _line_row(ctx, ws, r, "G", line)
         r += 2
@@ -428,7 +419,7 @@ def _plan_charts(ctx: Ctx, ws, top: int) -> None:
         for c in row:
             if isinstance(c.value, str) and not c.value.startswith("="):
                 c.alignment = Alignment(wrap_text=False, vertical="top")
-                if c.style == S.HEADER:
+                if c.style == style.HEADER:
                     widths[c.column_letter] = max(widths.get(c.column_letter, 12), len(c.value) + 2)
     for col, w in widths.items():
         ws.column_dimensions[col].width = w
@@ -452,7 +443,7 @@ def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
             ("Physical (runtime)", "gpu_memory_bytes"))
     _header(ctx, ws, r, CHART_DATA_COL, ["Bar"] + [p[0] for p in parts])
     top = r
-    fmt = S.number_format("B")
+    fmt = style.number_format("B")
     for i, (cat, cap) in enumerate(cats):
         r += 1
         ctx.put(ws, f"{_col(0)}{r}", cat)
@@ -460,7 +451,7 @@ def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
             coord = f"{_col(1 + j)}{r}"
             src = name if i == 0 else (cap if name is None else None)
             if src:
-                ctx.formula(ws, coord, Sym(named(src)), _num(ctx.values[src]), S.FORMULA, fmt)
+                ctx.formula(ws, coord, Sym(named(src)), _num(ctx.values[src]), style.FORMULA, fmt)
             else:
                 ctx.put(ws, coord, 0, None, fmt)
     chart = BarChart()
@@ -485,18 +476,18 @@ def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
 def _batch_columns() -> list[str]:
     """Plan lines that change with the batch and lead to the plotted targets, in plan order."""
     need: set[str] = set()
-    todo = [t for t in BATCH_TARGETS if t in P.LINE_BY_NAME]
+    todo = [t for t in BATCH_TARGETS if t in plan.LINE_BY_NAME]
     while todo:
         n = todo.pop()
-        if n in need or n not in P.LINE_BY_NAME:
+        if n in need or n not in plan.LINE_BY_NAME:
             continue
         need.add(n)
-        todo.extend(P.dependencies(n))
+        todo.extend(plan.dependencies(n))
     varies = {"concurrency"}
-    for line in P.LINES:
-        if line.name in need and varies & set(P.dependencies(line)):
+    for line in plan.LINES:
+        if line.name in need and varies & set(plan.dependencies(line)):
             varies.add(line.name)
-    return [l.name for l in P.LINES if l.name in varies and l.name in need]
+    return [l.name for l in plan.LINES if l.name in varies and l.name in need]
 
 
 def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
@@ -504,36 +495,36 @@ def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
     _section(ctx, ws, f"{_col(0)}{r}", "Chart data: decode step vs batch (plan formulas at concurrency = batch)")
     r += 1
     cols = _batch_columns()
-    _header(ctx, ws, r, CHART_DATA_COL, ["Batch (sequences)"] + [P.LINE_BY_NAME[c].label for c in cols])
+    _header(ctx, ws, r, CHART_DATA_COL, ["Batch (sequences)"] + [plan.LINE_BY_NAME[c].label for c in cols])
     r += 1
     for j, c in enumerate(cols):
-        ctx.put(ws, f"{_col(1 + j)}{r}", _shown(P.LINE_BY_NAME[c].unit), S.NOTE)
-    ctx.put(ws, f"{_col(0)}{r}", "sequences", S.NOTE)
+        ctx.put(ws, f"{_col(1 + j)}{r}", _shown(plan.LINE_BY_NAME[c].unit), style.NOTE)
+    ctx.put(ws, f"{_col(0)}{r}", "sequences", style.NOTE)
     first = r + 1
     batch = np.array(BATCH_SIZES, dtype=float)
-    vals = P.evaluate({**ctx.inputs, "concurrency": batch})
+    vals = plan.evaluate({**ctx.inputs, "concurrency": batch})
     where_col = {"concurrency": _col(0)} | {c: _col(1 + j) for j, c in enumerate(cols)}
     for i, b in enumerate(BATCH_SIZES):
         r = first + i
-        ctx.put(ws, f"{_col(0)}{r}", b, S.INPUT, "#,##0")
+        ctx.put(ws, f"{_col(0)}{r}", b, style.INPUT, "#,##0")
         ref = lambda n, r=r: f"${where_col[n]}{r}" if n in where_col else named(n)  # noqa: E731
         for c in cols:
-            line = P.LINE_BY_NAME[c]
-            formula, _ = P.render(line, ref)
-            ctx.formula(ws, f"{where_col[c]}{r}", formula, float(np.asarray(vals[c])[i]), S.FORMULA,
-                        S.number_format(line.unit, float(np.asarray(vals[c])[i])))
+            line = plan.LINE_BY_NAME[c]
+            formula, _ = plan.render(line, ref)
+            ctx.formula(ws, f"{where_col[c]}{r}", formula, float(np.asarray(vals[c])[i]), style.FORMULA,
+                        style.number_format(line.unit, float(np.asarray(vals[c])[i])))
     last = r
     # the ridge marker: a vertical line at the batch where decode turns compute-bound
     y = BATCH_TARGETS[1]
     r += 2
     x0, x1 = f"{_col(1)}{r}", f"{_col(1)}{r + 1}"
     ctx.put(ws, f"{_col(0)}{r}", "Ridge marker (x, y)")
-    ctx.formula(ws, x0, Sym(named("ridge_batch")), _num(ctx.values["ridge_batch"]), S.FORMULA, "#,##0")
-    ctx.put(ws, f"{_col(2)}{r}", 0, None, S.number_format("s"))
-    ctx.formula(ws, x1, Sym(x0), _num(ctx.values["ridge_batch"]), S.FORMULA, "#,##0")
+    ctx.formula(ws, x0, Sym(named("ridge_batch")), _num(ctx.values["ridge_batch"]), style.FORMULA, "#,##0")
+    ctx.put(ws, f"{_col(2)}{r}", 0, None, style.number_format("s"))
+    ctx.formula(ws, x1, Sym(x0), _num(ctx.values["ridge_batch"]), style.FORMULA, "#,##0")
     ymax = float(np.max(np.asarray(vals[y])))
     ctx.formula(ws, f"{_col(2)}{r + 1}", Sym(f"MAX({where_col[y]}{first}:{where_col[y]}{last})"), ymax,
-                S.FORMULA, S.number_format("s"))
+                style.FORMULA, style.number_format("s"))
     ctx.put(ws, f"{_col(3)}{r}", "x = ridge batch; y from 0 to the largest step time")
     chart = ScatterChart()
     chart.title = "Decode step time vs batch (flat: bandwidth-bound; rising: compute-bound)"
@@ -550,7 +541,7 @@ def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
     colors = {"tpot_floor_seconds": "4472C4", "tpot_seconds": "ED7D31"}
     for name in BATCH_TARGETS[:2]:
         col = CHART_DATA_COL + 1 + cols.index(name)
-        s = Series(Reference(ws, min_col=col, min_row=first, max_row=last), xs, title=P.LINE_BY_NAME[name].label)
+        s = Series(Reference(ws, min_col=col, min_row=first, max_row=last), xs, title=plan.LINE_BY_NAME[name].label)
         s.marker.symbol = "circle"
         s.graphicalProperties.line.solidFill = colors.get(name, "595959")
         s.marker.graphicalProperties = None
@@ -575,14 +566,14 @@ def ledger_sheet(ledger: str, title: str) -> SheetBuilder:
         ws = ctx.new_sheet(title, f"{title} ledger", {"A": 36, "B": 18, "C": 13, "D": 12, "E": 80, "F": 30},
                            tab="4472C4")
         ctx.put(ws, "A3", "One line per row: the formula refers to named quantities (click a value to read it); "
-                "inputs live on the Plan sheet.", S.NOTE)
+                "inputs live on the Plan sheet.", style.NOTE)
         ws.merge_cells("A3:F3")
         _header(ctx, ws, 5, 1, ["Line", "Value", "Unit", "Also", "Why (one sentence)", "Name"])
         ws.freeze_panes = "A6"
         r = 6
-        for line in [l for l in P.LINES if l.ledger == ledger]:
+        for line in [l for l in plan.LINES if l.ledger == ledger]:
             _line_row(ctx, ws, r, "A", line)
-            ctx.put(ws, f"F{r}", named(line.name), S.NOTE)
+            ctx.put(ws, f"F{r}", named(line.name), style.NOTE)
             r += 1
     build.__name__ = f"{ledger}_sheet"
     return build
@@ -592,26 +583,22 @@ def ledger_sheet(ledger: str, title: str) -> SheetBuilder:
 
 
 def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, float], set[str]]:
-    """(choices, inputs, names whose value is the row's own) of one scenario row.
+    """(choices, inputs, names whose value is the row's own) of one scenario row, through the resolver.
 
     A row's own values: what the scenario sets, and the engine's defaults for the row's
     GPU and TP (unless the build was given that number).  Catalog inputs are lookups;
     everything else follows the Plan sheet.
     """
-    from inference_ledger import engines
-
-    choice = resolve_choice(sc.model, sc.gpu, sc.weight_dtype or None, sc.kv_dtype, ctx.tables)
-    vals = {}
-    for inp in P.INPUTS:
-        lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
-        vals[inp.name] = sc.inputs.get(inp.name, lk[1] if lk is not None else ctx.inputs[inp.name])
-    own = set(sc.inputs)
-    eng = engines.with_engine(vals, ctx.engine, gpu_id=choice["gpu"])
-    for name in ctx.engine_inputs:
-        if name not in sc.inputs and name not in ctx.explicit:
-            vals[name] = eng[name]
-            own.add(name)
-    return choice, vals, own
+    follow = {k: v for k, v in ctx.inputs.items()
+              if k not in resolve.FROM_CATALOG and (k not in ctx.engine_inputs or k in ctx.explicit)}
+    try:
+        r = resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None, kv_dtype=sc.kv_dtype or "bf16",
+                            engine=ctx.engine, extra_models=ctx.tables["Models"].rows, numbers=follow | sc.inputs)
+    except resolve.ChoiceError as e:
+        raise resolve.ChoiceError(e.option, f"scenario {sc.label!r}: {e}") from None
+    choice = {"model": r.model.id, "gpu": r.gpu.id, "weight_dtype": r.weight_dtype, "kv_dtype": r.kv_dtype}
+    own = set(sc.inputs) | {n for n in ctx.engine_inputs if n not in ctx.explicit}
+    return choice, dict(r.inputs), own
 
 
 #: Results the Scenarios grid repeats right after each row's choices (the printed part).
@@ -624,78 +611,78 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Scenarios", "Scenarios: what-if grid", {"A": 40, "B": 20}, tab="70AD47")
     ctx.put(ws, "A3", "One scenario per row. Add one by copying the last row down, then change its yellow cells. "
             "Inputs a row does not set follow the Plan sheet (=name formulas); green cells are catalog lookups. "
-            "Key results come first; every input and ledger line follows to the right.", S.NOTE)
+            "Key results come first; every input and ledger line follows to the right.", style.NOTE)
     ws.merge_cells("A3:R3")
     group_row, label_row, unit_row, name_row, first = 5, 6, 7, 8, 9
     sel_cols = ["C", "D", "E", "F"]
     rows = [scenario_inputs(ctx, sc) for sc in ctx.scenarios]
-    set_by_rows = [i.name for i in P.INPUTS if any(i.name in own for _, _, own in rows)]
+    set_by_rows = [i.name for i in plan.INPUTS if any(i.name in own for _, _, own in rows)]
     scenario_set = [n for n in set_by_rows if any(n in sc.inputs for sc in ctx.scenarios)]
     engine_set = [n for n in set_by_rows if n not in scenario_set]
-    key = [n for n in SCENARIO_KEY if n in P.LINE_BY_NAME]
+    key = [n for n in SCENARIO_KEY if n in plan.LINE_BY_NAME]
     order = scenario_set + ["key:" + n for n in key] + engine_set + \
-        [i.name for i in P.INPUTS if i.name not in set_by_rows] + [l.name for l in P.LINES]
+        [i.name for i in plan.INPUTS if i.name not in set_by_rows] + [l.name for l in plan.LINES]
     cols = {name: get_column_letter(7 + k) for k, name in enumerate(order)}
     last_col = 6 + len(order)
     key_first, key_last = cols["key:" + key[0]], cols["key:" + key[-1]]
     # headers
-    quantity = lambda n: P.LINE_BY_NAME.get(n) or P.INPUT_BY_NAME[n]  # noqa: E731
+    quantity = lambda n: plan.LINE_BY_NAME.get(n) or plan.INPUT_BY_NAME[n]  # noqa: E731
     heads = [("A", "Scenario", "", ""), ("B", "Verdict (memory; targets)", "", "")]
     heads += [(col, label, "id", SELECTOR_NAMES[k]) for col, (k, label, _) in zip(sel_cols, SELECTORS)]
     for name in order:
         q = quantity(name.removeprefix("key:"))
         heads.append((cols[name], q.label, _shown(q.unit, _num(ctx.values[q.name])), q.name))
     for col, label, unit, name in heads:
-        ctx.put(ws, f"{col}{label_row}", label, S.HEADER)
-        ctx.put(ws, f"{col}{unit_row}", unit, S.NOTE).alignment = Alignment(wrap_text=False)
-        c = ctx.put(ws, f"{col}{name_row}", name, S.NOTE)
+        ctx.put(ws, f"{col}{label_row}", label, style.HEADER)
+        ctx.put(ws, f"{col}{unit_row}", unit, style.NOTE).alignment = Alignment(wrap_text=False)
+        c = ctx.put(ws, f"{col}{name_row}", name, style.NOTE)
         c.alignment, c.font = Alignment(wrap_text=False, shrink_to_fit=True), Font(size=7, color="808080")
     ws.row_dimensions[label_row].height = 54
-    ctx.put(ws, f"A{group_row}", "Scenario", S.SECTION)
-    ctx.put(ws, f"C{group_row}", "Choices", S.SECTION)
+    ctx.put(ws, f"A{group_row}", "Scenario", style.SECTION)
+    ctx.put(ws, f"C{group_row}", "Choices", style.SECTION)
     if scenario_set:
-        ctx.put(ws, f"{cols[scenario_set[0]]}{group_row}", "Set per row", S.SECTION)
+        ctx.put(ws, f"{cols[scenario_set[0]]}{group_row}", "Set per row", style.SECTION)
     if engine_set:
-        ctx.put(ws, f"{cols[engine_set[0]]}{group_row}", f"{ctx.engine} defaults for the row's GPU and TP", S.SECTION)
-    ctx.put(ws, f"{key_first}{group_row}", "Key results (copies of the ledger columns)", S.SECTION)
-    rest = [i.name for i in P.INPUTS if i.name not in set_by_rows]
+        ctx.put(ws, f"{cols[engine_set[0]]}{group_row}", f"{ctx.engine} defaults for the row's GPU and TP", style.SECTION)
+    ctx.put(ws, f"{key_first}{group_row}", "Key results (copies of the ledger columns)", style.SECTION)
+    rest = [i.name for i in plan.INPUTS if i.name not in set_by_rows]
     if rest:
-        ctx.put(ws, f"{cols[rest[0]]}{group_row}", "Other inputs (green: catalog lookup; white: =the Plan's input)", S.SECTION)
+        ctx.put(ws, f"{cols[rest[0]]}{group_row}", "Other inputs (green: catalog lookup; white: =the Plan's input)", style.SECTION)
     prev = None
-    for line in P.LINES:
+    for line in plan.LINES:
         if line.ledger != prev:
-            ctx.put(ws, f"{cols[line.name]}{group_row}", line.ledger.capitalize() + " ledger", S.SECTION)
+            ctx.put(ws, f"{cols[line.name]}{group_row}", line.ledger.capitalize() + " ledger", style.SECTION)
             prev = line.ledger
     for k in range(3, last_col + 1):
         ws.column_dimensions[get_column_letter(k)].width = 13
     ws.freeze_panes = f"C{first}"
     for k, (sc, (choice, inputs, own)) in enumerate(zip(ctx.scenarios, rows)):
         r = first + k
-        vals = P.evaluate(inputs)
+        vals = plan.evaluate(inputs)
         ref = lambda n, r=r: f"${cols[n]}{r}"  # noqa: E731
         key_refs = {sel: f"${col}{r}" for sel, col in zip(SELECTOR_NAMES, sel_cols)}
-        ctx.put(ws, f"A{r}", sc.label, S.INPUT)
-        ctx.formula(ws, f"B{r}", verdict(_Refs(ref)), verdict(_Vals(vals)), S.FORMULA)
+        ctx.put(ws, f"A{r}", sc.label, style.INPUT)
+        ctx.formula(ws, f"B{r}", verdict.words(Sym(ref("verdict"))), verdict.words_of(vals["verdict"]), style.FORMULA)
         for (sel, label, sheet), col in zip(SELECTORS, sel_cols):
-            ctx.put(ws, f"{col}{r}", choice[sel], S.INPUT)
-        for inp in P.INPUTS:
+            ctx.put(ws, f"{col}{r}", choice[sel], style.INPUT)
+        for inp in plan.INPUTS:
             coord = f"{cols[inp.name]}{r}"
-            fmt = S.number_format(inp.unit, inputs[inp.name])
+            fmt = style.number_format(inp.unit, inputs[inp.name])
             lk = lookup(inp.name, ctx.tables, key_refs, choice)
             if inp.name in own or inp.name in set_by_rows:  # the row's own value (another row's column: the Plan's)
-                ctx.put(ws, coord, inputs[inp.name], S.INPUT, fmt)
+                ctx.put(ws, coord, inputs[inp.name], style.INPUT, fmt)
             elif lk is not None:
-                ctx.formula(ws, coord, lk[0], inputs[inp.name], S.LOOKUP, fmt)
+                ctx.formula(ws, coord, lk[0], inputs[inp.name], style.LOOKUP, fmt)
             else:
-                ctx.formula(ws, coord, Sym(named(inp.name)), inputs[inp.name], S.FORMULA, fmt)
-        for line in P.LINES:
-            formula, _ = P.render(line, ref)
+                ctx.formula(ws, coord, Sym(named(inp.name)), inputs[inp.name], style.FORMULA, fmt)
+        for line in plan.LINES:
+            formula, _ = plan.render(line, ref)
             v = _num(vals[line.name])
-            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, S.FORMULA, S.number_format(line.unit, v))
+            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, style.number_format(line.unit, v))
         for n in key:
             v = _num(vals[n])
-            ctx.formula(ws, f"{cols['key:' + n]}{r}", Sym(ref(n)), v, S.FORMULA,
-                        S.number_format(P.LINE_BY_NAME[n].unit, v))
+            ctx.formula(ws, f"{cols['key:' + n]}{r}", Sym(ref(n)), v, style.FORMULA,
+                        style.number_format(plan.LINE_BY_NAME[n].unit, v))
     last = first + len(ctx.scenarios) - 1
     # dropdowns and conditional formats cover room for copied rows
     room = last + 200
@@ -703,9 +690,8 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
         dv = _list_validation(ctx.tables[sheet], label)
         ws.add_data_validation(dv)
         dv.add(f"{col}{first}:{col}{room}")
-    _fit_rules(ws, f"B{first}:B{room}", f"${cols['fits']}{first}", f"${cols['total_bytes_per_gpu']}{first}",
-               f"${cols['gpu_memory_bytes']}{first}")
-    for name in [l.name for l in P.LINES if l.ledger == "fit"]:
+    _verdict_rules(ws, f"B{first}:B{room}", f"${cols['verdict']}{first}")
+    for name in [l.name for l in plan.LINES if l.ledger == "fit" and l.unit == "1/0"]:
         for col in [cols[name]] + ([cols["key:" + name]] if "key:" + name in cols else []):
             _flag_rules(ws, f"{col}{first}:{col}{room}", f"{col}{first}")
     for col in (cols["total_bytes_per_gpu"], cols["key:total_bytes_per_gpu"]):
@@ -731,17 +717,17 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
     """(group, label, doc, formula Sym, value) of every check, in sheet order."""
     refs, vals = _check_namespace(ctx)
     rows = []
-    for chk in C.SEED_CHECKLIST:
+    for chk in checks.SEED_CHECKLIST:
         group = "Seed checklist" if chk.counts else "Findings (not in the master check)"
-        rows.append((group, chk.label, chk.doc, C.one_zero(chk.fn(refs)), int(C.one_zero(chk.fn(vals)))))
-    for chk in C.PLAN_INTEGRITY:
-        rows.append(("Integrity", chk.label, chk.doc, C.one_zero(chk.fn(refs)), int(C.one_zero(chk.fn(vals)))))
+        rows.append((group, chk.label, chk.doc, checks.one_zero(chk.fn(refs)), int(checks.one_zero(chk.fn(vals)))))
+    for chk in checks.PLAN_INTEGRITY:
+        rows.append(("Integrity", chk.label, chk.doc, checks.one_zero(chk.fn(refs)), int(checks.one_zero(chk.fn(vals)))))
     for key, label, sheet in SELECTORS:
         t = ctx.tables[sheet]
         found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
         rows.append(("Integrity", f"{label} is in the {sheet} catalog", "The dropdown choice matches a catalog id.",
                      found, int(any(e.id == ctx.choice[key] for e in t.rows))))
-    for sheet, field in C.POSITIVE_FIELDS:
+    for sheet, field in checks.POSITIVE_FIELDS:
         t = ctx.tables[sheet]
         if not t.has(field):
             continue
@@ -757,7 +743,7 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
 def checks_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Checks", "Checks", {"A": 26, "B": 70, "C": 10, "D": 80}, tab="7F7F7F")
     ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
-            "every sheet. Findings describe the plan and are not counted.", S.NOTE)
+            "every sheet. Findings describe the plan and are not counted.", style.NOTE)
     ws.merge_cells("A3:D3")
     _header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
     r = 5
@@ -765,10 +751,10 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     for group, label, doc, formula, value in check_rows(ctx):
         r += 1
         ctx.put(ws, f"A{r}", group)
-        ctx.put(ws, f"B{r}", label, S.NOTE)
-        ctx.formula(ws, f"C{r}", formula, value, S.CHECK, "0")
+        ctx.put(ws, f"B{r}", label, style.NOTE)
+        ctx.formula(ws, f"C{r}", formula, value, style.CHECK, "0")
         _flag_rules(ws, f"C{r}", f"C{r}")
-        ctx.put(ws, f"D{r}", doc, S.NOTE)
+        ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
             counted.append(f"C{r}")
     r += 2
@@ -776,37 +762,37 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     r += 1
     _header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
     for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):
-        ctx.put(ws, f"{col}{r}", text, S.HEADER)
+        ctx.put(ws, f"{col}{r}", text, style.HEADER)
     for col in "EFGH":
         ws.column_dimensions[col].width = 12
-    for inp in P.INPUTS:
+    for inp in plan.INPUTS:
         r += 1
         a = inp.arg
         ctx.put(ws, f"A{r}", inp.name)
         v = ctx.inputs[inp.name]
-        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, S.FORMULA, S.number_format(inp.unit, v))
-        ctx.put(ws, f"E{r}", a.lo, S.CONSTANT, "General")
-        ctx.put(ws, f"F{r}", int(a.lo_inclusive), S.CONSTANT, "0")
-        ctx.put(ws, f"G{r}", a.hi, S.CONSTANT, "General")
-        ctx.put(ws, f"H{r}", int(a.integer), S.CONSTANT, "0")
+        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, style.FORMULA, style.number_format(inp.unit, v))
+        ctx.put(ws, f"E{r}", a.lo, style.CONSTANT, "General")
+        ctx.put(ws, f"F{r}", int(a.lo_inclusive), style.CONSTANT, "0")
+        ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, "General")
+        ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, "0")
         cells = [Sym(f"{c}{r}") for c in "BEFGH"]
-        ctx.formula(ws, f"C{r}", C.in_range(*cells), int(C.in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
-                    S.CHECK, "0")
+        ctx.formula(ws, f"C{r}", checks.in_range(*cells), int(checks.in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
+                    style.CHECK, "0")
         _flag_rules(ws, f"C{r}", f"C{r}")
-        ctx.put(ws, f"D{r}", f"{a.allowed()} ({inp.unit})", S.NOTE)
+        ctx.put(ws, f"D{r}", f"{a.allowed()} ({inp.unit})", style.NOTE)
         counted.append(f"C{r}")
     r += 2
-    ctx.put(ws, f"A{r}", "Master check", S.SECTION)
-    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(counted) + ")"), ctx.master_value, S.CHECK, "0")
+    ctx.put(ws, f"A{r}", "Master check", style.SECTION)
+    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(counted) + ")"), ctx.master_value, style.CHECK, "0")
     _flag_rules(ws, f"C{r}", f"C{r}")
     ctx.define("master_check", ws, f"C{r}")
 
 
 def master_value(ctx: Ctx) -> int:
     vals = [v for g, _l, _d, _f, v in check_rows(ctx) if not g.startswith("Findings")]
-    for inp in P.INPUTS:
+    for inp in plan.INPUTS:
         a = inp.arg
-        vals.append(int(C.in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer))))
+        vals.append(int(checks.in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer))))
     return int(min(vals))
 
 
@@ -823,17 +809,17 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
         ws = ctx.new_sheet(sheet, t.title, tab="A5A5A5")
         ctx.put(ws, "A3", f"Add a row at the bottom (keep the field ids in row {FIELD_ROW}): it appears in the Plan and "
                 "Scenarios dropdowns. Values in base units (bytes, B/s, FLOP/s); formats show GB, TB/s, TFLOP/s.",
-                S.NOTE)
+                style.NOTE)
         ws.merge_cells("A3:L3")
         ncol = len(t.columns)
         last_col = get_column_letter(ncol)
         end = FIRST_ROW + TABLE_ROWS - 1
         for j, col in enumerate(t.columns):
             L = get_column_letter(j + 1)
-            ctx.put(ws, f"{L}{FIELD_ROW}", col.field, S.NOTE)
-            ctx.put(ws, f"{L}{HEADER_ROW}", col.label, S.HEADER)
+            ctx.put(ws, f"{L}{FIELD_ROW}", col.field, style.NOTE)
+            ctx.put(ws, f"{L}{HEADER_ROW}", col.label, style.HEADER)
             sample = next((v for e in t.rows if isinstance(v := t.value(e.id, col.field), (int, float))), None)
-            ctx.put(ws, f"{L}{UNIT_ROW}", _shown(col.unit, sample), S.NOTE)
+            ctx.put(ws, f"{L}{UNIT_ROW}", _shown(col.unit, sample), style.NOTE)
             ws.column_dimensions[L].width = 48 if col.field in WIDE_FIELDS else max(11, min(24, len(col.label) + 2))
         cells = {c.field: get_column_letter(k + 1) for k, c in enumerate(t.columns)}
         for i, entry in enumerate(t.rows):
@@ -841,12 +827,12 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
             for j, col in enumerate(t.columns):
                 coord = f"{get_column_letter(j + 1)}{r}"
                 value = t.value(entry.id, col.field)
-                fmt = S.number_format(col.unit, value if isinstance(value, (int, float)) else None)
+                fmt = style.number_format(col.unit, value if isinstance(value, (int, float)) else None)
                 if col.field in t.formulas:
                     expr = t.formulas[col.field](lambda f, r=r: Sym(f"{cells[f]}{r}"))
-                    ctx.formula(ws, coord, expr, value, S.FORMULA, fmt)
+                    ctx.formula(ws, coord, expr, value, style.FORMULA, fmt)
                 else:
-                    c = ctx.put(ws, coord, value, S.INPUT, fmt)
+                    c = ctx.put(ws, coord, value, style.INPUT, fmt)
                     if col.field in WIDE_FIELDS:
                         c.alignment = Alignment(wrap_text=True, vertical="top")
         ctx.define(t.ids, ws, f"A{FIRST_ROW}:A{end}")
@@ -883,18 +869,14 @@ def register_sheet(builder: SheetBuilder, after: Optional[str] = None) -> None:
 # --- entry point -------------------------------------------------------------------------------
 
 
-def resolve_choice(model: Optional[str], gpu: Optional[str], weight_dtype: Optional[str],
-                   kv_dtype: Optional[str], tables: Mapping[str, Table]) -> dict[str, str]:
-    """Canonical catalog ids (aliases accepted; unknown ids raise UnknownId with suggestions)."""
-    from inference_ledger import catalog as cat
-
-    model = model or DEFAULT_CHOICE["model"]
-    own = [e for e in tables["Models"].rows if e.id == model]  # a config.json model joins the table
-    m = own[0] if own else cat.get_model(model)
-    g = cat.get_gpu(gpu or DEFAULT_CHOICE["gpu"])
-    wd = cat.get_dtype(weight_dtype or m.weight_dtype)
-    kd = cat.get_dtype(kv_dtype or DEFAULT_CHOICE["kv_dtype"])
-    return {"model": m.id, "gpu": g.id, "weight_dtype": wd.id, "kv_dtype": kd.id}
+def resolve_build(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, config=None, context=None,
+                  engine=None, numbers: Optional[Mapping[str, Any]] = None) -> resolve.Resolved:
+    """The workbook's plan as the resolver gives it; a model or GPU not given is the default one."""
+    if model is None and config is None:
+        model = DEFAULT_CHOICE["model"]
+    return resolve.resolve(model, DEFAULT_CHOICE["gpu"] if gpu is None else gpu, weight_dtype=weight_dtype,
+                           kv_dtype=DEFAULT_CHOICE["kv_dtype"] if kv_dtype is None else kv_dtype,
+                           engine=engine or engines.DEFAULT_ENGINE, context=context, config=config, numbers=numbers)
 
 
 def build_date(tables: Mapping[str, Table]) -> datetime:
@@ -918,53 +900,31 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     """The plan the workbook opens on, assembled as ``inference-ledger plan`` does.
 
     Catalog lookups and defaults, then the engine's defaults for this GPU and TP
-    (:func:`udfs.engines.with_engine`), then the numbers given.  Takes what
+    (:func:`inference_ledger.resolve.resolve`), then the numbers given.  Takes what
     :func:`inference_ledger.cli.build.build_options` collects: ``config`` (a
     config.json whose model joins the Models sheet and is selected), ``context`` (prompt
     + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
     input names; None means "not given".
     """
-    from inference_ledger import catalog as cat
-    from inference_ledger import engines
-
-    explicit = {k: v for k, v in numbers.items() if v is not None}
-    unknown = [k for k in explicit if k not in P.INPUT_BY_NAME]
-    if unknown:
-        raise LedgerInputError(f"unknown plan input {unknown[0]!r}")
-    explicit = {k: P.INPUT_BY_NAME[k].arg.check(v) for k, v in explicit.items()}
-    if context is not None:
-        if "input_tokens" in explicit:
-            raise LedgerInputError("give context or input_tokens, not both")
-        out = explicit.get("output_tokens", P.INPUT_BY_NAME["output_tokens"].default)
-        if context <= out:
-            raise LedgerInputError(f"context {context} must exceed the output tokens {out:g}")
-        explicit["input_tokens"] = float(context - out)
+    r = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context, engine=engine,
+                      numbers=numbers)
+    explicit, inputs = r.explicit, r.inputs
     tables = load_tables()
     if config is not None:
-        if model:
-            raise LedgerInputError("give model or config, not both")
-        m = cat.model_from_config(config)
         # the sheet may be mailed: name the file, not where it lives on this machine
-        m = dataclasses.replace(m, source=f"config.json given to the build ({Path(config).name})")
+        m = dataclasses.replace(r.model, source=f"config.json given to the build ({Path(config).name})")
         models = tables["Models"]
         models.rows = [e for e in models.rows if e.id != m.id] + [m]
-        model = m.id
-        weight_dtype = weight_dtype or m.weight_dtype
-    choice = resolve_choice(model, gpu, weight_dtype, kv_dtype, tables)
-    eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
-    base = {}
-    for inp in P.INPUTS:
-        lk = lookup(inp.name, tables, SELECTOR_NAMES, choice)
-        base[inp.name] = explicit.get(inp.name, lk[1] if lk is not None else inp.default)
-    inputs = engines.with_engine(base, eng, gpu_id=choice["gpu"]) | explicit
+    choice = {"model": r.model.id, "gpu": r.gpu.id, "weight_dtype": r.weight_dtype, "kv_dtype": r.kv_dtype}
+    eng = engines.get_engine(r.engine)
     if scenarios is None:
         scenarios = DEFAULT_SCENARIOS
     elif isinstance(scenarios, (str, os.PathLike)):
         scenarios = read_scenarios(scenarios)
     over = {k: v for k, v in explicit.items() if lookup(k, tables, SELECTOR_NAMES, choice) is not None}
-    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=P.evaluate(inputs),
+    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=plan.evaluate(inputs),
               scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
-              engine_inputs=tuple(n for n in P.NAMES if n in _engine_names(eng)),
+              engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng)),
               explicit=explicit)
     ctx.master_value = master_value(ctx)
     return ctx
@@ -972,9 +932,7 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
 
 def _engine_names(eng) -> set[str]:
     """Plan inputs an engine sets (its defaults depend on the GPU and TP, so rows get their own)."""
-    from inference_ledger import engines
-
-    return set(engines.engine_inputs(eng, gpu_memory_bytes=P.INPUT_BY_NAME["gpu_memory_bytes"].default))
+    return set(engines.engine_inputs(eng, gpu_memory_bytes=plan.INPUT_BY_NAME["gpu_memory_bytes"].default))
 
 
 def _fit_rows(ws) -> None:
@@ -1005,7 +963,7 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     wb = Workbook()
     wb.remove(wb.active)
     ctx.wb = wb
-    S.register(wb)
+    style.register(wb)
     for builder in list(SHEET_BUILDERS) + list(extra_sheets):
         builder(wb, ctx)
     for ws in wb.worksheets:

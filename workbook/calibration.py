@@ -29,13 +29,13 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import engines as E
-from inference_ledger import ledger as L
-from inference_ledger import plan as P
+from inference_ledger import engine_ledger
+from inference_ledger import ledger
+from inference_ledger import plan
 from inference_ledger.expr import Sym, abs_, and_, eq, isnumber, where
 from inference_ledger.units import MS_PER_S
 
-from . import style as S
+from . import style
 from .context import Ctx, xname
 
 SHEET = "Calibration"
@@ -84,14 +84,14 @@ class _Names:
 
 def step_bytes(p, batch, context):
     """Weights once per GPU + each sequence's KV at its context, split over the KV shards."""
-    kv_seq = L.kv_sequence_bytes(p.kv_elements_per_token_layer, p.kv_bytes, p.num_layers, context,
+    kv_seq = ledger.kv_sequence_bytes(p.kv_elements_per_token_layer, p.kv_bytes, p.num_layers, context,
                                  p.sliding_layers, p.window)
     return p.weights_read_bytes / p.tp + batch * kv_seq / p.kv_shards
 
 
 def overhead_ms(p, batch):
     """The plan's off-roofline time at this batch: TP all-reduces + per-layer and per-step overhead."""
-    ar = E.allreduce_seconds(p.tp, p.num_layers, p.allreduce_latency_seconds,
+    ar = engine_ledger.allreduce_seconds(p.tp, p.num_layers, p.allreduce_latency_seconds,
                              batch * p.hidden_size * p.unquantized_bytes, p.interconnect_bw)
     return (ar + p.decode_overhead_seconds) * MS_PER_S
 
@@ -102,18 +102,18 @@ def bw_fraction(p, bytes_, overhead, tpot_ms):
 
 
 def tpot_predicted_ms(p, bytes_, overhead, batch):
-    flops = L.forward_flops(p.active_params, batch) / p.tp
-    return L.decode_step_seconds(bytes_, flops, p.hbm_bw, p.peak_flops, p.bw_efficiency,
+    flops = ledger.forward_flops(p.active_params, batch) / p.tp
+    return ledger.decode_step_seconds(bytes_, flops, p.hbm_bw, p.peak_flops, p.bw_efficiency,
                                  p.decode_compute_efficiency) * MS_PER_S + overhead
 
 
 def prefill_efficiency(p, prompt, ttft_ms):
     """Compute efficiency that reproduces the measured TTFT: FLOPs / (peak x TP x TTFT)."""
-    return L.prefill_flops(p.active_params, prompt) / (p.peak_flops * p.tp * ttft_ms / MS_PER_S)
+    return ledger.prefill_flops(p.active_params, prompt) / (p.peak_flops * p.tp * ttft_ms / MS_PER_S)
 
 
 def ttft_predicted_ms(p, prompt):
-    return L.compute_seconds(L.prefill_flops(p.active_params, prompt), p.peak_flops, p.prefill_efficiency,
+    return ledger.compute_seconds(ledger.prefill_flops(p.active_params, prompt), p.peak_flops, p.prefill_efficiency,
                              p.tp) * MS_PER_S
 
 
@@ -156,15 +156,15 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
             "back-solves the HBM bandwidth fraction from TPOT (use batch-1 or small-batch runs: bandwidth-bound) and "
             "the prefill compute efficiency from TTFT (long prompts, no queueing), and shows the plan's error. To "
             "feed Plan, type =calibrated_bw_efficiency into Plan's decode bandwidth efficiency input and "
-            "=calibrated_prefill_efficiency into its prefill efficiency input.", S.NOTE)
+            "=calibrated_prefill_efficiency into its prefill efficiency input.", style.NOTE)
     ws.merge_cells("A3:T3")
-    ctx.put(ws, "A5", "Measurements", S.SECTION)
+    ctx.put(ws, "A5", "Measurements", style.SECTION)
     head = FIRST - 1
-    ctx.put(ws, f"A{head}", "Run", S.HEADER)
+    ctx.put(ws, f"A{head}", "Run", style.HEADER)
     for col, text, _unit in INPUT_COLS + OUTPUT_COLS:
-        ctx.put(ws, f"{col}{head}", text, S.HEADER)
-    ctx.put(ws, f"B{head - 1}", "Your figures (inputs)", S.NOTE)
-    ctx.put(ws, f"H{head - 1}", "Computed from the plan's named quantities", S.NOTE)
+        ctx.put(ws, f"{col}{head}", text, style.HEADER)
+    ctx.put(ws, f"B{head - 1}", "Your figures (inputs)", style.NOTE)
+    ctx.put(ws, f"H{head - 1}", "Computed from the plan's named quantities", style.NOTE)
     sym, num = _Names(), _Names(ctx.values)
     fill = list(measurements or [])
     computed: dict[str, list] = {col: [] for col, _, _ in OUTPUT_COLS}
@@ -176,7 +176,7 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
         vals: dict[str, Any] = {}
         for col, _text, unit in INPUT_COLS:
             v = given.get(col)
-            ctx.put(ws, f"{col}{r}", v, S.INPUT, FORMATS.get(unit))
+            ctx.put(ws, f"{col}{r}", v, style.INPUT, FORMATS.get(unit))
             vals[col] = v if v is not None else 0.0 if col in "BCD" else None
         refs = {col: Sym(f"{col}{r}") for col, _, _ in INPUT_COLS + OUTPUT_COLS}
         sym_cells = _row_cells(sym, refs)
@@ -187,7 +187,7 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
             value = num_cells[col][1]() if isnumber(vals.get(guard)) else ""
             vals[col] = value if value != "" else None
             computed[col].append(value)
-            ctx.formula(ws, f"{col}{r}", formula, _plain(value), S.FORMULA, FORMATS.get(unit))
+            ctx.formula(ws, f"{col}{r}", formula, _plain(value), style.FORMULA, FORMATS.get(unit))
     _summary(ctx, ws, last + 2, last, computed)
 
 
@@ -197,12 +197,12 @@ def _plain(v):
 
 def _note(ctx: Ctx, ws, r: int, text: str) -> None:
     """A one-line explanation spanning the measurement columns (no tall wrapped rows)."""
-    ctx.put(ws, f"C{r}", text, S.NOTE)
+    ctx.put(ws, f"C{r}", text, style.NOTE)
     ws.merge_cells(f"C{r}:{get_column_letter(20)}{r}")
 
 
 def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None:
-    ctx.put(ws, f"A{r}", "Calibrated values", S.SECTION)
+    ctx.put(ws, f"A{r}", "Calibrated values", style.SECTION)
     rng = {col: f"{col}{FIRST}:{col}{last}" for col in computed}
     count = {col: sum(isinstance(x, (int, float)) for x in computed[col]) for col in computed}
 
@@ -218,14 +218,14 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
     for label, formula, value, fmt, name in rows:
         r += 1
         ctx.put(ws, f"A{r}", label)
-        ctx.formula(ws, f"B{r}", formula, _plain(value), S.FORMULA, fmt)
+        ctx.formula(ws, f"B{r}", formula, _plain(value), style.FORMULA, fmt)
         if name:
             ctx.define(name, ws, f"B{r}")
     r += 2
-    ctx.put(ws, f"A{r}", "Feed Plan", S.SECTION)
+    ctx.put(ws, f"A{r}", "Feed Plan", style.SECTION)
     r += 1
     ctx.put(ws, f"A{r}", "Use calibrated values (1 = yes, 0 = no)")
-    ctx.put(ws, f"B{r}", 1, S.INPUT, "0")
+    ctx.put(ws, f"B{r}", 1, style.INPUT, "0")
     ctx.define("use_calibration", ws, f"B{r}")
     _note(ctx, ws, r, "1: the medians above replace the uncalibrated values whenever there is a measurement.")
     use = 1
@@ -233,13 +233,13 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
             ("bw", "Decode bandwidth efficiency", "J", "bw_efficiency"),
             ("prefill", "Prefill compute efficiency", "M", "prefill_efficiency")):
         r += 1
-        default = P.INPUT_BY_NAME[default_input].default
+        default = plan.INPUT_BY_NAME[default_input].default
         ctx.put(ws, f"A{r}", f"{label}, uncalibrated")
-        ctx.put(ws, f"B{r}", default, S.INPUT, "0.0%")
+        ctx.put(ws, f"B{r}", default, style.INPUT, "0.0%")
         uncal = f"B{r}"
         ctx.define(f"uncalibrated_{default_input}", ws, uncal)
         _note(ctx, ws, r, f"Used when there is no measurement or the switch is 0 (Plan's default "
-                          f"{default:g}: {P.INPUT_BY_NAME[default_input].doc})")
+                          f"{default:g}: {plan.INPUT_BY_NAME[default_input].doc})")
         r += 1
         ctx.put(ws, f"A{r}", f"{label}, for Plan")
         formula = where(and_(eq(Sym("use_calibration"), 1), Sym(f"COUNT({rng[col]})>0")),
@@ -247,8 +247,8 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
         med = _median(computed[col])
         value = med if use == 1 and med != "" else default
         name = "calibrated_bw_efficiency" if key == "bw" else "calibrated_prefill_efficiency"
-        ctx.formula(ws, f"B{r}", formula, _plain(value), S.FORMULA, "0.0%")
+        ctx.formula(ws, f"B{r}", formula, _plain(value), style.FORMULA, "0.0%")
         ctx.define(name, ws, f"B{r}")
-        _note(ctx, ws, r, f"Type ={name} into Plan's '{P.INPUT_BY_NAME[default_input].label}' input to use it.")
+        _note(ctx, ws, r, f"Type ={name} into Plan's '{plan.INPUT_BY_NAME[default_input].label}' input to use it.")
     ws.freeze_panes = f"B{FIRST}"
     ws.print_area = f"A1:{get_column_letter(20)}{r}"

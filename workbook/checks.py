@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from inference_ledger import ledger as L
+from inference_ledger import ledger
 from inference_ledger.expr import Const, Sym, and_, eq, floor, ge, gt, le, lt, mod, or_, where
 
 CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the identity checks (floating-point rounding)",
@@ -57,12 +57,12 @@ SEED_CHECKLIST: tuple[Check, ...] = (
           lambda v: ge(v.tpot_floor_seconds + v.tpot_floor_seconds * CHECK_TOLERANCE, v.weights_read_bytes / v.tp / v.hbm_bw)),
     Check("Prefill and decode estimated separately: prefill is compute-bound, decode is bandwidth-bound",
           "TTFT comes from prefill FLOPs at the prefill efficiency, TPOT from the decode roofline; both positive.",
-          lambda v: and_(close(v.prefill_seconds, L.compute_seconds(v.prefill_flops, v.peak_flops,
+          lambda v: and_(close(v.prefill_seconds, ledger.compute_seconds(v.prefill_flops, v.peak_flops,
                                                                     v.prefill_efficiency, v.tp)),
                          gt(v.tpot_seconds, 0))),
     Check("Quantization gains recomputed: weight format cuts the weight ledger, KV format cuts the cache ledger",
           "Weights use the weight bytes (unquantized modules at BF16), the KV cache uses the KV bytes: never mixed.",
-          lambda v: and_(close(v.weights_bytes, L.weights_bytes_mixed(v.num_params, v.quantized_params,
+          lambda v: and_(close(v.weights_bytes, ledger.weights_bytes_mixed(v.num_params, v.quantized_params,
                                                                        v.weight_bytes, v.unquantized_bytes)),
                          close(v.kv_bytes_per_token, v.kv_elements_per_token_layer * v.kv_bytes * v.num_layers))),
     Check("Finding: decode is bandwidth-bound at this concurrency",

@@ -17,9 +17,9 @@ from typing import Any, Callable, Mapping, Optional
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
-from inference_ledger.expr import Sym
+from inference_ledger.expr import Sym, eq, where
 
-from . import style as S
+from . import style
 from .tables import Table
 
 # Names Excel would read as a cell (A1, XFD1048576) or R1C1 reference (R, C, R1C1, RC2).
@@ -61,7 +61,7 @@ class Ctx:
         if tab:
             ws.sheet_properties.tabColor = tab
         ws.sheet_view.showGridLines = False
-        self.put(ws, "A1", heading, S.TITLE)
+        self.put(ws, "A1", heading, style.TITLE)
         self.master_status(ws, "A2")
         for col, w in dict(widths).items():
             ws.column_dimensions[col].width = w
@@ -78,12 +78,10 @@ class Ctx:
         return ws
 
     def master_status(self, ws: Worksheet, coord: str) -> None:
-        from inference_ledger.expr import eq, where
-
         text = where(eq(Sym("master_check"), 1), "All checks pass (Checks sheet)",
                      "A CHECK FAILS: see the Checks sheet")
         value = where(self.master_value == 1, "All checks pass (Checks sheet)", "A CHECK FAILS: see the Checks sheet")
-        self.formula(ws, coord, text, value, S.CHECK)
+        self.formula(ws, coord, text, value, style.CHECK)
 
     # --- cells -------------------------------------------------------------------
     def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None):
@@ -95,7 +93,7 @@ class Ctx:
             c.number_format = fmt
         return c
 
-    def formula(self, ws: Worksheet, coord: str, expr: Sym | str, value: Any, style: str = S.FORMULA,
+    def formula(self, ws: Worksheet, coord: str, expr: Sym | str, value: Any, style: str = style.FORMULA,
                 fmt: Optional[str] = None):
         """A formula cell and the value it computes (the cached value the package writes)."""
         text = expr.formula() if isinstance(expr, Sym) else expr

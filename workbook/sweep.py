@@ -1,10 +1,7 @@
-"""Sweeps: every combination of models, GPUs, TP, formats, contexts and concurrencies, one row each.
+"""Sweeps as files: a :class:`inference_ledger.sweep.Table` written as .xlsx (live formulas) or .csv.
 
-A sweep is a :class:`Table`: label columns (model, GPU, formats), the plan inputs that
-change from row to row as value columns, and every line of :mod:`udfs.plan` as a live
-formula over the same row (inputs that are the same for every row are named cells on
-the Inputs sheet, like the Plan sheet's).  Rows are produced and evaluated a block at a
-time (``udfs.plan.evaluate`` over numpy arrays), so memory stays flat at any row count.
+Which rows a sweep has, and their inputs, is the library's (:mod:`inference_ledger.sweep`,
+through :mod:`inference_ledger.resolve`); this module only writes them.
 
 The .xlsx is written by a small streaming SpreadsheetML writer rather than openpyxl:
 
@@ -17,261 +14,34 @@ The .xlsx is written by a small streaming SpreadsheetML writer rather than openp
   previews and viewers that never recalculate show numbers;
 * rows go straight into the zip stream (Zip64 when the sheet could pass 2 GiB) and the
   file appears atomically (temporary file in the same folder, then ``os.replace``).
-
-Rules for combinations that cannot run (listed on the Notes sheet with the reason and
-the number of rows they would have been, never dropped silently):
-
-* TP > 8: tensor parallelism is kept inside one 8-GPU node (HGX/OAM baseboards); the
-  plan has no inter-node term, and engines run TP within a node and pipeline across;
-* TP must divide the attention heads (Megatron-LM, Shoeybi et al. 2019, splits heads
-  evenly), and the KV heads must split evenly or be replicated evenly: K % TP == 0
-  when TP <= K, TP % K == 0 when TP > K (vLLM's rule for GQA);
-* the context must not exceed the model's ``max_position_embeddings``.
 """
 
 from __future__ import annotations
 
 import csv
-import itertools
 import os
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Callable, Iterator, Mapping, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 from xml.sax.saxutils import escape
 
 import numpy as np
 
-from inference_ledger import catalog, engines, plan
+from inference_ledger import plan, verdict
 from inference_ledger.args import LedgerInputError
-from inference_ledger.expr import and_, eq, where
-from inference_ledger.units import CONSTANTS, GPUS_PER_NODE
+from inference_ledger.expr import Sym
+from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
+                                    build_sweep, columns, evaluate_block)
+from inference_ledger.units import CONSTANTS
 
 from .package import check_folder
 from .style import AMBER, GREEN, RED, number_format, shown_as
 
-MAX_TP_ONE_NODE = int(GPUS_PER_NODE)
-DEFAULT_MAX_ROWS = 100_000
 XLSX_MAX_ROWS = 1_048_576 - 1          # one header row
-BLOCK_ROWS = 2048                      # rows evaluated together and sharing one formula per column
 SLICE_ROWS = 256                       # rows turned into XML at a time (bounds the text in memory)
-
-MEETS, MISSES, NO_FIT = "meets targets", "misses targets", "does not fit"
-VERDICT = plan.Line(
-    "verdict", "Verdict", "", "fit",
-    "Fits in memory and meets the TTFT and TPOT targets / fits but misses a target / does not fit.",
-    lambda v: where(eq(v.fits, 1), where(and_(eq(v.ttft_ok, 1), eq(v.tpot_ok, 1)), MEETS, MISSES), NO_FIT))
-
-# Plan inputs a sweep row always shows as values: the catalog facts and the swept settings.
-_ROW_GROUPS = ("model", "precision", "gpu")
-_SWEPT = ("tp", "input_tokens", "concurrency")
-_ROW_ALWAYS = ("price_per_gpu_hour", *_SWEPT)
-
-
-# ----------------------------------------------------------------------------------------
-# tables: what the writers write
-# ----------------------------------------------------------------------------------------
-
-@dataclass
-class Table:
-    """Rows to write: labels, per-row plan inputs, and inputs shared by every row.
-
-    ``blocks()`` yields ``(labels, inputs)``: label key -> list of text, and row input
-    name -> numpy array, all of one block's length.
-    """
-
-    labels: tuple[tuple[str, str], ...]            # (key, header)
-    row_inputs: tuple[str, ...]
-    fixed: dict[str, float]
-    n_rows: int
-    blocks: Callable[[], Iterator[tuple[dict[str, list], dict[str, np.ndarray]]]]
-    skipped: list[tuple[str, str, str, int]] = field(default_factory=list)  # (model, setting, reason, rows)
-    sheet: str = "Sweep"
-
-
-def evaluate_block(table: Table, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every plan line and the verdict for one block (broadcast to the block's length)."""
-    n = len(next(iter(inputs.values())))
-    vals = plan.evaluate({**table.fixed, **inputs}, validate=False)
-    vals["verdict"] = VERDICT.fn(SimpleNamespace(**vals))
-    return {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in vals.items()}
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    header: str
-    unit: str
-    kind: str        # label | input | line
-    doc: str
-
-
-def columns(table: Table) -> list[Column]:
-    """Labels, the verdict, the row inputs (the swept settings first), then every plan line in plan order."""
-    out = [Column(k, h, "", "label", "") for k, h in table.labels]
-    out.append(Column("verdict", VERDICT.label, "", "line", VERDICT.doc))
-    swept = [n for n in _SWEPT if n in table.row_inputs]
-    for name in swept + [n for n in table.row_inputs if n not in swept]:
-        i = plan.INPUT_BY_NAME[name]
-        out.append(Column(name, i.label, i.unit, "input", i.doc))
-    out += [Column(l.name, l.label, l.unit, "line", l.doc) for l in plan.LINES]
-    return out
-
-
-# ----------------------------------------------------------------------------------------
-# the sweep: lists of settings -> a Table
-# ----------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SweepSpec:
-    """Lists of settings; every combination is one row (options named as on the command line)."""
-
-    model: Sequence[str]
-    gpu: Sequence[str]
-    tp: Sequence[int] = (1, 2, 4, 8)
-    weight_dtype: Sequence[str] = ("native",)
-    kv_dtype: Sequence[str] = ("bf16",)
-    context: Sequence[int] = (4096,)
-    concurrency: Sequence[int] = (1, 16, 64)
-    engine: str = engines.DEFAULT_ENGINE                        # whose memory rule and batching defaults apply
-    fixed: Mapping[str, float] = field(default_factory=dict)   # any other plan input, for every row
-
-
-def tp_skip_reason(model: catalog.Model, tp: int) -> Optional[str]:
-    """Why a model cannot run at this TP degree (None when it can)."""
-    if tp > MAX_TP_ONE_NODE:
-        return f"TP {tp} spans more than one {MAX_TP_ONE_NODE}-GPU node (cross-node TP is not modelled)"
-    return catalog.tp_problem(model, tp)
-
-
-def context_skip_reason(model: catalog.Model, context: int) -> Optional[str]:
-    if context > model.max_position_embeddings:
-        return f"context {context:,} exceeds the model's {model.max_position_embeddings:,}-token maximum (max_position_embeddings)"
-    return None
-
-
-def _nonempty(option: str, values: Sequence) -> list:
-    values = [v for v in values]
-    if not values:
-        raise LedgerInputError(f"--{option}: empty list")
-    return values
-
-
-def _dedupe(items):
-    return list(dict.fromkeys(items))
-
-
-def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
-    """Resolve ids, validate every setting, count rows and list the combinations that cannot run.
-
-    Each row's inputs are what `plan` would use: the catalog's facts, the engine's defaults
-    for that GPU and TP (``udfs.engines.with_engine``), then the options given for every row.
-    """
-    models = _dedupe(catalog.get_model(m) for m in _nonempty("model", spec.model))
-    gpus = _dedupe(catalog.get_gpu(g) for g in _nonempty("gpu", spec.gpu))
-    wds = _dedupe(None if str(w).lower() == "native" else catalog.get_dtype(w).id
-                  for w in _nonempty("weight-dtype", spec.weight_dtype))
-    kds = _dedupe(catalog.get_dtype(k).id for k in _nonempty("kv-dtype", spec.kv_dtype))
-    tps = _dedupe(int(plan.INPUT_BY_NAME["tp"].arg.check(t)) for t in _nonempty("tp", spec.tp))
-    concs = _dedupe(int(plan.INPUT_BY_NAME["concurrency"].arg.check(c)) for c in _nonempty("concurrency", spec.concurrency))
-    engine = engines.get_engine(spec.engine)
-    unknown = sorted(set(spec.fixed) - set(plan.INPUT_BY_NAME))
-    if unknown:
-        raise LedgerInputError(f"not a plan input: {', '.join(unknown)}")
-    fixed = {k: plan.INPUT_BY_NAME[k].arg.check(v) for k, v in spec.fixed.items()}
-    out_tokens = fixed.get("output_tokens", plan.INPUT_BY_NAME["output_tokens"].default)
-    ctxs = []
-    for c in _nonempty("context", spec.context):
-        c = int(plan.INPUT_BY_NAME["input_tokens"].arg.check(c))
-        if c <= out_tokens:
-            raise LedgerInputError(f"--context {c} must exceed the output tokens per request ({out_tokens:g}): "
-                                   "context = input + output tokens")
-        ctxs.append(c)
-    ctxs = _dedupe(ctxs)
-
-    # which TP degrees and contexts each model can run; the rest go to the notes
-    per_tp_ctx = len(gpus) * len(wds) * len(kds) * len(concs)
-    ok_tp, ok_ctx, skipped = {}, {}, []
-    for m in models:
-        ok_tp[m.id], ok_ctx[m.id] = [], []
-        for t in tps:
-            reason = tp_skip_reason(m, t)
-            if reason:
-                skipped.append((m.id, f"TP {t}", reason, per_tp_ctx * len(ctxs)))
-            else:
-                ok_tp[m.id].append(t)
-        for c in ctxs:
-            reason = context_skip_reason(m, c)
-            if reason:
-                skipped.append((m.id, f"context {c}", reason, per_tp_ctx * len(ok_tp[m.id])))
-            else:
-                ok_ctx[m.id].append(c)
-
-    # base rows: plan inputs for (model, gpu, weight dtype, kv dtype, TP); contexts x concurrencies vary within
-    base = [(m, g, wd, kd, t) for m in models for g in gpus for wd in wds for kd in kds for t in ok_tp[m.id]]
-    sub = {m.id: len(ok_ctx[m.id]) * len(concs) for m in models}
-    n_rows = sum(sub[m.id] for m, *_ in base)
-    total = len(models) * len(gpus) * len(wds) * len(kds) * len(tps) * len(ctxs) * len(concs)
-    if n_rows == 0:
-        raise LedgerInputError(f"none of the {total:,} combinations can run: {skipped[0][0]}: {skipped[0][2]}")
-    if n_rows > max_rows:
-        raise LedgerInputError(
-            f"the sweep has {n_rows:,} rows ({total:,} combinations, {total - n_rows:,} cannot run), over the limit "
-            f"of {max_rows:,} rows: shorten a list or raise --max-rows")
-    base_inputs = []
-    for m, g, wd, kd, t in base:
-        v = catalog.plan_inputs(m, g, weight_dtype=wd, kv_dtype=kd, tp=t, **fixed)
-        v = engines.with_engine(v, engine, gpu_id=g.id) | fixed
-        plan.validate_inputs(v | {"input_tokens": ok_ctx[m.id][0] - out_tokens, "concurrency": concs[0]})
-        base_inputs.append(v)
-    varying = {k for k in base_inputs[0] if any(b[k] != base_inputs[0][k] for b in base_inputs)}
-    row_inputs = tuple(i.name for i in plan.INPUTS
-                       if i.group in _ROW_GROUPS or i.name in _ROW_ALWAYS or i.name in varying)
-    shared = {k: v for k, v in base_inputs[0].items() if k not in row_inputs}
-    base_cols = [n for n in row_inputs if n not in ("input_tokens", "concurrency")]
-    matrix = np.array([[b[n] for n in base_cols] for b in base_inputs], dtype=float)
-    grids = {m.id: (np.array(ok_ctx[m.id], float), np.array(concs, float)) for m in models}
-
-    labels = (("model", "Model"), ("gpu", "GPU"), ("weight_dtype", "Weight dtype"), ("kv_dtype", "KV dtype"))
-    base_labels = {
-        "model": np.array([m.id for m, *_ in base], dtype=object),
-        "gpu": np.array([g.id for _, g, *_ in base], dtype=object),
-        "weight_dtype": np.array([wd or m.weight_dtype for m, _, wd, *_ in base], dtype=object),
-        "kv_dtype": np.array([kd for *_, kd, _ in base], dtype=object),
-    }
-
-    def pieces() -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-        """(base index, context, concurrency) arrays, a base row at a time, split to blocks."""
-        for b, (m, *_rest) in enumerate(base):
-            c, k = grids[m.id]
-            size = sub[m.id]
-            for start in range(0, size, BLOCK_ROWS):
-                ci, ki = np.unravel_index(np.arange(start, min(start + BLOCK_ROWS, size)), (len(c), len(k)))
-                yield b, c[ci], k[ki]
-
-    def blocks():
-        buf, count = [], 0
-        for p in itertools.chain(pieces(), [None]):
-            if p is not None:
-                buf.append(p)
-                count += len(p[1])
-            if buf and (count >= BLOCK_ROWS or p is None):
-                yield _assemble(buf)
-                buf, count = [], 0
-
-    def _assemble(buf):
-        bidx = np.concatenate([np.full(len(p[1]), p[0]) for p in buf])
-        ctx = np.concatenate([p[1] for p in buf])
-        conc = np.concatenate([p[2] for p in buf])
-        facts = matrix[bidx]
-        inputs = {n: facts[:, j] for j, n in enumerate(base_cols)}
-        inputs.update(input_tokens=ctx - out_tokens, concurrency=conc)
-        labels_ = {k: arr[bidx].tolist() for k, arr in base_labels.items()}
-        return labels_, {n: inputs[n] for n in row_inputs}
-
-    return Table(labels, row_inputs, shared, n_rows, blocks, skipped)
+#: Verdict words -> conditional format (dxf 0 green, 1 amber, 2 red).
+_VERDICT_DXF = {verdict.WORDS[3]: 0, verdict.WORDS[2]: 1, verdict.WORDS[1]: 1, verdict.WORDS[0]: 2}
 
 
 # ----------------------------------------------------------------------------------------
@@ -416,14 +186,14 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     def ref(name: str) -> str:
         return name if name in fixed else f"${col_of[name]}{_ROW_MARK}"
 
-    formulas = {c.key: plan.render(VERDICT if c.key == "verdict" else c.key, ref)[0][1:]
-                for c in cols if c.kind == "line"}
+    formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
+                        else plan.render(c.key, ref)[0])[1:] for c in cols if c.kind == "line"}
     formats = list(dict.fromkeys(number_format(c.unit) for c in cols))
     style = {c.key: (2 + formats.index(number_format(c.unit))) if c.kind != "label" else 0 for c in cols}
 
     def attrs(c: Column) -> str:
         """What follows the cell reference: the closing quote, the style, and t="str" for text results."""
-        return '"' + (f' s="{style[c.key]}"' if style[c.key] else "") + (' t="str"' if c.key == "verdict" else "")
+        return '"' + (f' s="{style[c.key]}"' if style[c.key] else "") + (' t="str"' if c.key == VERDICT_WORDS else "")
 
     spans = {c.key: (f'<c r="{letters[j]}', attrs(c)) for j, c in enumerate(cols)}
     formula_keys = [c.key for c in cols if c.kind == "line"]
@@ -438,15 +208,15 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             f'<pane xSplit="{n_labels + 1}" ySplit="1" topLeftCell="{letters[n_labels + 1]}2" activePane="bottomRight" state="frozen"/>'
             f'</sheetView></sheetViews><sheetFormatPr defaultRowHeight="13"/><cols>{widths}</cols>'
             f'<sheetData><row r="1" ht="54" customHeight="1">{header}</row>')
-    vcol = col_of["verdict"]
+    vcol = col_of[VERDICT_WORDS]
     cf = "".join(
-        f'<cfRule type="cellIs" dxfId="{k}" priority="{k + 1}" operator="equal"><formula>"{escape(text)}"</formula></cfRule>'
-        for k, text in enumerate((MEETS, MISSES, NO_FIT)))
+        f'<cfRule type="cellIs" dxfId="{dxf}" priority="{k + 1}" operator="equal"><formula>"{escape(text)}"</formula></cfRule>'
+        for k, (text, dxf) in enumerate(_VERDICT_DXF.items()))
     fits_col = col_of["fits"]
     tail = (f'</sheetData><autoFilter ref="A1:{letters[-1]}{last_row}"/>'
             f'<conditionalFormatting sqref="{vcol}2:{vcol}{last_row}">{cf}</conditionalFormatting>'
             f'<conditionalFormatting sqref="{fits_col}2:{fits_col}{last_row}">'
-            f'<cfRule type="cellIs" dxfId="2" priority="4" operator="equal"><formula>0</formula></cfRule>'
+            f'<cfRule type="cellIs" dxfId="2" priority="5" operator="equal"><formula>0</formula></cfRule>'
             f'</conditionalFormatting></worksheet>')
 
     def block_xml(r0: int, labels, inputs, si0: int) -> Iterator[str]:
@@ -495,7 +265,7 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
               ("t", "Rows skipped", 1)]]
     notes += [[("t", m), ("t", s), ("t", why), ("n", rows)] for m, s, why, rows in table.skipped] or [[("t", "none")]]
     notes += [[], [("t", "Rules", 1)],
-              [("t", f"TP <= {MAX_TP_ONE_NODE}: tensor parallelism stays within one {MAX_TP_ONE_NODE}-GPU node.")],
+              [("t", "TP <= the GPU's gpus_per_node (GPUs catalog): tensor parallelism stays within one node.")],
               [("t", "TP divides the attention heads; KV heads split evenly (K % TP = 0) or replicate evenly (TP % K = 0).")],
               [("t", "Context <= the model's max_position_embeddings.")],
               [], [("t", "Column", 1), ("t", "Name", 1), ("t", "Unit", 1), ("t", "Meaning", 1)]]

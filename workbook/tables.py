@@ -1,6 +1,6 @@
 """The catalogs as workbook tables, and the one place catalog facts become plan inputs.
 
-The GPUs, Models and Dtypes sheets hold the catalogs of :mod:`udfs.catalog` as plain
+The GPUs, Models and Dtypes sheets hold the catalogs of :mod:`inference_ledger.catalog` as plain
 tables: a row of field ids (what formulas MATCH on), a header row of labels, a row of
 units, then one row per entry.  Every catalog-derived plan input (``num_params``,
 ``kv_heads``, ``gpu_memory_bytes``, ``hbm_bw``, ``peak_flops``, ``weight_bytes`` ...) is
@@ -8,7 +8,7 @@ an ``INDEX/MATCH`` into those tables keyed by the dropdown choices; :func:`looku
 writes that formula and computes the same value in Python, so the Plan sheet, every
 Scenarios row and the cached values share one mapping.
 
-The mapping mirrors ``udfs.catalog.plan_inputs`` (a test holds them equal):
+The mapping mirrors ``inference_ledger.resolve.plan_inputs`` (a test holds them equal):
 
 * an input named like a Models field reads that field of the chosen model;
 * an input named like a GPUs field reads that field of the chosen GPU;
@@ -27,7 +27,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from inference_ledger import ledger as L
+from inference_ledger import catalog, ledger
 from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from inference_ledger.expr import Sym, gt, where
 
@@ -123,24 +123,22 @@ def _columns(cls, declared) -> list[Column]:
 
 
 def load_tables() -> dict[str, Table]:
-    """GPUs, Models and Dtypes from :mod:`udfs.catalog`, in file order."""
-    from inference_ledger import catalog as cat
-
+    """GPUs, Models and Dtypes from :mod:`inference_ledger.catalog`, in file order."""
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
                   Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),
                   Column("bytes_per_element", "Bytes per element", "B"), Column("use", "Use", ""),
                   Column("compute_field", "Computes at (GPU column)", ""), Column("source", "Source", ""),
                   Column("date", "Date", ""), Column("notes", "Notes", "")]
     dtypes = Table("Dtypes", "DTYPE", "Number formats: bytes per element, group scales included",
-                   dtype_cols, list(cat.load_dtypes()),
+                   dtype_cols, list(catalog.load_dtypes()),
                    # bytes per element is a live formula over the row's bits and scales
-                   formulas={"bytes_per_element": lambda c: L.bytes_per_element(c("bits"), c("group_size"),
+                   formulas={"bytes_per_element": lambda c: ledger.bytes_per_element(c("bits"), c("group_size"),
                                                                                   c("scale_bits"))})
     return {
         "GPUs": Table("GPUs", "GPU", "GPU catalog (dense FLOP/s; memory in bytes; one source per row)",
-                      _columns(cat.Gpu, cat.GPU_FIELDS), list(cat.load_gpus())),
+                      _columns(catalog.Gpu, catalog.GPU_FIELDS), list(catalog.load_gpus())),
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
-                        _columns(cat.Model, cat.MODEL_FIELDS), list(cat.load_models())),
+                        _columns(catalog.Model, catalog.MODEL_FIELDS), list(catalog.load_models())),
         "Dtypes": dtypes,
     }
 

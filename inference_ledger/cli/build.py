@@ -7,13 +7,13 @@ build the same workbook with ``workbook.build.build_workbook(path, **options)``.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Callable
 
 import click
 
 from inference_ledger.cli.plan import plan_options
-from workbook.build import build_workbook, verdict
+from inference_ledger import verdict
+from workbook.build import build_workbook
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"
 
@@ -43,5 +43,5 @@ def build_cmd(output: str, **options: Any) -> None:
     inference-ledger build --scenarios my-scenarios.csv
     """
     path, values = build_workbook(output, **options)
-    click.echo(f"wrote {path}: {verdict(SimpleNamespace(**values))} ({values['total_bytes_per_gpu'] / 1e9:,.1f} GB per GPU of "
+    click.echo(f"wrote {path}: {verdict.words_of(values['verdict'])} ({values['total_bytes_per_gpu'] / 1e9:,.1f} GB per GPU of "
                f"{values['usable_bytes_per_gpu'] / 1e9:,.1f} GB usable)")

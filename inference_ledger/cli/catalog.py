@@ -11,7 +11,7 @@ import json
 
 import click
 
-from inference_ledger import catalog
+from inference_ledger import catalog, resolve
 from inference_ledger.units import BYTES_PER_GIB
 
 TERA = 1e12
@@ -34,7 +34,7 @@ def model_line(m: catalog.Model) -> str:
     attn = (f"MLA latent {m.mla_latent_dim}" if m.mla_latent_dim
             else f"{m.kv_heads} KV heads x {m.head_dim}")
     window = f", {m.sliding_layers} layers windowed at {m.window:,}" if m.sliding_layers else ""
-    kv = catalog.model_spec(m.id, "kv_bytes_per_token")
+    kv = resolve.model_spec(m.id, "kv_bytes_per_token")
     origin = f"{m.provenance + ' ' if m.provenance else ''}{m.source}"
     return (f"{m.id:<16} {m.name:<20} {params}, {m.num_layers} layers, {attn}{window}, "
             f"KV {kv:,.0f} B/token (BF16), {m.weight_dtype}, context {m.max_position_embeddings:,} tokens  [{origin}]")

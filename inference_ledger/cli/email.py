@@ -14,8 +14,7 @@ import click
 
 from inference_ledger import mail
 from inference_ledger.cli.build import build_options
-from inference_ledger import catalog
-from workbook.build import DEFAULT_CHOICE, build_workbook
+from workbook.build import build_workbook, resolve_build
 
 
 @click.command("email")
@@ -70,9 +69,10 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
         click.secho(f"WARNING: --insecure: the TLS certificate of {server.where} is NOT verified. "
                     "Use this only with a local test server.", err=True, fg="red", bold=True)
 
-    model = (catalog.model_from_config(build["config"]) if build.get("config")
-             else catalog.get_model(build.get("model") or DEFAULT_CHOICE["model"]))
-    gpu = catalog.get_gpu(build.get("gpu") or DEFAULT_CHOICE["gpu"])
+    choice = {k: v for k, v in build.items() if k != "scenarios"}
+    chosen = resolve_build(**{k: choice.pop(k) for k in ("model", "gpu", "weight_dtype", "kv_dtype", "config",
+                                                         "context", "engine") if k in choice}, numbers=choice)
+    model, gpu = chosen.model, chosen.gpu
     name = mail.attachment_name(model.id, gpu.id, dt.date.today())
     saved, plan = build_workbook(Path(output) if output else Path.cwd() / name, **build)
     saved = Path(saved).resolve()

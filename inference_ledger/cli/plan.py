@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import catalog, engines
+from inference_ledger import engines, resolve
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
@@ -30,8 +30,7 @@ OPTION_NAMES = {
 }
 
 #: Inputs the catalog fills when --model/--config or --gpu is given.
-FROM_CATALOG = {*catalog.MODEL_INPUTS, *catalog.GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes",
-                "gpu_memory_bytes", "peak_flops"}
+FROM_CATALOG = resolve.FROM_CATALOG
 
 # Suffixes each unit accepts (case-insensitive), value = multiplier to base units.
 _SUFFIXES: dict[str, dict[str, float]] = {
@@ -100,44 +99,27 @@ def plan_options(f: Callable) -> Callable:
     return f
 
 
+def option_hint(name: str) -> str:
+    """The command-line option of a plan input or choice name ('tp' -> "'--tp'")."""
+    inp = INPUT_BY_NAME.get(name)
+    return f"'{option_name(inp)}'" if inp is not None else "'--" + name.replace("_", "-") + "'"
+
+
+def resolved_or_usage(**choice: Any) -> resolve.Resolved:
+    """:func:`inference_ledger.resolve.resolve`, a refused choice as a usage error naming its option (exit 2)."""
+    try:
+        return resolve.resolve(**choice)
+    except resolve.ChoiceError as e:
+        raise click.BadParameter(str(e), param_hint=option_hint(e.option)) from None
+
+
 def plan_from_options(*, model: Optional[str] = None, config: Optional[str] = None, gpu: Optional[str] = None,
                       weight_dtype: Optional[str] = None, kv_dtype: str = "bf16", context: Optional[int] = None,
                       engine: str = engines.DEFAULT_ENGINE, **numbers: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(plan inputs, description) from the options of :func:`plan_options`.
-
-    description: the model/gpu ids and names and the dtypes, for titles and JSON.
-    """
-    if model and config:
-        raise click.UsageError("give --model or --config, not both")
-    explicit = {k: v for k, v in numbers.items() if v is not None}
-    if context is not None:
-        if "input_tokens" in explicit:
-            raise click.UsageError("give --context or --input-tokens, not both")
-        out_tokens = explicit.get("output_tokens", INPUT_BY_NAME["output_tokens"].default)
-        if context <= out_tokens:
-            raise click.BadParameter(f"context {context} must exceed the output tokens {out_tokens:g}",
-                                     param_hint="'--context'")
-        explicit["input_tokens"] = context - out_tokens
-    m = catalog.model_from_config(config) if config else catalog.get_model(model) if model else None
-    if m is None:  # no catalog model: a given size is all active and all quantizable unless said otherwise
-        explicit.setdefault("active_params", explicit.get("num_params", INPUT_BY_NAME["active_params"].default))
-        explicit.setdefault("quantized_params", explicit.get("num_params", INPUT_BY_NAME["quantized_params"].default))
-        explicit.setdefault("active_quantized_params", explicit["active_params"])
-    g = catalog.get_gpu(gpu) if gpu else None
-    inputs = catalog.plan_inputs(m, g, weight_dtype=weight_dtype, kv_dtype=kv_dtype, **explicit)
-    problem = catalog.tp_problem(m, int(inputs["tp"])) if m is not None else None
-    if problem:
-        raise click.BadParameter(f"{problem} of {m.name}", param_hint="'--tp'")
-    # the engine's numeric defaults follow the GPU and TP; explicit numbers still win
-    inputs = engines.with_engine(inputs, engine, gpu_id=g.id if g else "") | explicit
-    desc = {
-        "model": m.id if m else None, "model_name": m.name if m else None,
-        "gpu": g.id if g else None, "gpu_name": g.name if g else None,
-        "weight_dtype": catalog.get_dtype(weight_dtype).id if weight_dtype else (m.weight_dtype if m else None),
-        "kv_dtype": catalog.get_dtype(kv_dtype).id,
-        "engine": engines.get_engine(engine).id,
-    }
-    return inputs, desc
+    """(plan inputs, description) from the options of :func:`plan_options`, through the resolver."""
+    r = resolved_or_usage(model=model, gpu=gpu, config=config, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                          context=context, engine=engine, numbers=numbers)
+    return r.inputs, r.describe()
 
 
 def title(values: dict[str, Any], desc: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ from inference_ledger.cli.plan import Quantity, option_name
 from inference_ledger import engines
 from inference_ledger.plan import INPUTS
 from inference_ledger.report import human
-from workbook.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep, write
+from inference_ledger.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
+from workbook.sweep import write
 
 #: Inputs a sweep sets per row (the lists, and the catalog's model, format and GPU facts): no option for them.
 SWEPT = {"tp", "input_tokens", "concurrency"} | {i.name for i in INPUTS if i.group in ("model", "precision", "gpu")}
@@ -94,7 +95,7 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
 
     The .xlsx keeps every plan line as a live formula over its row (change an input on
     the Inputs sheet and every row recalculates); combinations that cannot run (a TP
-    that does not split the heads, TP > 8, a context past the model's maximum) are listed
+    that does not split the heads, TP beyond one node, a context past the model's maximum) are listed
     on the Notes sheet with the reason.
 
     \b

@@ -15,9 +15,7 @@ from typing import Optional
 
 import click
 
-from inference_ledger import fidelity as F
-
-
+from inference_ledger import fidelity
 def _fmt(metric: str, x: float) -> str:
     if metric == "started":
         return str(int(x))
@@ -26,24 +24,24 @@ def _fmt(metric: str, x: float) -> str:
     return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-def _verdict(c: F.Check) -> str:
+def _verdict(c: fidelity.Check) -> str:
     if not c.checked:
         return "not held: " + c.reason if c.reason else "reported"
     return "ok" if c.passed else "MISS"
 
 
-def row_table(checks: list[F.Check]) -> list[list[str]]:
+def row_table(checks: list[fidelity.Check]) -> list[list[str]]:
     head = ["row", "metric", "measured", "predicted", "error", "target"]
     body = [[c.row, c.metric, _fmt(c.metric, c.measured), _fmt(c.metric, c.predicted),
              "" if c.metric == "started" else f"{c.error:+.1%}", _verdict(c)] for c in checks]
     return [head] + body
 
 
-def summary_table(summary: list[F.Summary]) -> list[list[str]]:
+def summary_table(summary: list[fidelity.Summary]) -> list[list[str]]:
     head = ["metric", "rows", "median abs. error", "max abs. error", "target", "met"]
     body = []
     for s in summary:
-        label, unit, target = F.METRICS[s.metric]
+        label, unit, target = fidelity.METRICS[s.metric]
         body.append([f"{label} ({unit})", str(s.n),
                      "-" if s.metric == "started" else f"{s.median_abs_error:.1%}",
                      "-" if s.metric == "started" else f"{s.max_abs_error:.1%}", target, "yes" if s.passed else "NO"])
@@ -76,14 +74,14 @@ def _csv(rows: list[list[str]]) -> str:
 @click.option("--strict", is_flag=True, help="Also exit 1 when an accuracy target is missed.")
 def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool) -> None:
     """Compare predictions with measured deployments (weights, KV cache, engine start, TPOT)."""
-    checks = F.compare(F.load_measured(data))
-    summary = F.summarize(checks)
+    checks = fidelity.compare(fidelity.load_measured(data))
+    summary = fidelity.summarize(checks)
     render = {"text": _text, "markdown": _markdown, "csv": _csv}[fmt]
     if not summary_only:
         click.echo(render(row_table(checks)))
         click.echo("")
     click.echo(render(summary_table(summary)))
-    bad = F.floor_violations(checks)
+    bad = fidelity.floor_violations(checks)
     if bad:
         names = ", ".join(f"{c.row} ({c.predicted:.2f} > {c.measured:.2f} ms)" for c in bad)
         raise click.ClickException(f"TPOT floor above a measured TPOT: {names}")

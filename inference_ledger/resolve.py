@@ -1,0 +1,298 @@
+"""The one resolver: what a user chose -> the plan's inputs, with every rule applied once.
+
+A choice is a model (catalog id, alias, Hugging Face repo, or a parsed config.json), a GPU,
+the weight and KV-cache formats, the serving engine, the context and any plan input by
+name (``tp``, ``concurrency``, ``gpu_memory_utilization`` ...).  :func:`resolve` turns it
+into the inputs of :func:`inference_ledger.plan.evaluate` and refuses, with one line that
+names the setting, what cannot run:
+
+* an empty or unknown id (unknown ids get the closest matches);
+* a value out of its range (:mod:`inference_ledger.args`), a name that is no plan input;
+* a TP degree that does not divide the attention heads, or whose KV heads neither split nor
+  replicate evenly (vLLM's rule; Megatron-LM splits heads evenly);
+* a TP degree larger than one node of the GPU (``gpus_per_node`` in the GPU catalog):
+  the plan has no inter-node term, engines run TP within a node and pipeline across;
+* a context (input + output tokens) above the model's ``max_position_embeddings``.
+
+``plan``, ``build`` (its Plan sheet and every Scenarios row), ``sweep``, ``recommend``,
+``validate``, ``email`` and the Excel functions all call this module, so the same choice
+is accepted or refused everywhere with the same message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from inference_ledger import catalog, engines, plan
+from inference_ledger.args import LedgerInputError
+from inference_ledger.catalog import Dtype, Gpu, Model
+
+#: Plan inputs read from the Model / Gpu field of the same name (the workbook's lookups follow the same rule).
+MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
+GPU_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Gpu)})
+#: Inputs the catalog fills when a model or a GPU is chosen.
+FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes",
+                          "gpu_memory_bytes", "peak_flops"})
+#: Derived model fields model_spec also answers.
+MODEL_DERIVED = ("kv_bytes_per_token", "weights_bytes")
+#: A weight format meaning "the checkpoint's own".
+NATIVE = "native"
+
+
+class ChoiceError(LedgerInputError):
+    """A choice that cannot run; ``option`` names the setting (``tp``, ``gpu``, ``context`` ...)."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
+# ----------------------------------------------------------------------------------------
+# ids
+# ----------------------------------------------------------------------------------------
+
+
+def _empty(value: Any) -> bool:
+    return value is not None and not str(value).strip()
+
+
+def find_model(name: Model | str, extra: Sequence[Model] = ()) -> Model:
+    """A catalog model by id/alias/repo (or one of ``extra``, e.g. a config.json's); empty is an error."""
+    if isinstance(name, Model):
+        return name
+    if name is None or _empty(name):
+        raise ChoiceError("model", "model is empty: give a model id (see `inference-ledger models`)")
+    for m in extra:
+        if m.id == str(name).strip().lower():
+            return m
+    return catalog.get_model(name)
+
+
+def find_gpu(name: Gpu | str) -> Gpu:
+    """A catalog GPU by id or alias; empty is an error."""
+    if isinstance(name, Gpu):
+        return name
+    if name is None or _empty(name):
+        raise ChoiceError("gpu", "gpu is empty: give a GPU id (see `inference-ledger gpus`)")
+    return catalog.get_gpu(name)
+
+
+def find_dtype(name: str, use: str) -> Dtype:
+    """A number format for weights or the KV cache; empty is an error."""
+    if name is None or _empty(name):
+        raise ChoiceError(f"{use}_dtype", f"{use}_dtype is empty: give a format id (bf16, fp8, ...)")
+    d = catalog.get_dtype(name)
+    if use not in d.use.split("|"):
+        raise ChoiceError(f"{use}_dtype", f"{use} dtype {d.id!r} is not a {use} format "
+                                          f"(it is for: {d.use.replace('|', ', ')})")
+    return d
+
+
+def weight_format(model: Optional[Model], weight_dtype: Optional[str]) -> Dtype:
+    """The weight format: the one named, else the checkpoint's (``native`` or blank), else BF16."""
+    if weight_dtype is None or str(weight_dtype).strip().lower() in ("", NATIVE):
+        return find_dtype(model.weight_dtype if model else catalog.UNQUANTIZED_DTYPE, "weight")
+    return find_dtype(weight_dtype, "weight")
+
+
+# ----------------------------------------------------------------------------------------
+# the rules
+# ----------------------------------------------------------------------------------------
+
+
+def heads_problem(model: Model, tp: int) -> Optional[str]:
+    """Why a model's heads cannot be split over tp GPUs (None when they can).
+
+    Tensor parallelism splits the attention heads across GPUs (Megatron-LM, Shoeybi et al.
+    2019), so TP must divide them; the KV heads either split evenly (K % TP = 0) or are
+    replicated evenly (TP % K = 0), as vLLM requires.  An MLA latent is not split.
+    """
+    if model.num_attention_heads % tp:
+        return f"TP {tp} does not divide the {model.num_attention_heads} attention heads of {model.id}"
+    if model.mla_latent_dim == 0:
+        k = model.kv_heads
+        if tp <= k and k % tp:
+            return f"TP {tp} does not divide the {k} KV heads of {model.id}"
+        if tp > k and tp % k:
+            return f"TP {tp} is not a multiple of the {k} KV heads of {model.id} (they cannot be replicated evenly)"
+    return None
+
+
+def node_problem(gpu: Gpu, tp: int) -> Optional[str]:
+    """Why tp GPUs are more than one node of this GPU (None when they fit one)."""
+    if tp > gpu.gpus_per_node:
+        return (f"TP {tp} spans more than one {gpu.gpus_per_node}-GPU node of {gpu.id} "
+                "(cross-node TP is not modelled)")
+    return None
+
+
+def tp_problem(model: Optional[Model], gpu: Optional[Gpu], tp: int) -> Optional[str]:
+    """Why this model cannot run at TP ``tp`` on this GPU (None when it can)."""
+    return (node_problem(gpu, tp) if gpu is not None else None) or \
+        (heads_problem(model, tp) if model is not None else None)
+
+
+def context_problem(model: Optional[Model], context: float) -> Optional[str]:
+    """Why a context (input + output tokens) is too long for the model (None when it is not)."""
+    if model is not None and context > model.max_position_embeddings:
+        return (f"context {int(context):,} exceeds the {model.max_position_embeddings:,}-token maximum of "
+                f"{model.id} (max_position_embeddings)")
+    return None
+
+
+def input_tokens_of(context: Any, output_tokens: float) -> float:
+    """Input tokens of a context (input + output tokens); the context must exceed the output."""
+    c = check_number("input_tokens", context)
+    if c <= output_tokens:
+        raise ChoiceError("context", f"context {c:g} must exceed the output tokens {output_tokens:g} "
+                                     "(context = input + output tokens)")
+    return float(c - output_tokens)
+
+
+def check_number(name: str, value: Any) -> float:
+    """One plan input checked against its range (ChoiceError naming it)."""
+    if name not in plan.INPUT_BY_NAME:
+        raise ChoiceError(name, f"not a plan input: {name}")
+    try:
+        return plan.INPUT_BY_NAME[name].arg.check(value)
+    except ChoiceError:
+        raise
+    except LedgerInputError as e:
+        raise ChoiceError(name, str(e)) from None
+
+
+# ----------------------------------------------------------------------------------------
+# choice -> inputs
+# ----------------------------------------------------------------------------------------
+
+
+def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
+    """Dense FLOP/s the weight format computes at on this GPU (BF16 where the chip lacks the unit)."""
+    v = getattr(gpu, weight_dtype.compute_field, None)
+    return v if v else getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD)
+
+
+def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtype: Optional[str] = None,
+                kv_dtype: str = "bf16", **overrides: Any) -> dict[str, Any]:
+    """Catalog facts as plan inputs, no rules applied (:func:`resolve` applies them).
+
+    Model and GPU fields named like plan inputs fill them (MODEL_INPUTS, GPU_INPUTS; a blank
+    GPU field keeps the default); ``gpu_memory_bytes`` is the GPU's runtime memory; the weight
+    format (default: the checkpoint's) gives ``weight_bytes`` and the compute unit
+    (``peak_flops``); modules outside the quantized layers count at BF16.  Everything else is
+    :func:`inference_ledger.plan.defaults`, and ``overrides`` (plan input names) win.
+    """
+    unknown = sorted(set(overrides) - set(plan.INPUT_BY_NAME))
+    if unknown:
+        raise ChoiceError(unknown[0], f"not a plan input: {', '.join(unknown)}")
+    v = plan.defaults()
+    m = find_model(model) if isinstance(model, str) else model
+    g = find_gpu(gpu) if isinstance(gpu, str) else gpu
+    if m is not None:
+        v.update({name: getattr(m, name) for name in MODEL_INPUTS})
+    wd = weight_format(m, weight_dtype)
+    v["weight_bytes"] = wd.bytes_per_element
+    v["unquantized_bytes"] = catalog.get_dtype(catalog.UNQUANTIZED_DTYPE).bytes_per_element
+    v["kv_bytes"] = find_dtype(kv_dtype, "kv").bytes_per_element
+    if g is not None:
+        v.update({name: getattr(g, name) for name in GPU_INPUTS if getattr(g, name) is not None})
+        v["gpu_memory_bytes"] = g.memory_runtime_bytes
+        v["peak_flops"] = peak_flops(g, wd)
+    v.update(overrides)
+    return v
+
+
+def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engines.DEFAULT_ENGINE, *,
+                gpu_id: str = "", max_model_len: Optional[int] = None) -> dict[str, Any]:
+    """Plan inputs with an engine's numeric inputs filled in from the inputs' own GPU memory,
+    interconnect and TP (what ``--engine`` does; apply explicit user values after this)."""
+    out = dict(inputs)
+    out.update(engines.engine_inputs(engine, gpu_memory_bytes=out["gpu_memory_bytes"],
+                                     interconnect_bw=out["interconnect_bw"], gpu_id=gpu_id, tp=int(out["tp"]),
+                                     max_model_len=max_model_len))
+    return out
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A choice made concrete: the plan's inputs and the catalog entries behind them."""
+
+    inputs: dict[str, Any]
+    model: Optional[Model]
+    gpu: Optional[Gpu]
+    weight_dtype: Optional[str]     # format id (None: a generic model given as numbers)
+    kv_dtype: str
+    engine: str
+    explicit: dict[str, float] = field(default_factory=dict)   # the numbers given, checked
+
+    def describe(self) -> dict[str, Any]:
+        """Ids and names for titles and JSON."""
+        m, g = self.model, self.gpu
+        return {"model": m.id if m else None, "model_name": m.name if m else None,
+                "gpu": g.id if g else None, "gpu_name": g.name if g else None,
+                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "engine": self.engine}
+
+
+def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, weight_dtype: Optional[str] = None,
+            kv_dtype: str = "bf16", engine: str = engines.DEFAULT_ENGINE, context: Optional[float] = None,
+            config: str | Path | None = None, extra_models: Sequence[Model] = (), max_model_len: Optional[int] = None,
+            numbers: Mapping[str, Any] | None = None, validate: bool = True) -> Resolved:
+    """The plan's inputs for a choice, every rule applied (ChoiceError/UnknownId with one line otherwise).
+
+    ``model``/``gpu`` None means "not chosen" (a generic model or GPU from the numbers and the
+    defaults); an empty string is an error.  ``numbers`` are plan inputs by name; they win over
+    the catalog and the engine.  ``context`` is input + output tokens.  ``max_model_len`` is the
+    engine's (its prefill chunk may follow it).
+    """
+    if config is not None and model is not None:
+        raise ChoiceError("model", "give a model or a config, not both")
+    explicit = {k: check_number(k, v) for k, v in (numbers or {}).items() if v is not None}
+    if context is not None:
+        if "input_tokens" in explicit:
+            raise ChoiceError("context", "give context or input_tokens, not both")
+        out_tokens = explicit.get("output_tokens", plan.INPUT_BY_NAME["output_tokens"].default)
+        explicit["input_tokens"] = input_tokens_of(context, out_tokens)
+    m = catalog.model_from_config(config) if config is not None else \
+        find_model(model, extra_models) if model is not None else None
+    g = find_gpu(gpu) if gpu is not None else None
+    if m is None:  # no catalog model: a given size is all active and all quantizable unless said otherwise
+        explicit.setdefault("active_params", explicit.get("num_params", plan.INPUT_BY_NAME["active_params"].default))
+        explicit.setdefault("quantized_params", explicit.get("num_params", plan.INPUT_BY_NAME["quantized_params"].default))
+        explicit.setdefault("active_quantized_params", explicit["active_params"])
+    wd = weight_format(m, weight_dtype)
+    kd = find_dtype(kv_dtype, "kv")
+    eng = engines.get_engine(engine)
+    inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
+    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) | explicit
+    problem = tp_problem(m, g, int(inputs["tp"]))
+    if problem:
+        raise ChoiceError("tp", problem)
+    problem = context_problem(m, inputs["input_tokens"] + inputs["output_tokens"])
+    if problem:
+        raise ChoiceError("context", problem)
+    if validate:
+        plan.validate_inputs(inputs)
+    return Resolved(inputs, m, g, wd.id if (m is not None or weight_dtype) else None, kd.id, eng.id, explicit)
+
+
+# ----------------------------------------------------------------------------------------
+# single facts (the Excel MODEL_SPEC / GPU_SPEC)
+# ----------------------------------------------------------------------------------------
+
+
+def gpu_spec(gpu_id: str, field: str) -> Any:
+    """One GPU fact by field name, base units (None where the chip has no such unit)."""
+    find_gpu(gpu_id)
+    return catalog.gpu_spec(gpu_id, field)
+
+
+def model_spec(model_id: str, field: str) -> Any:
+    """One model fact by field name, or a derived one: kv_bytes_per_token (BF16 KV), weights_bytes (native format)."""
+    m = find_model(model_id)
+    f = catalog.field_name("model", [x.name for x in dataclasses.fields(Model)] + list(MODEL_DERIVED), field)
+    if f in MODEL_DERIVED:
+        return float(plan.evaluate(plan_inputs(m, None))[f])
+    return getattr(m, f)
