@@ -86,6 +86,17 @@ def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate
     return num_layers * num_experts * GLU_MATRICES * (padded - hidden_size * intermediate_size / tp) * weight_bytes
 
 
+def kv_budget_rule_adjustment(rule, memory_fraction, weights_bytes_per_gpu, non_torch, workspace_bytes):
+    """What an engine's rule adds to vLLM's KV budget (f x total - weights - workspace); 0 under vLLM's rule.
+
+    rule 2 SGLang:       f x (total - non-torch) - weights = vLLM's + workspace - f x non-torch
+    rule 3 TensorRT-LLM: f x (total - non-torch - weights - activations) = vLLM's + (1 - f) x (weights + workspace)
+    (workspace = activations + non-torch).
+    """
+    return where(eq(rule, KV_RULE_SGLANG), workspace_bytes - memory_fraction * non_torch,
+                 where(eq(rule, KV_RULE_TRTLLM), (1 - memory_fraction) * (weights_bytes_per_gpu + workspace_bytes), 0))
+
+
 def kv_budget_bytes(rule, gpu_memory_bytes, memory_fraction, weights_bytes_per_gpu, activation_bytes, non_torch):
     """KV-cache bytes one GPU gets under the engine's rule (negative: the engine refuses to start).
 
@@ -93,10 +104,9 @@ def kv_budget_bytes(rule, gpu_memory_bytes, memory_fraction, weights_bytes_per_g
     rule 2 SGLang:       f x (total - non-torch) - weights
     rule 3 TensorRT-LLM: f x (total - non-torch - weights - activation peak)
     """
-    vllm = memory_fraction * gpu_memory_bytes - weights_bytes_per_gpu - activation_bytes - non_torch
-    sglang = memory_fraction * (gpu_memory_bytes - non_torch) - weights_bytes_per_gpu
-    trtllm = memory_fraction * (gpu_memory_bytes - non_torch - weights_bytes_per_gpu - activation_bytes)
-    return where(eq(rule, KV_RULE_SGLANG), sglang, where(eq(rule, KV_RULE_TRTLLM), trtllm, vllm))
+    workspace = activation_bytes + non_torch
+    return memory_fraction * gpu_memory_bytes - weights_bytes_per_gpu - workspace + kv_budget_rule_adjustment(
+        rule, memory_fraction, weights_bytes_per_gpu, non_torch, workspace)
 
 
 def allreduce_seconds(tp, num_layers, latency_seconds, message_bytes, interconnect_bw):

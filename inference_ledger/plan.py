@@ -1,35 +1,29 @@
-"""The plan: every ledger line, in order, as one graph of named quantities.
+"""The plan: its inputs (with units, defaults and ranges) and its lines, as one graph of named quantities.
 
+Each line is a plain function in :mod:`inference_ledger.plan_lines` (memory, compute,
+bandwidth, cost, fit) or :mod:`inference_ledger.whatif_lines` (inverses, QPS) whose
+parameters name the inputs and lines it uses; the graph comes from those signatures.
 This is the single description of a deployment plan that every adapter shares:
 
-* ``evaluate(inputs)`` computes it in Python (the CLI's ``plan``, cached values in
-  the workbook, sweeps over numpy arrays);
-* ``render(line, ref)`` writes the same line as an Excel formula, with ``ref`` saying
-  where each named quantity lives (a defined name on the Plan sheet, or a cell of
-  the same row in the Scenarios grid).
-
-A line's formula is a call into :mod:`udfs.ledger` (or trivial arithmetic over other
-lines), written once.  The workbook, the CLI and the Excel functions agree because
-they evaluate the same lines, and the LibreOffice tests prove it.
+* ``evaluate(inputs)`` calls the functions in dependency order (the CLI's ``plan``,
+  cached values in the workbook, sweeps over numpy arrays);
+* ``render(line, ref)`` calls the same function with Excel references and gets its
+  formula, with ``ref`` saying where each named quantity lives (a defined name on the
+  Plan sheet, or a cell of the same row in the Scenarios grid or a sweep).
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from . import ledger as L
-from . import engine_ledger as E
-from . import whatif as Q
-from . import verdict as V
-from .expr import minimum
-from .args import ARGS, Arg, LedgerInputError
-from .expr import Sym, where, le, ge, and_
-from .expr import floor, maximum
-from .units import BYTES_PER_GIB, FLOPS_PER_PARAM
+from inference_ledger import plan_lines, whatif_lines
+from inference_ledger.args import ARGS, Arg, LedgerInputError
+from inference_ledger.expr import Sym
+from inference_ledger.line import Line, lines_of
+from inference_ledger.units import BYTES_PER_GIB
 
 
 @dataclass(frozen=True)
@@ -43,18 +37,6 @@ class Input:
     doc: str
     group: str  # model | precision | gpu | deployment | workload | efficiency | cost | target
     arg: Arg
-
-
-@dataclass(frozen=True)
-class Line:
-    """One computed line of a ledger."""
-
-    name: str
-    label: str
-    unit: str
-    ledger: str  # memory | compute | bandwidth | cost | fit
-    doc: str
-    fn: Callable[[Any], Any] = field(repr=False)
 
 
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
@@ -138,296 +120,31 @@ INPUTS: tuple[Input, ...] = (
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
-def _lines() -> tuple[Line, ...]:
-    M, C, B, K, F = "memory", "compute", "bandwidth", "cost", "fit"
-    return (
-        # --- memory -------------------------------------------------------------
-        Line("weights_bytes", "Weights", "B", M,
-             "Resident weights: quantized layers at the weight dtype, the rest at BF16 (seed: W = N x bytes).",
-             lambda v: L.weights_bytes_mixed(v.num_params, v.quantized_params, v.weight_bytes, v.unquantized_bytes)),
-        Line("moe_padding_bytes_per_gpu", "MoE kernel padding per GPU", "B", M,
-             "Experts padded to the MoE kernel's tile: L x E x 3 x (padded - actual hidden x intermediate / TP) x bytes.",
-             lambda v: E.moe_padding_bytes_per_gpu(v.num_layers, v.num_experts, v.hidden_size, v.intermediate_size, v.tp,
-                                                   v.moe_pad_hidden, v.moe_pad_intermediate, v.weight_bytes)),
-        Line("weights_bytes_per_gpu", "Weights per GPU", "B", M,
-             "Tensor parallelism splits every weight matrix evenly over the TP GPUs; plus any MoE kernel padding.",
-             lambda v: L.per_gpu(v.weights_bytes, v.tp) + v.moe_padding_bytes_per_gpu),
-        Line("prefill_activation_bytes_per_gpu", "Prefill chunk activations per GPU", "B", M,
-             "max_num_batched_tokens x bytes x ((3 + routed experts) x hidden + 3 x experts x intermediate / TP): the MLP's live tensors.",
-             lambda v: E.prefill_activation_bytes(v.max_num_batched_tokens, v.hidden_size, v.intermediate_size,
-                                                  v.experts_per_token, v.unquantized_bytes, v.tp)),
-        Line("sampler_activation_bytes_per_gpu", "Sampler working set per GPU", "B", M,
-             "max_num_seqs x vocab x sampler bytes per logit: the profile samples one logits row per sequence.",
-             lambda v: E.sampler_activation_bytes(v.max_num_seqs, v.vocab_size, v.sampler_bytes_per_logit)),
-        Line("activation_peak_bytes_per_gpu", "Activation peak per GPU", "B", M,
-             "The larger of the prefill chunk and the sampler (they run one after the other in the engine's profile).",
-             lambda v: E.activation_peak_bytes(v.prefill_activation_bytes_per_gpu, v.sampler_activation_bytes_per_gpu)),
-        Line("non_torch_bytes_per_gpu", "Non-torch memory per GPU", "B", M,
-             "CUDA context, plus NCCL buffers when TP > 1.",
-             lambda v: E.non_torch_bytes(v.cuda_context_bytes, v.nccl_bytes, v.tp)),
-        Line("workspace_bytes_per_gpu", "Workspace per GPU", "B", M,
-             "Activation peak + non-torch memory: what the engine keeps beside weights and KV.",
-             lambda v: v.activation_peak_bytes_per_gpu + v.non_torch_bytes_per_gpu),
-        Line("kv_cache_budget_bytes_per_gpu", "KV cache budget per GPU (engine)", "B", M,
-             "The engine's documented rule (kv_budget_rule); negative means the engine refuses to start.",
-             lambda v: E.kv_budget_bytes(v.kv_budget_rule, v.gpu_memory_bytes, v.gpu_memory_utilization,
-                                         v.weights_bytes_per_gpu, v.activation_peak_bytes_per_gpu,
-                                         v.non_torch_bytes_per_gpu)),
-        Line("kv_elements_per_token_layer", "KV elements per token per layer", "elements", M,
-             "2 x KV heads x head dim (K and V), or the MLA latent width when the model has one.",
-             lambda v: L.kv_elements_per_token_layer(v.kv_heads, v.head_dim, v.mla_latent_dim)),
-        Line("kv_bytes_per_token", "KV per token", "B/token", M,
-             "Seed: 2 x L x K x H x bytes; every layer counted (engines size their KV pool this way).",
-             lambda v: v.kv_elements_per_token_layer * v.kv_bytes * v.num_layers),
-        Line("kv_shards", "KV split across GPUs", "x", M,
-             "KV heads split over TP, replicated once TP exceeds them; an MLA latent is not split.",
-             lambda v: L.kv_shards(v.kv_heads, v.tp, v.mla_latent_dim)),
-        Line("kv_bytes_per_token_per_gpu", "KV per token per GPU", "B/token", M,
-             "KV per token divided by the KV split.",
-             lambda v: L.per_gpu(v.kv_bytes_per_token, v.kv_shards)),
-        Line("context_tokens", "Context per sequence", "tokens", M,
-             "Peak context a sequence holds: input + output tokens.",
-             lambda v: v.input_tokens + v.output_tokens),
-        Line("kv_bytes_per_sequence", "KV per sequence at full context", "B", M,
-             "Full layers hold the whole context, sliding-window layers at most the window.",
-             lambda v: L.kv_sequence_bytes(v.kv_elements_per_token_layer, v.kv_bytes, v.num_layers,
-                                           v.context_tokens, v.sliding_layers, v.window)),
-        Line("kv_bytes_peak", "KV at peak concurrency", "B", M,
-             "Planned for the peak number of concurrent sequences at full context, not the average.",
-             lambda v: v.kv_bytes_per_sequence * v.concurrency),
-        Line("kv_bytes_per_gpu", "KV per GPU at peak", "B", M,
-             "Peak KV divided by the KV split.",
-             lambda v: L.per_gpu(v.kv_bytes_peak, v.kv_shards)),
-        Line("total_bytes_per_gpu", "Total per GPU", "B", M,
-             "Weights + KV + workspace on each GPU: all three, never weights only.",
-             lambda v: L.memory_total_bytes(v.weights_bytes_per_gpu, v.kv_bytes_per_sequence / v.kv_shards,
-                                            v.concurrency, v.workspace_bytes_per_gpu)),
-        Line("usable_bytes_per_gpu", "Usable memory per GPU", "B", M,
-             "GPU memory x gpu_memory_utilization: what the engine lets itself use.",
-             lambda v: L.usable_bytes(v.gpu_memory_bytes, v.gpu_memory_utilization)),
-        Line("headroom_bytes_per_gpu", "Headroom per GPU", "B", M,
-             "What the engine's KV budget has left after the peak KV (negative = does not fit); under vLLM's rule this is usable memory - total.",
-             lambda v: v.kv_cache_budget_bytes_per_gpu - v.kv_bytes_per_gpu),
-        Line("memory_total_bytes", "Total memory, all GPUs", "B", M,
-             "Weights + peak KV + one workspace per GPU.",
-             lambda v: L.memory_total_bytes(v.weights_bytes, v.kv_bytes_per_sequence, v.concurrency,
-                                            v.workspace_bytes_per_gpu * v.tp)),
-        Line("gpus_needed", "GPUs needed (seed rule)", "GPUs", M,
-             "Fewest GPUs, as a power-of-two TP degree, whose usable memory holds weights + peak KV.",
-             lambda v: L.gpus_needed(v.weights_bytes + v.kv_bytes_peak, v.gpu_memory_bytes,
-                                     v.gpu_memory_utilization, v.workspace_bytes_per_gpu)),
-        Line("kv_capacity_tokens", "KV tokens that fit", "tokens", M,
-             "Whole tokens of KV the engine's KV budget holds per GPU (its log: 'GPU KV cache size: N tokens').",
-             lambda v: maximum(floor(v.kv_cache_budget_bytes_per_gpu / v.kv_bytes_per_token_per_gpu), 0)),
-        Line("max_concurrency", "Max concurrency at this context", "sequences", M,
-             "Whole sequences of this context the KV budget holds: KV budget / KV per sequence per GPU (sliding windows included).",
-             lambda v: Q.max_sequences(v.kv_cache_budget_bytes_per_gpu, v.kv_bytes_per_sequence / v.kv_shards)),
-        # --- compute ------------------------------------------------------------
-        Line("flops_request", "FLOPs per request", "FLOP", C,
-             "Seed: 2N x S + 2N x T with N the active parameters.",
-             lambda v: L.flops_request(v.active_params, v.input_tokens, v.output_tokens)),
-        Line("prefill_flops", "Prefill FLOPs", "FLOP", C,
-             "2 x N_active x S: the whole prompt in one parallel pass.",
-             lambda v: L.prefill_flops(v.active_params, v.input_tokens)),
-        Line("prefill_seconds", "Prefill time (TTFT floor)", "s", C,
-             "Prefill FLOPs over TP GPUs at dense peak x prefill efficiency: compute-bound.",
-             lambda v: L.compute_seconds(v.prefill_flops, v.peak_flops, v.prefill_efficiency, v.tp)),
-        Line("weights_read_bytes", "Weight bytes read per decode step", "B", B,
-             "Every active weight is read from HBM once per step (MoE reads only the routed experts).",
-             lambda v: L.weights_bytes_mixed(v.active_params, v.active_quantized_params, v.weight_bytes,
-                                             v.unquantized_bytes)),
-        Line("ridge_batch", "Compute-bound from batch", "sequences", C,
-             "Roofline ridge: batch where 2 x N x B FLOPs take as long as reading the weights.",
-             lambda v: L.ridge_batch(v.peak_flops, v.hbm_bw, v.weights_read_bytes / v.active_params)),
-        Line("decode_flops_per_step_per_gpu", "Decode FLOPs per step per GPU", "FLOP", C,
-             "2 x N_active per sequence in the batch, split over TP.",
-             lambda v: L.forward_flops(v.active_params, v.concurrency) / v.tp),
-        # --- bandwidth ----------------------------------------------------------
-        Line("decode_bytes_per_step_per_gpu", "Bytes read per decode step per GPU", "B", B,
-             "Weights once per step + every sequence's KV, each split over its GPUs.",
-             lambda v: L.decode_bytes_per_step(v.weights_read_bytes / v.tp,
-                                               v.kv_bytes_per_sequence / v.kv_shards, v.concurrency)),
-        Line("tpot_floor_seconds", "TPOT floor", "s", B,
-             "Roofline at 100%: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / HBM bandwidth.",
-             lambda v: L.decode_step_seconds(v.decode_bytes_per_step_per_gpu, v.decode_flops_per_step_per_gpu,
-                                             v.hbm_bw, v.peak_flops)),
-        Line("allreduce_seconds_per_step", "TP all-reduce time per step", "s", B,
-             "2 all-reduces per layer x (latency + 2 (TP-1)/TP x batch x hidden x bytes / interconnect); 0 at TP 1.",
-             lambda v: E.allreduce_seconds(v.tp, v.num_layers, v.allreduce_latency_seconds,
-                                           v.concurrency * v.hidden_size * v.unquantized_bytes, v.interconnect_bw)),
-        Line("decode_overhead_seconds", "Decode overhead per step", "s", B,
-             "Layers x per-layer kernel overhead + per-step overhead.",
-             lambda v: E.decode_overhead_seconds(v.num_layers, v.layer_overhead_seconds, v.step_overhead_seconds)),
-        Line("tpot_seconds", "TPOT expected", "s", B,
-             "Roofline at achievable bandwidth and compute efficiencies + TP all-reduces + per-layer and per-step overhead.",
-             lambda v: L.decode_step_seconds(v.decode_bytes_per_step_per_gpu, v.decode_flops_per_step_per_gpu,
-                                             v.hbm_bw, v.peak_flops, v.bw_efficiency, v.decode_compute_efficiency)
-             + v.allreduce_seconds_per_step + v.decode_overhead_seconds),
-        Line("ttft_seconds", "TTFT expected", "s", C,
-             "Prefill time at the prefill efficiency (queueing not included).",
-             lambda v: v.prefill_seconds),
-        Line("tokens_per_second", "Output tokens/s (one replica)", "tokens/s", B,
-             "Concurrency / TPOT: every sequence in the batch gets a token each step.",
-             lambda v: L.tokens_per_second(v.concurrency, v.tpot_seconds)),
-        Line("tokens_per_second_per_gpu", "Output tokens/s per GPU", "tokens/s", B,
-             "Replica throughput over its TP GPUs.",
-             lambda v: v.tokens_per_second / v.tp),
-        Line("request_seconds", "Request latency", "s", B,
-             "TTFT + output tokens x TPOT.",
-             lambda v: v.ttft_seconds + v.output_tokens * v.tpot_seconds),
-        # --- cost ---------------------------------------------------------------
-        Line("cost_per_hour", "Cost per hour (one replica)", "$/h", K,
-             "Price per GPU-hour x TP GPUs.",
-             lambda v: L.cost_per_hour(v.price_per_gpu_hour, v.tp)),
-        Line("cost_per_million_output_tokens", "Cost per million output tokens", "$/Mtok", K,
-             "Hourly cost over an hour of output at full concurrency.",
-             lambda v: L.cost_per_million_output_tokens(v.price_per_gpu_hour, v.tp, v.tokens_per_second)),
-        Line("required_tokens_per_second", "Output tokens/s the forecast needs", "tokens/s", K,
-             "Requests per day x output tokens / 86,400 (daily average).",
-             lambda v: L.required_tokens_per_second(v.requests_per_day, v.output_tokens)),
-        Line("replicas_needed", "Replicas for the forecast", "replicas", K,
-             "Whole model copies to serve the forecast's token rate (at least one).",
-             lambda v: L.replicas_needed(v.required_tokens_per_second, v.tokens_per_second)),
-        Line("gpus_total", "GPUs for the forecast", "GPUs", K,
-             "Replicas x TP.",
-             lambda v: v.replicas_needed * v.tp),
-        Line("monthly_cost", "Monthly GPU cost", "$/month", K,
-             "GPUs for the forecast x price x 730 h.",
-             lambda v: L.monthly_cost(v.price_per_gpu_hour, v.gpus_total)),
-        # --- fit ----------------------------------------------------------------
-        Line("fits", "Fits in memory", "1/0", F,
-             "1 when the peak KV per GPU fits the engine's KV budget (weights, activations and non-torch taken out; a negative budget never fits).",
-             lambda v: L.fits(v.kv_bytes_per_gpu, v.kv_cache_budget_bytes_per_gpu)),
-        Line("kv_fits", "KV holds the peak concurrency", "1/0", F,
-             "1 when the KV capacity holds the peak concurrency at full context.",
-             lambda v: where(le(v.concurrency, v.max_concurrency), 1, 0)),
-        Line("ttft_ok", "TTFT meets target", "1/0", F,
-             "1 when expected TTFT <= target.",
-             lambda v: where(le(v.ttft_seconds, v.ttft_target), 1, 0)),
-        Line("tpot_ok", "TPOT meets target", "1/0", F,
-             "1 when expected TPOT <= target.",
-             lambda v: where(le(v.tpot_seconds, v.tpot_target), 1, 0)),
-        Line("verdict", "Verdict", "code", F,
-             "0 does not fit (one sequence is over the engine's KV budget), 1 fits below the requested concurrency (the rest queue), 2 fits but misses a target, 3 fits and meets the targets.",
-             lambda v: V.verdict(v.fits, v.max_concurrency, v.ttft_ok, v.tpot_ok)),
-        # --- what QPS, and the inverses (udfs.whatif) -----------------------------
-        Line("max_context_tokens", "Longest context that fits at this concurrency", "tokens", M,
-             "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window layers included).",
-             lambda v: Q.max_context_tokens(v.kv_cache_budget_bytes_per_gpu, v.concurrency, v.kv_bytes_per_token_per_gpu,
-                                            v.num_layers, v.sliding_layers, v.window)),
-        *(Line(f"fits_tp{n}", f"Fits at TP {n}", "1/0", F,
-               f"The fit test with the model split over {n} GPU(s): weights, activations, NCCL buffers and KV recomputed at TP {n}.",
-               lambda v, k=k: at(v, "tp", Q.tp_candidates(v.tp)[k]).fits)
-          for k, n in enumerate((1, 2, 4, 8))),
-        Line("min_gpus_to_fit", "Fewest GPUs that fit (engine budget)", "GPUs", M,
-             "Smallest TP degree within one 8-GPU node whose GPUs hold this load (0 = none does).",
-             lambda v: Q.first_fit(Q.tp_candidates(v.tp), (v.fits_tp1, v.fits_tp2, v.fits_tp4, v.fits_tp8))),
-        Line("decode_fixed_seconds", "Fixed decode time per step", "s", B,
-             "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.",
-             lambda v: v.decode_overhead_seconds + E.allreduce_seconds(v.tp, v.num_layers, v.allreduce_latency_seconds,
-                                                                       0, v.interconnect_bw)),
-        Line("allreduce_seconds_per_sequence", "All-reduce time per sequence", "s", B,
-             "What each sequence adds to a step's all-reduces: its ring bytes over the interconnect.",
-             lambda v: E.allreduce_seconds(v.tp, v.num_layers, 0, v.hidden_size * v.unquantized_bytes, v.interconnect_bw)),
-        Line("tpot_max_batch", "Largest batch meeting the TPOT target", "sequences", B,
-             "Inverse of the expected TPOT: the most sequences per step with expected TPOT <= target (0 = none).",
-             lambda v: Q.tpot_max_batch(v.tpot_target - v.decode_fixed_seconds, v.weights_read_bytes / v.tp,
-                                        v.kv_bytes_per_sequence / v.kv_shards
-                                        + v.allreduce_seconds_per_sequence * v.hbm_bw * v.bw_efficiency,
-                                        v.decode_flops_per_step_per_gpu / v.concurrency
-                                        + v.allreduce_seconds_per_sequence * v.peak_flops * v.decode_compute_efficiency,
-                                        v.hbm_bw, v.peak_flops, v.bw_efficiency, v.decode_compute_efficiency)),
-        Line("serving_concurrency", "Concurrency meeting memory and TPOT", "sequences", B,
-             "The most sequences in flight that both fit in memory and meet the TPOT target.",
-             lambda v: minimum(v.max_concurrency, v.tpot_max_batch)),
-        Line("qps_per_replica", "QPS per replica", "requests/s", B,
-             "Little's law: concurrency / (TTFT + output tokens x TPOT).",
-             lambda v: Q.qps_per_replica(v.concurrency, v.ttft_seconds, v.output_tokens, v.tpot_seconds)),
-        Line("replicas_for_qps", "Replicas for the target QPS", "replicas", K,
-             "Whole model copies whose QPS covers the target (at least one).",
-             lambda v: L.replicas_needed(v.target_qps, v.qps_per_replica)),
-        Line("gpus_for_qps", "GPUs for the target QPS", "GPUs", K,
-             "Replicas x TP.",
-             lambda v: v.replicas_for_qps * v.tp),
-        Line("qps_capacity", "QPS the replicas sustain", "requests/s", K,
-             "Replicas x QPS per replica.",
-             lambda v: v.replicas_for_qps * v.qps_per_replica),
-        Line("qps_headroom", "QPS headroom", "fraction", K,
-             "Capacity over target, minus one: the spare share of the provisioned QPS.",
-             lambda v: v.qps_capacity / v.target_qps - 1),
-        Line("monthly_gpu_hours_qps", "Monthly GPU-hours for the target QPS", "GPU-h/month", K,
-             "GPUs for the target QPS x 730 h.",
-             lambda v: Q.monthly_gpu_hours(v.gpus_for_qps)),
-        Line("monthly_cost_qps", "Monthly cost for the target QPS", "$/month", K,
-             "GPUs for the target QPS x price x 730 h.",
-             lambda v: L.monthly_cost(v.price_per_gpu_hour, v.gpus_for_qps)),
-    )
-
-
-LINES: tuple[Line, ...] = _lines()
+#: Every line, in display order (ledgers, then what-if); each is a function in plan_lines / whatif_lines.
+LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(whatif_lines)
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 
 
-class _At:
-    """The plan's quantities with one input set to another value (see :func:`at`)."""
-
-    def __init__(self, v, name: str, value):
-        self._v, self._name, self._value, self._memo = v, name, value, {}
-
-    def __getattr__(self, n):
-        if n.startswith("_"):
-            raise AttributeError(n)
-        if n == self._name:
-            return self._value
-        if n in LINE_BY_NAME and _depends_on(n, self._name):
-            if n not in self._memo:
-                self._memo[n] = LINE_BY_NAME[n].fn(self)
-            return self._memo[n]
-        return getattr(self._v, n)
-
-
-def at(v, name: str, value):
-    """``v`` with input ``name`` set to ``value``: lines that depend on it are recomputed (inlined
-    in a rendered formula), every other quantity reads as usual.  ``at(v, "tp", 2).fits`` asks
-    "would it fit at TP 2" inside one cell formula: no Goal Seek, no iteration."""
-    return _At(v, name, value)
+def _evaluation_order() -> tuple[Line, ...]:
+    """The lines in an order where each comes after every line it uses (display order where it can)."""
+    done = {i.name for i in INPUTS}
+    order: list[Line] = []
+    pending = list(LINES)
+    while pending:
+        ready = [l for l in pending if all(p in done for p in l.params)]
+        if not ready:
+            missing = {p for l in pending for p in l.params if p not in done and p not in LINE_BY_NAME}
+            raise TypeError(f"plan lines use unknown quantities {sorted(missing)} or form a cycle: "
+                            f"{[l.name for l in pending]}")
+        for l in ready:
+            order.append(l)
+            done.add(l.name)
+        pending = [l for l in pending if l.name not in done]
+    return tuple(order)
 
 
-@functools.lru_cache(maxsize=None)
-def _depends_on(line: str, name: str) -> bool:
-    return any(d == name or (d in LINE_BY_NAME and _depends_on(d, name)) for d in dependencies(line))
-
-
-class _Values:
-    """Attribute access over a dict, for evaluating line lambdas on numbers."""
-
-    __slots__ = ("_d",)
-
-    def __init__(self, d):
-        object.__setattr__(self, "_d", d)
-
-    def __getattr__(self, name):
-        try:
-            return self._d[name]
-        except KeyError:
-            raise AttributeError(f"plan quantity {name!r} is not defined before use") from None
-
-
-class _Refs:
-    """Attribute access that returns Excel references and records what was used."""
-
-    def __init__(self, ref: Callable[[str], str]):
-        self._ref = ref
-        self.used: list[str] = []
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if name not in INPUT_BY_NAME and name not in LINE_BY_NAME:
-            raise AttributeError(f"unknown plan quantity {name!r}")
-        self.used.append(name)
-        return Sym(self._ref(name))
+EVALUATION_ORDER: tuple[Line, ...] = _evaluation_order()
 
 
 def defaults() -> dict[str, float]:
@@ -472,10 +189,9 @@ def _cross_checks(v: Mapping[str, Any]) -> None:
 def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]:
     """Compute every line from the inputs (numbers or equally shaped numpy arrays)."""
     vals = dict(validate_inputs(inputs) if validate else inputs)
-    ns = _Values(vals)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for line in LINES:
-            vals[line.name] = line.fn(ns)
+        for line in EVALUATION_ORDER:
+            vals[line.name] = line(vals)
     return vals
 
 
@@ -483,16 +199,15 @@ def render(line: Line | str, ref: Callable[[str], str]) -> tuple[str, list[str]]
     """Excel formula text (with leading '=') of a line, and the quantities it uses."""
     if isinstance(line, str):
         line = LINE_BY_NAME[line]
-    refs = _Refs(ref)
-    expr = line.fn(refs)
-    if not isinstance(expr, Sym):  # a line that is a plain copy of an input, e.g. ttft = prefill
+    expr = line.fn(*(Sym(ref(p)) for p in line.params))
+    if not isinstance(expr, Sym):
         raise TypeError(f"line {line.name} did not render to a formula")
-    return expr.formula(), refs.used
+    return expr.formula(), list(line.params)
 
 
 def dependencies(line: Line | str) -> list[str]:
-    _, used = render(line, lambda n: n)
-    return list(dict.fromkeys(used))
+    """The inputs and lines a line uses: its function's parameters."""
+    return list((LINE_BY_NAME[line] if isinstance(line, str) else line).params)
 
 
 def plan_keys() -> Iterable[str]:

@@ -170,9 +170,9 @@ def check_number(name: str, value: Any) -> float:
 
 
 def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
-    """Dense FLOP/s the weight format computes at on this GPU (BF16 where the chip lacks the unit)."""
-    v = getattr(gpu, weight_dtype.compute_field, None)
-    return v if v else getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD)
+    """Dense FLOP/s the weight format computes at on this GPU: its unit's, never below BF16's (BF16 where the
+    chip lacks the unit; no format computes slower than BF16 on a chip that has its unit)."""
+    return max(getattr(gpu, weight_dtype.compute_field, None) or 0, getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD))
 
 
 def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtype: Optional[str] = None,

@@ -32,6 +32,7 @@ __all__ = [
     "monthly_gpu_hours",
     "tpot_max_batch",
     "max_context_tokens",
+    "context_for_tokens",
     "max_sequences",
     "min_gpus_to_fit",
     "tp_candidates",
@@ -77,7 +78,12 @@ def max_context_tokens(kv_budget_bytes, concurrency, kv_bytes_per_token_per_gpu,
     When every layer slides (L_s = L) memory does not bound the context once a window
     fits; the second branch then returns a context that fits (a lower bound).
     """
-    tokens = kv_budget_bytes / (concurrency * kv_bytes_per_token_per_gpu)
+    return context_for_tokens(kv_budget_bytes / (concurrency * kv_bytes_per_token_per_gpu), num_layers,
+                              sliding_layers, window)
+
+
+def context_for_tokens(tokens, num_layers, sliding_layers=0, window=0):
+    """Longest context whose KV is ``tokens`` all-layer tokens per sequence (0 = none); see :func:`max_context_tokens`."""
     full_layers = maximum(num_layers - sliding_layers, 1)
     context = where(le(tokens, window), tokens, (num_layers * tokens - sliding_layers * window) / full_layers)
     return maximum(floor(context), 0)

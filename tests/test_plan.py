@@ -47,8 +47,10 @@ def test_sliding_window_caps_kv_per_sequence():
 
 
 def test_every_line_renders_portably_with_inputs_defined_first():
+    """The graph comes from the lines' signatures: evaluated in that order, every quantity is known when used."""
+    assert sorted(l.name for l in plan.EVALUATION_ORDER) == sorted(l.name for l in plan.LINES)
     known = {i.name for i in plan.INPUTS}
-    for line in plan.LINES:
+    for line in plan.EVALUATION_ORDER:
         formula, used = plan.render(line, lambda n: n)
         assert formula.startswith("=")
         assert set(used) <= known, f"{line.name} uses a quantity defined after it"

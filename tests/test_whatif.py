@@ -174,9 +174,14 @@ def test_min_gpus_to_fit_line_tests_each_tp_of_a_node():
     assert f == ("=IF(fits_tp1=1,1,IF(fits_tp2=1,TP_BASE,IF(fits_tp4=1,GPUS_PER_NODE/TP_BASE,"
                  "IF(fits_tp8=1,GPUS_PER_NODE,0))))")
     # a fits_tpN line is the plan's own fit test with TP replaced by N (no reference to the row's TP)
+    # through named helper lines at that TP: weights, workspace and the KV budget
     f4, used = plan.render("fits_tp4", lambda n: n)
-    assert "MIN(GPUS_PER_NODE/TP_BASE,kv_heads)" in f4 and "weights_bytes/(GPUS_PER_NODE/TP_BASE)" in f4
+    assert "MIN(GPUS_PER_NODE/TP_BASE,kv_heads)" in f4 and "kv_cache_budget_bytes_per_gpu_tp4" in used
     assert "fits" not in used and "kv_shards" not in used
+    w4, _ = plan.render("weights_bytes_per_gpu_tp4", lambda n: n)
+    assert w4.startswith("=weights_bytes/(GPUS_PER_NODE/TP_BASE)+")
+    b4, used = plan.render("kv_cache_budget_bytes_per_gpu_tp4", lambda n: n)
+    assert {"weights_bytes_per_gpu_tp4", "workspace_bytes_per_gpu_tp4"} <= set(used)
 
 
 @pytest.mark.parametrize("model", [m.id for m in catalog.load_models()])

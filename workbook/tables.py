@@ -17,8 +17,8 @@ The mapping mirrors ``inference_ledger.resolve.plan_inputs`` (a test holds them 
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
   weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers);
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
-  (FP8 weights compute at ``fp8_flops``), falling back to ``bf16_flops`` where the chip
-  has no such unit (A100 has no FP8).
+  (FP8 weights compute at ``fp8_flops``), never below ``bf16_flops`` (BF16 where the chip
+  has no such unit: A100 has no FP8).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from inference_ledger import catalog, ledger
 from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.expr import Sym, gt, where
+from inference_ledger.expr import Sym, maximum
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
 #: inside every lookup range and dropdown.
@@ -197,8 +197,8 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
     field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
     at_field = gpus.index_match(keys["gpu"], field_sym)
     fallback = gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)
-    formula = where(gt(at_field, 0), at_field, fallback)
+    formula = maximum(at_field, fallback)  # a blank unit reads as 0, so BF16 stands in (resolve.peak_flops)
     field = dtypes.value(choice["weight_dtype"], "compute_field")
     v = gpus.value(choice["gpu"], field) if field and gpus.has(field) else None
-    value = v if v is not None and v > 0 else gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD)
+    value = max(v or 0, gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD))
     return formula, value

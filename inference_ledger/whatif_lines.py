@@ -1,0 +1,314 @@
+"""The plan's what-if lines: closed-form inverses (longest context, fewest GPUs, largest batch) and QPS.
+
+One plain function per line, like :mod:`inference_ledger.plan_lines`; the formulas they call
+are in :mod:`inference_ledger.whatif`.  The fit test at each TP degree of one node is spelt
+out as named lines (weights, workspace and KV budget at TP 1, 2, 4 and 8), so every cell
+formula stays short enough to audit.
+"""
+
+from __future__ import annotations
+
+from inference_ledger import engine_ledger, ledger, whatif
+from inference_ledger.expr import minimum
+from inference_ledger.line import BANDWIDTH, COST, FIT, MEMORY, line
+
+
+@line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
+      "The engine's KV budget shared by the concurrent sequences, in all-layer tokens: budget / (B x KV per token "
+      "per GPU).")
+def kv_tokens_per_sequence(kv_cache_budget_bytes_per_gpu, concurrency, kv_bytes_per_token_per_gpu):
+    return kv_cache_budget_bytes_per_gpu / (concurrency * kv_bytes_per_token_per_gpu)
+
+
+@line("Longest context that fits at this concurrency", "tokens", MEMORY,
+      "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window "
+      "layers included).")
+def max_context_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window):
+    return whatif.context_for_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window)
+
+
+# --- the fit test at each TP degree of one node: explicit lines, so no cell inlines the whole graph ---
+
+
+def weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
+                  moe_pad_intermediate, weight_bytes):
+    """Weights per GPU at a TP degree: the split weights plus the MoE kernel's padding."""
+    return ledger.per_gpu(weights_bytes, tp) + engine_ledger.moe_padding_bytes_per_gpu(
+        num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+def activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
+                     sampler_activation_bytes_per_gpu):
+    """The engine profile's activation peak at a TP degree (the sampler does not split)."""
+    prefill = engine_ledger.prefill_activation_bytes(max_num_batched_tokens, hidden_size, intermediate_size,
+                                                     experts_per_token, unquantized_bytes, tp)
+    return engine_ledger.activation_peak_bytes(prefill, sampler_activation_bytes_per_gpu)
+
+
+def workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
+                    sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
+    """Activation peak + non-torch memory at a TP degree."""
+    return activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                            unquantized_bytes, sampler_activation_bytes_per_gpu) \
+        + engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
+
+
+@line("Weights per GPU at TP 1", "B", MEMORY,
+      "Weights per GPU (MoE padding included) with the model split over 1 GPU(s).")
+def weights_bytes_per_gpu_tp1(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
+                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
+    return weights_at_tp(whatif.tp_candidates(tp)[0], weights_bytes, num_layers, num_experts, hidden_size,
+                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+@line("Workspace per GPU at TP 1", "B", MEMORY,
+      "Activation peak + non-torch memory with the model split over 1 GPU(s).")
+def workspace_bytes_per_gpu_tp1(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
+                                nccl_bytes):
+    return workspace_at_tp(whatif.tp_candidates(tp)[0], max_num_batched_tokens, hidden_size, intermediate_size,
+                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
+                           cuda_context_bytes, nccl_bytes)
+
+
+@line("Engine rule adjustment per GPU at TP 1", "B", MEMORY,
+      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 1 GPU(s).")
+def kv_budget_rule_adjustment_bytes_per_gpu_tp1(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp1,
+                                                workspace_bytes_per_gpu_tp1, cuda_context_bytes, nccl_bytes):
+    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[0])
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp1,
+                                                   non_torch, workspace_bytes_per_gpu_tp1)
+
+
+@line("KV cache budget per GPU at TP 1", "B", MEMORY,
+      "The engine's KV budget with the model split over 1 GPU(s).")
+def kv_cache_budget_bytes_per_gpu_tp1(usable_bytes_per_gpu, weights_bytes_per_gpu_tp1, workspace_bytes_per_gpu_tp1,
+                                      kv_budget_rule_adjustment_bytes_per_gpu_tp1):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp1 - workspace_bytes_per_gpu_tp1 \
+        + kv_budget_rule_adjustment_bytes_per_gpu_tp1
+
+
+@line("Fits at TP 1", "1/0", FIT,
+      "The fit test with the model split over 1 GPU(s): the peak KV per GPU at that split within that KV budget.")
+def fits_tp1(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp1):
+    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[0], mla_latent_dim)
+    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp1)
+
+
+@line("Weights per GPU at TP 2", "B", MEMORY,
+      "Weights per GPU (MoE padding included) with the model split over 2 GPU(s).")
+def weights_bytes_per_gpu_tp2(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
+                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
+    return weights_at_tp(whatif.tp_candidates(tp)[1], weights_bytes, num_layers, num_experts, hidden_size,
+                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+@line("Workspace per GPU at TP 2", "B", MEMORY,
+      "Activation peak + non-torch memory with the model split over 2 GPU(s).")
+def workspace_bytes_per_gpu_tp2(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
+                                nccl_bytes):
+    return workspace_at_tp(whatif.tp_candidates(tp)[1], max_num_batched_tokens, hidden_size, intermediate_size,
+                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
+                           cuda_context_bytes, nccl_bytes)
+
+
+@line("Engine rule adjustment per GPU at TP 2", "B", MEMORY,
+      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 2 GPU(s).")
+def kv_budget_rule_adjustment_bytes_per_gpu_tp2(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp2,
+                                                workspace_bytes_per_gpu_tp2, cuda_context_bytes, nccl_bytes):
+    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[1])
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp2,
+                                                   non_torch, workspace_bytes_per_gpu_tp2)
+
+
+@line("KV cache budget per GPU at TP 2", "B", MEMORY,
+      "The engine's KV budget with the model split over 2 GPU(s).")
+def kv_cache_budget_bytes_per_gpu_tp2(usable_bytes_per_gpu, weights_bytes_per_gpu_tp2, workspace_bytes_per_gpu_tp2,
+                                      kv_budget_rule_adjustment_bytes_per_gpu_tp2):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp2 - workspace_bytes_per_gpu_tp2 \
+        + kv_budget_rule_adjustment_bytes_per_gpu_tp2
+
+
+@line("Fits at TP 2", "1/0", FIT,
+      "The fit test with the model split over 2 GPU(s): the peak KV per GPU at that split within that KV budget.")
+def fits_tp2(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp2):
+    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[1], mla_latent_dim)
+    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp2)
+
+
+@line("Weights per GPU at TP 4", "B", MEMORY,
+      "Weights per GPU (MoE padding included) with the model split over 4 GPU(s).")
+def weights_bytes_per_gpu_tp4(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
+                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
+    return weights_at_tp(whatif.tp_candidates(tp)[2], weights_bytes, num_layers, num_experts, hidden_size,
+                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+@line("Workspace per GPU at TP 4", "B", MEMORY,
+      "Activation peak + non-torch memory with the model split over 4 GPU(s).")
+def workspace_bytes_per_gpu_tp4(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
+                                nccl_bytes):
+    return workspace_at_tp(whatif.tp_candidates(tp)[2], max_num_batched_tokens, hidden_size, intermediate_size,
+                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
+                           cuda_context_bytes, nccl_bytes)
+
+
+@line("Engine rule adjustment per GPU at TP 4", "B", MEMORY,
+      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 4 GPU(s).")
+def kv_budget_rule_adjustment_bytes_per_gpu_tp4(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp4,
+                                                workspace_bytes_per_gpu_tp4, cuda_context_bytes, nccl_bytes):
+    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[2])
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp4,
+                                                   non_torch, workspace_bytes_per_gpu_tp4)
+
+
+@line("KV cache budget per GPU at TP 4", "B", MEMORY,
+      "The engine's KV budget with the model split over 4 GPU(s).")
+def kv_cache_budget_bytes_per_gpu_tp4(usable_bytes_per_gpu, weights_bytes_per_gpu_tp4, workspace_bytes_per_gpu_tp4,
+                                      kv_budget_rule_adjustment_bytes_per_gpu_tp4):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp4 - workspace_bytes_per_gpu_tp4 \
+        + kv_budget_rule_adjustment_bytes_per_gpu_tp4
+
+
+@line("Fits at TP 4", "1/0", FIT,
+      "The fit test with the model split over 4 GPU(s): the peak KV per GPU at that split within that KV budget.")
+def fits_tp4(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp4):
+    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[2], mla_latent_dim)
+    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp4)
+
+
+@line("Weights per GPU at TP 8", "B", MEMORY,
+      "Weights per GPU (MoE padding included) with the model split over 8 GPU(s).")
+def weights_bytes_per_gpu_tp8(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
+                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
+    return weights_at_tp(whatif.tp_candidates(tp)[3], weights_bytes, num_layers, num_experts, hidden_size,
+                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+@line("Workspace per GPU at TP 8", "B", MEMORY,
+      "Activation peak + non-torch memory with the model split over 8 GPU(s).")
+def workspace_bytes_per_gpu_tp8(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
+                                nccl_bytes):
+    return workspace_at_tp(whatif.tp_candidates(tp)[3], max_num_batched_tokens, hidden_size, intermediate_size,
+                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
+                           cuda_context_bytes, nccl_bytes)
+
+
+@line("Engine rule adjustment per GPU at TP 8", "B", MEMORY,
+      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 8 GPU(s).")
+def kv_budget_rule_adjustment_bytes_per_gpu_tp8(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp8,
+                                                workspace_bytes_per_gpu_tp8, cuda_context_bytes, nccl_bytes):
+    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[3])
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp8,
+                                                   non_torch, workspace_bytes_per_gpu_tp8)
+
+
+@line("KV cache budget per GPU at TP 8", "B", MEMORY,
+      "The engine's KV budget with the model split over 8 GPU(s).")
+def kv_cache_budget_bytes_per_gpu_tp8(usable_bytes_per_gpu, weights_bytes_per_gpu_tp8, workspace_bytes_per_gpu_tp8,
+                                      kv_budget_rule_adjustment_bytes_per_gpu_tp8):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp8 - workspace_bytes_per_gpu_tp8 \
+        + kv_budget_rule_adjustment_bytes_per_gpu_tp8
+
+
+@line("Fits at TP 8", "1/0", FIT,
+      "The fit test with the model split over 8 GPU(s): the peak KV per GPU at that split within that KV budget.")
+def fits_tp8(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp8):
+    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[3], mla_latent_dim)
+    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp8)
+
+
+@line("Fewest GPUs that fit (engine budget)", "GPUs", MEMORY,
+      "Smallest TP degree within one 8-GPU node whose GPUs hold this load (0 = none does).")
+def min_gpus_to_fit(tp, fits_tp1, fits_tp2, fits_tp4, fits_tp8):
+    return whatif.first_fit(whatif.tp_candidates(tp), (fits_tp1, fits_tp2, fits_tp4, fits_tp8))
+
+
+@line("Fixed decode time per step", "s", BANDWIDTH,
+      "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.")
+def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw):
+    return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds, 0,
+                                                                     interconnect_bw)
+
+
+@line("All-reduce time per sequence", "s", BANDWIDTH,
+      "What each sequence adds to a step's all-reduces: its ring bytes over the interconnect.")
+def allreduce_seconds_per_sequence(tp, num_layers, hidden_size, unquantized_bytes, interconnect_bw):
+    return engine_ledger.allreduce_seconds(tp, num_layers, 0, hidden_size * unquantized_bytes, interconnect_bw)
+
+
+@line("Bytes per sequence per decode step per GPU", "B", BANDWIDTH,
+      "What one more sequence adds to a step, as bytes read at the achieved bandwidth: its KV share, plus its "
+      "all-reduce time expressed in bytes.")
+def decode_bytes_per_sequence_per_gpu(kv_bytes_per_sequence, kv_shards, allreduce_seconds_per_sequence, hbm_bw,
+                                      bw_efficiency):
+    return kv_bytes_per_sequence / kv_shards + allreduce_seconds_per_sequence * hbm_bw * bw_efficiency
+
+
+@line("FLOPs per sequence per decode step per GPU", "FLOP", BANDWIDTH,
+      "What one more sequence adds to a step, as FLOPs at the achieved compute: 2 x N_active / TP, plus its "
+      "all-reduce time expressed in FLOPs.")
+def decode_flops_per_sequence_per_gpu(decode_flops_per_step_per_gpu, concurrency, allreduce_seconds_per_sequence,
+                                      peak_flops, decode_compute_efficiency):
+    return decode_flops_per_step_per_gpu / concurrency \
+        + allreduce_seconds_per_sequence * peak_flops * decode_compute_efficiency
+
+
+@line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
+      "Inverse of the expected TPOT: the most sequences per step with expected TPOT <= target (0 = none).")
+def tpot_max_batch(tpot_target, decode_fixed_seconds, weights_read_bytes, tp, decode_bytes_per_sequence_per_gpu,
+                   decode_flops_per_sequence_per_gpu, hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency):
+    return whatif.tpot_max_batch(tpot_target - decode_fixed_seconds, weights_read_bytes / tp,
+                                 decode_bytes_per_sequence_per_gpu, decode_flops_per_sequence_per_gpu,
+                                 hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency)
+
+
+@line("Concurrency meeting memory and TPOT", "sequences", BANDWIDTH,
+      "The most sequences in flight that both fit in memory and meet the TPOT target.")
+def serving_concurrency(max_concurrency, tpot_max_batch):
+    return minimum(max_concurrency, tpot_max_batch)
+
+
+@line("QPS per replica", "requests/s", BANDWIDTH,
+      "Little's law: concurrency / (TTFT + output tokens x TPOT).")
+def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
+    return whatif.qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds)
+
+
+@line("Replicas for the target QPS", "replicas", COST,
+      "Whole model copies whose QPS covers the target (at least one).")
+def replicas_for_qps(target_qps, qps_per_replica):
+    return ledger.replicas_needed(target_qps, qps_per_replica)
+
+
+@line("GPUs for the target QPS", "GPUs", COST,
+      "Replicas x TP.")
+def gpus_for_qps(replicas_for_qps, tp):
+    return replicas_for_qps * tp
+
+
+@line("QPS the replicas sustain", "requests/s", COST,
+      "Replicas x QPS per replica.")
+def qps_capacity(replicas_for_qps, qps_per_replica):
+    return replicas_for_qps * qps_per_replica
+
+
+@line("QPS headroom", "fraction", COST,
+      "Capacity over target, minus one: the spare share of the provisioned QPS.")
+def qps_headroom(qps_capacity, target_qps):
+    return qps_capacity / target_qps - 1
+
+
+@line("Monthly GPU-hours for the target QPS", "GPU-h/month", COST,
+      "GPUs for the target QPS x 730 h.")
+def monthly_gpu_hours_qps(gpus_for_qps):
+    return whatif.monthly_gpu_hours(gpus_for_qps)
+
+
+@line("Monthly cost for the target QPS", "$/month", COST,
+      "GPUs for the target QPS x price x 730 h.")
+def monthly_cost_qps(price_per_gpu_hour, gpus_for_qps):
+    return ledger.monthly_cost(price_per_gpu_hour, gpus_for_qps)
