@@ -88,9 +88,9 @@ def weights_bytes_mixed(num_params, quantized_params, weight_bytes, unquantized_
 # ---------------------------------------------------------------------------------
 
 
-def kv_bytes_per_token(num_layers, kv_heads, head_dim, bytes_per=2):
-    """KV bytes one token adds across all layers: 2 * L * K * H * b (GQA through K)."""
-    return kv_bytes(num_layers, kv_heads, head_dim, 1, bytes_per)
+def kv_bytes_per_token(num_layers, kv_heads, head_dim, bytes_per=2, mla_latent_dim=0):
+    """KV bytes one token adds across all layers: 2 * L * K * H * b (GQA through K), or L * latent * b for MLA."""
+    return kv_elements_per_token_layer(kv_heads, head_dim, mla_latent_dim) * bytes_per * num_layers
 
 
 def kv_bytes_per_token_mla(num_layers, kv_lora_rank, qk_rope_head_dim, bytes_per=2):
@@ -163,14 +163,19 @@ def per_gpu(total, shards):
     return total / shards
 
 
-def kv_capacity_tokens(gpu_memory_bytes, gpu_memory_utilization, weights_bytes_per_gpu, workspace_bytes_per_gpu, kv_bytes_per_token_per_gpu):
-    """KV tokens that fit in what is left of one GPU at the utilization (>= 0, whole)."""
+def kv_capacity_tokens_usable(gpu_memory_bytes, gpu_memory_utilization, weights_bytes_per_gpu, workspace_bytes_per_gpu,
+                              kv_bytes_per_token_per_gpu):
+    """The seed's simple form: KV tokens that fit in what is left of one GPU at the utilization (>= 0, whole).
+
+    It equals the plan's ``kv_capacity_tokens`` under vLLM's rule; the plan line follows the engine's rule."""
     free = usable_bytes(gpu_memory_bytes, gpu_memory_utilization) - weights_bytes_per_gpu - workspace_bytes_per_gpu
     return maximum(floor(free / kv_bytes_per_token_per_gpu), 0)
 
 
-def max_concurrency(kv_capacity_tokens, context):
-    """Sequences of a given context that fit in the KV capacity (whole)."""
+def sequences_in_kv_tokens(kv_capacity_tokens, context):
+    """The seed's simple form: sequences of a given context that fit in some KV tokens (whole; every layer full).
+
+    The plan's ``max_concurrency`` divides the engine's KV budget by the KV of one sequence, sliding windows included."""
     return floor(kv_capacity_tokens / context)
 
 
@@ -260,3 +265,11 @@ def monthly_tokens(requests_per_day, output_tokens):
 def fits(total_bytes_per_gpu, usable_bytes_per_gpu):
     """1 when the per-GPU total fits in the usable memory, else 0."""
     return where(le(total_bytes_per_gpu, usable_bytes_per_gpu), 1, 0)
+
+
+def fits_usable(total_bytes_per_gpu, usable_bytes_per_gpu):
+    """The seed's simple fit test: 1 when weights + KV + workspace per GPU fit the usable memory.
+
+    The plan's ``fits`` compares the peak KV with the engine's KV budget instead; under vLLM's rule
+    the two agree."""
+    return fits(total_bytes_per_gpu, usable_bytes_per_gpu)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
+from . import verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -56,6 +57,8 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     for q in (*INPUTS, *LINES):
         if q.name in values:
             out[q.name] = _json_value(q.name, values[q.name])
+    if "verdict" in values:
+        out["verdict_words"] = verdict.words_of(values["verdict"])
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
     return out
 

@@ -30,11 +30,11 @@ from .units import GPUS_PER_NODE, HOURS_PER_MONTH, TP_BASE
 __all__ = [
     "qps_per_replica",
     "monthly_gpu_hours",
-    "tpot_max_batch",
+    "tpot_max_batch_roofline",
     "max_context_tokens",
     "context_for_tokens",
     "max_sequences",
-    "min_gpus_to_fit",
+    "min_gpus_closed_form",
     "tp_candidates",
     "first_fit",
 ]
@@ -53,7 +53,7 @@ def monthly_gpu_hours(num_gpus):
     return num_gpus * HOURS_PER_MONTH
 
 
-def tpot_max_batch(tpot_target, weights_read_bytes, kv_sequence_bytes, flops_per_sequence, hbm_bw, peak_flops,
+def tpot_max_batch_roofline(tpot_target, weights_read_bytes, kv_sequence_bytes, flops_per_sequence, hbm_bw, peak_flops,
                    bw_efficiency=1, compute_efficiency=1):
     """Largest decode batch whose roofline step time meets the TPOT target (0 = none does).
 
@@ -94,7 +94,7 @@ def max_sequences(kv_budget_bytes, kv_bytes_per_sequence):
     return maximum(floor(kv_budget_bytes / kv_bytes_per_sequence), 0)
 
 
-def min_gpus_to_fit(weights_bytes, kv_peak_bytes, fit_bytes_per_gpu, kv_max_shards):
+def min_gpus_closed_form(weights_bytes, kv_peak_bytes, fit_bytes_per_gpu, kv_max_shards):
     """Fewest GPUs (a power-of-two TP degree) holding the weights and a load's KV; 0 = no TP does.
 
     The seed's ledger, where each GPU keeps a fixed overhead beside weights and KV.  (The

@@ -261,9 +261,9 @@ def decode_flops_per_sequence_per_gpu(decode_flops_per_step_per_gpu, concurrency
       "Inverse of the expected TPOT: the most sequences per step with expected TPOT <= target (0 = none).")
 def tpot_max_batch(tpot_target, decode_fixed_seconds, weights_read_bytes, tp, decode_bytes_per_sequence_per_gpu,
                    decode_flops_per_sequence_per_gpu, hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency):
-    return whatif.tpot_max_batch(tpot_target - decode_fixed_seconds, weights_read_bytes / tp,
-                                 decode_bytes_per_sequence_per_gpu, decode_flops_per_sequence_per_gpu,
-                                 hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency)
+    return whatif.tpot_max_batch_roofline(tpot_target - decode_fixed_seconds, weights_read_bytes / tp,
+                                          decode_bytes_per_sequence_per_gpu, decode_flops_per_sequence_per_gpu,
+                                          hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency)
 
 
 @line("Concurrency meeting memory and TPOT", "sequences", BANDWIDTH,

@@ -122,7 +122,7 @@ def test_float_range_with_a_bad_value():
 
 
 def test_zero_where_it_divides():
-    assert excel.MAX_CONCURRENCY([[1e6], [0]], 0) == [
+    assert excel.SEQUENCES_IN_KV_TOKENS([[1e6], [0]], 0) == [
         [err("context must be a whole number > 0 and <= 1000000000 here, it divides (got 0)")]
     ] * 2
     assert excel.TOKENS_PER_SECOND(8, 0) == [[err("tpot_seconds must be a number > 0 and <= 1000000 (got 0)")]]
@@ -224,4 +224,4 @@ def test_ledger_functions_left_out_on_purpose():
     registered = {fn.__name__ for fn, _, _ in excel.REGISTRY}
     public = {n for n, f in inspect.getmembers(ledger, inspect.isfunction) if f.__module__ == ledger.__name__ and not n.startswith("_")}
     # building blocks of the plan graph, reachable through the registered ones
-    assert public - registered == {"kv_elements_per_token_layer", "kv_sequence_bytes", "per_gpu", "forward_flops"}
+    assert public - registered == {"kv_elements_per_token_layer", "kv_sequence_bytes", "per_gpu", "forward_flops", "fits"}

@@ -84,7 +84,7 @@ CALLS = {
     "blank_default": office_js("KV_BYTES", [[80], [80]], [[8]], [[128]], [[4096]], [[""], [1]]),
     "negative": office_js("KV_BYTES", [[-80]], [[8]], [[128]], [[4096]], None),
     "absurd": office_js("WEIGHTS_BYTES", [[1e20]], None),
-    "divides": office_js("MAX_CONCURRENCY", [[1e6], [1e6]], [[8192], [0]]),
+    "divides": office_js("SEQUENCES_IN_KV_TOKENS", [[1e6], [1e6]], [[8192], [0]]),
     "mismatch": office_js("KV_BYTES", [[80], [40], [20]], [[8]], [[128]], [[1], [2]], None),
     "missing_required": office_js("KV_BYTES", [[80]], [[8]], [[128]], None, None),
     "dtype": office_js("DTYPE_BYTES", [["fp8"]]),

@@ -39,15 +39,15 @@ def test_plan_qps_replicas_and_cost_follow_littles_law():
 def test_tpot_max_batch_compute_bound_hand_derived():
     # bandwidth: (0.05 x 3.35e12 x 0.8 - 35e9) / 125,829,120 = 786.8
     # compute:    0.05 x 989e12 x 0.5 / (2 x 70e9 / 4)        = 706.4   -> 706
-    b = whatif.tpot_max_batch(0.05, 35e9, KV_SEQ_PER_GPU, 2 * 70e9 / 4, 3.35e12, 989e12, 0.8, 0.5)
+    b = whatif.tpot_max_batch_roofline(0.05, 35e9, KV_SEQ_PER_GPU, 2 * 70e9 / 4, 3.35e12, 989e12, 0.8, 0.5)
     assert b == 706
 
 
 def test_tpot_max_batch_bandwidth_bound_and_none():
     # bandwidth: (0.03 x 3.35e12 x 0.8 - 35e9) / 125,829,120 = 360.8 -> 360; compute 423.9
-    assert whatif.tpot_max_batch(0.03, 35e9, KV_SEQ_PER_GPU, 3.5e10, 3.35e12, 989e12, 0.8, 0.5) == 360
+    assert whatif.tpot_max_batch_roofline(0.03, 35e9, KV_SEQ_PER_GPU, 3.5e10, 3.35e12, 989e12, 0.8, 0.5) == 360
     # weights alone take 35e9 / 2.68e12 = 13 ms > 10 ms: no batch meets it
-    assert whatif.tpot_max_batch(0.01, 35e9, KV_SEQ_PER_GPU, 3.5e10, 3.35e12, 989e12, 0.8, 0.5) == 0
+    assert whatif.tpot_max_batch_roofline(0.01, 35e9, KV_SEQ_PER_GPU, 3.5e10, 3.35e12, 989e12, 0.8, 0.5) == 0
 
 
 def test_max_sequences_hand_derived():
@@ -72,15 +72,15 @@ def test_max_context_hand_derived_sliding_window():
 
 def test_min_gpus_to_fit_hand_derived():
     # no KV: 140e9 over 70e9 per GPU -> 2
-    assert whatif.min_gpus_to_fit(140e9, 0, 70e9, 8) == 2
+    assert whatif.min_gpus_closed_form(140e9, 0, 70e9, 8) == 2
     # 2 KV heads: W 100, KV 100, 60 per GPU. (W+KV)/A = 3.3 but the KV stops splitting at 2:
     # W / (60 - 100/2) = 10 -> TP 16 (16: 6.25 + 50 = 56.25 <= 60; 8: 12.5 + 50 = 62.5 > 60)
-    assert whatif.min_gpus_to_fit(100, 100, 60, 2) == 16
+    assert whatif.min_gpus_closed_form(100, 100, 60, 2) == 16
     # MLA latent (split 1): W 100, KV 20, 40 per GPU: 100 / 20 = 5 -> 8
-    assert whatif.min_gpus_to_fit(100, 20, 40, 1) == 8
+    assert whatif.min_gpus_closed_form(100, 20, 40, 1) == 8
     # KV alone (split as far as it goes) fills the GPU: no TP fits
-    assert whatif.min_gpus_to_fit(100, 100, 50, 2) == 0
-    assert whatif.min_gpus_to_fit(100, 100, 40, 2) == 0
+    assert whatif.min_gpus_closed_form(100, 100, 50, 2) == 0
+    assert whatif.min_gpus_closed_form(100, 100, 40, 2) == 0
 
 
 def test_monthly_gpu_hours():
@@ -89,9 +89,9 @@ def test_monthly_gpu_hours():
 
 def test_inverses_render_to_excel_formulas():
     s = lambda n: Sym(n)  # noqa: E731
-    f = whatif.tpot_max_batch(s("t"), s("w"), s("kv"), s("fl"), s("bw"), s("pk"), s("e1"), s("e2")).formula()
+    f = whatif.tpot_max_batch_roofline(s("t"), s("w"), s("kv"), s("fl"), s("bw"), s("pk"), s("e1"), s("e2")).formula()
     assert f == "=MAX(INT(MIN((t*bw*e1-w)/kv,t*pk*e2/fl)),0)"
-    f = whatif.min_gpus_to_fit(s("W"), s("KV"), s("A"), s("S")).formula()
+    f = whatif.min_gpus_closed_form(s("W"), s("KV"), s("A"), s("S")).formula()
     assert f == ("=IF(A-KV/S>0,TP_BASE^ROUNDUP(LOG(MAX((W+KV)/A,W/IF(A-KV/S>0,A-KV/S,1),1),TP_BASE),0),0)")
     assert whatif.qps_per_replica(s("B"), s("ttft"), s("T"), s("tpot")).formula() == "=B/(ttft+T*tpot)"
 

@@ -197,9 +197,11 @@ def _undefined(fn: Callable[..., Any], params: Sequence[Param], row: Sequence[fl
     return "no finite result for these inputs: " + ", ".join(f"{p.name}={_num(v)}" for p, v in zip(params, row))
 
 
-def elementwise_call(fn: Callable[..., Any], names: Sequence[str], values: Sequence[Any]) -> list[list[Any]]:
+def elementwise_call(fn: Callable[..., Any], names: Sequence[str], values: Sequence[Any],
+                     optional: Sequence[str] = ()) -> list[list[Any]]:
     """Text-keyed lookups (catalog ids and fields): broadcast like :func:`broadcast_call`,
-    call ``fn`` per element.  Blank is an error, ``None`` from ``fn`` is ``#N/A``."""
+    call ``fn`` per element.  Blank is an error (None for the ``optional`` names), ``None``
+    from ``fn`` is ``#N/A``."""
     try:
         blocks = [_block(n, v).astype(object) for n, v in zip(names, values)]
         try:
@@ -211,7 +213,8 @@ def elementwise_call(fn: Callable[..., Any], names: Sequence[str], values: Seque
     out = np.empty(cells[0].shape, dtype=object)
     for i in range(out.size):
         args = [c.flat[i] for c in cells]
-        blank = [n for n, a in zip(names, args) if a is None or a == ""]
+        args = [None if (a is None or a == "") and n in optional else a for n, a in zip(names, args)]
+        blank = [n for n, a in zip(names, args) if (a is None or a == "") and n not in optional]
         if blank:
             out.flat[i] = error_value(f"{blank[0]} is required")
             continue

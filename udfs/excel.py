@@ -35,8 +35,8 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, ledger, resolve, whatif
-from inference_ledger.args import ARGS
+from inference_ledger import catalog, engines, ledger, plan, report, resolve, verdict, whatif
+from inference_ledger.args import ARGS, Arg, LedgerInputError
 from udfs._xl import Param, broadcast_call, elementwise_call
 
 CATEGORY = "inference-ledger"
@@ -60,8 +60,8 @@ REGISTRY: tuple[tuple[Callable[..., Any], str, str], ...] = (
     (ledger.memory_total_bytes, "MEMORY_TOTAL_BYTES", "Memory to hold: weights + KV per sequence x concurrency + workspace, in bytes."),
     (ledger.usable_bytes, "USABLE_BYTES", "Bytes the engine may use on one GPU: GPU memory x utilization."),
     (ledger.gpus_needed, "GPUS_NEEDED", "Fewest GPUs holding the total bytes, as a valid tensor-parallel degree (a power of two)."),
-    (ledger.kv_capacity_tokens, "KV_CAPACITY_TOKENS", "KV tokens that fit in what weights and workspace leave of one GPU (whole, >= 0)."),
-    (ledger.max_concurrency, "MAX_CONCURRENCY", "Sequences of a given context that fit in the KV capacity (whole)."),
+    (ledger.kv_capacity_tokens_usable, "KV_CAPACITY_TOKENS_USABLE", "Seed form: KV tokens in what weights and workspace leave of the usable memory (= KV_CAPACITY_TOKENS under vLLM)."),
+    (ledger.sequences_in_kv_tokens, "SEQUENCES_IN_KV_TOKENS", "Seed form: sequences of a context in some KV tokens, every layer full (MAX_CONCURRENCY also counts windows)."),
     # compute
     (ledger.prefill_flops, "PREFILL_FLOPS", "Prefill FLOPs of one prompt: 2 x active parameters x prompt tokens."),
     (ledger.compute_seconds, "COMPUTE_SECONDS", "Seconds to do some FLOPs on some GPUs at a fraction of dense peak FLOP/s."),
@@ -77,14 +77,14 @@ REGISTRY: tuple[tuple[Callable[..., Any], str, str], ...] = (
     (ledger.replicas_needed, "REPLICAS_NEEDED", "Whole model copies that serve a token rate (at least one)."),
     (ledger.monthly_cost, "MONTHLY_COST", "GPU bill for a month (730 h) of provisioned GPUs, in dollars."),
     (ledger.monthly_tokens, "MONTHLY_TOKENS", "Output tokens a month of the request forecast generates."),
-    (ledger.fits, "FITS", "1 when the per-GPU total fits in the usable memory, else 0."),
+    (ledger.fits_usable, "FITS_USABLE", "Seed form: 1 when the per-GPU total fits in the usable memory, else 0 (FITS uses the engine's KV budget)."),
     # what QPS, and the closed-form inverses
     (whatif.qps_per_replica, "QPS_PER_REPLICA", "Requests per second one replica sustains at a concurrency (Little's law): B / (TTFT + T x TPOT)."),
     (whatif.monthly_gpu_hours, "MONTHLY_GPU_HOURS", "GPU-hours a month of provisioned GPUs bills: GPUs x 730 h."),
-    (whatif.tpot_max_batch, "TPOT_MAX_BATCH", "Largest decode batch whose roofline step time meets the TPOT target (0 = none)."),
+    (whatif.tpot_max_batch_roofline, "TPOT_MAX_BATCH_ROOFLINE", "Largest batch whose roofline step (no fixed overheads) meets the TPOT target (0 = none)."),
     (whatif.max_context_tokens, "MAX_CONTEXT_TOKENS", "Longest context per sequence whose KV fits the budget at a concurrency (0 = none)."),
     (whatif.max_sequences, "MAX_SEQUENCES", "Most sequences of one context whose KV fits the budget: floor(budget / KV per sequence)."),
-    (whatif.min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (a power-of-two TP degree) holding the weights and a load's KV (0 = none)."),
+    (whatif.min_gpus_closed_form, "MIN_GPUS_CLOSED_FORM", "Seed form: fewest GPUs (a power of two) holding weights and a load's KV at a fixed overhead (0 = none)."),
 )
 
 
@@ -149,6 +149,130 @@ LOOKUPS = (
                      "field": "Field name: num_params, active_params, num_layers, kv_heads, head_dim, kv_bytes_per_token, weights_bytes, ..."}),
 )
 
-FUNCTIONS = tuple(excel_function(fn, name, description) for fn, name, description in REGISTRY) + LOOKUPS
+
+# --- plan lines and the whole plan ---------------------------------------------------------------
+
+
+def _quantity(name: str) -> Param:
+    """A plan quantity as an argument: an input with its range and default, or a line (required, any number)."""
+    if name in plan.INPUT_BY_NAME:
+        i = plan.INPUT_BY_NAME[name]
+        return Param(name, i.arg, i.default)
+    ln = plan.LINE_BY_NAME[name]
+    return Param(name, Arg(name, f"Plan line {name}: {ln.label}", ln.unit, -1e30, 1e30), None)
+
+
+def line_function(line_name: str, description: str) -> Callable[..., Any]:
+    """A worksheet function that IS a plan line: its function over the quantities it uses (lines required
+    first, then inputs, which default to the plan's defaults)."""
+    ln = plan.LINE_BY_NAME[line_name]
+    params = [_quantity(n) for n in ln.params]
+    params = [p for p in params if p.default is None] + [p for p in params if p.default is not None]
+    names = [p.name for p in params]
+
+    def fn(*xs):
+        return ln.fn(**dict(zip(names, xs)))
+
+    fn.__name__ = line_name
+    signature = _signature(params)
+
+    def call(*values):
+        bound = signature.bind(*values)
+        bound.apply_defaults()
+        return broadcast_call(fn, params, bound.args)
+
+    call.__signature__ = signature
+    return _register(call, line_name.upper(), description, {p.name: p.doc() for p in params})
+
+
+#: Plan lines whose Excel function is the line itself (the others of the same name call the same formula).
+LINE_FUNCTIONS = (
+    line_function("fits", "1 when the peak KV per GPU fits the engine's KV budget, else 0 (the plan's fit test)."),
+    line_function("kv_capacity_tokens", "Whole KV tokens the engine's KV budget holds per GPU (>= 0)."),
+    line_function("max_concurrency", "Whole sequences of this context the engine's KV budget holds (sliding windows included)."),
+    line_function("tpot_max_batch", "Largest batch whose expected TPOT (roofline, all-reduces, fixed overheads) meets the target."),
+)
+
+#: Choices PLAN takes besides model, gpu and the key: plan inputs (numbers) and formats/engine (text).
+PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens")
+PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine")
+#: Keys of plan --json that are not plan quantities.
+PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words")
+
+
+def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine):
+    numbers = {"tp": tp, "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens}
+    r = resolve.resolve(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype or "bf16",
+                        engine=engine or engines.DEFAULT_ENGINE, numbers=numbers)
+    values = plan.evaluate(r.inputs)
+    d = r.describe()
+    labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"])}
+    return values, labels
+
+
+def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, output_tokens=None,
+               weight_dtype=None, kv_dtype=None, engine=None):
+    """One plan --json key of the plan for a model on a GPU (through the resolver, like `plan`)."""
+    model, gpu = ("" if model is None else model), ("" if gpu is None else gpu)
+    k = "" if key is None else str(key).strip().lower()
+    if not k:
+        raise LedgerInputError("key is empty: give a plan --json key (fits, verdict, tpot_seconds, ...)")
+    if k not in plan.NAMES and k not in PLAN_LABELS:
+        close = [n for n in plan.NAMES if k and k in n][:3]
+        hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
+        raise LedgerInputError(f"unknown plan key {key!r}{hint}")
+    values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
+                                  engine)
+    return labels[k] if k in labels else float(values[k])
+
+
+def min_gpus_to_fit(model, gpu, tp=None, concurrency=None, input_tokens=None, output_tokens=None,
+                    weight_dtype=None, kv_dtype=None, engine=None):
+    """The plan line min_gpus_to_fit (the engine's defaults, e.g. SGLang's memory fraction, follow the plan's TP)."""
+    return plan_value(model, gpu, "min_gpus_to_fit", tp, concurrency, input_tokens, output_tokens, weight_dtype,
+                      kv_dtype, engine)
+
+
+_CHOICE_DOCS = {
+    "model": "Model id, alias or Hugging Face repo: llama-3.1-70b, ... (a column of models works)",
+    "gpu": "GPU id or alias: h100-sxm, h200, mi300x, ... (a column or row of GPUs works)",
+    "tp": "Tensor-parallel degree [GPUs]; blank = the plan's default (4)",
+    "concurrency": "Peak concurrent sequences; blank = the plan's default (16)",
+    "input_tokens": "Prompt tokens per request; blank = the plan's default (1024)",
+    "output_tokens": "Output tokens per request; blank = the plan's default (512)",
+    "weight_dtype": "Weight format: bf16, fp8, int4, ...; blank = the checkpoint's",
+    "kv_dtype": "KV-cache format: bf16, fp8, ...; blank = bf16",
+    "engine": "Serving engine: vllm, sglang, trtllm; blank = vllm",
+}
+
+
+def _choice_function(fn: Callable[..., Any], excel_name: str, description: str, docs: dict[str, str],
+                     required: int) -> Callable[..., Any]:
+    names = list(docs)
+
+    def call(*values):
+        values = list(values) + [None] * (len(names) - len(values))
+        return elementwise_call(fn, names, values, optional=names)  # blank ids: the resolver's own message
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    call.__signature__ = inspect.Signature([inspect.Parameter(n, kind, default=inspect.Parameter.empty if k < required
+                                                              else None) for k, n in enumerate(names)])
+    return _register(call, excel_name, description, docs)
+
+
+_PLAN_ARGS = ("tp", "concurrency", "input_tokens", "output_tokens", "weight_dtype", "kv_dtype", "engine")
+PLAN_FUNCTIONS = (
+    _choice_function(plan_value, "PLAN", "Any plan line or input by its plan --json key, for a model on a GPU "
+                     "(as `inference-ledger plan` computes it).",
+                     {"model": _CHOICE_DOCS["model"], "gpu": _CHOICE_DOCS["gpu"],
+                      "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ..."}
+                     | {n: _CHOICE_DOCS[n] for n in _PLAN_ARGS}, 3),
+    _choice_function(min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (TP 1, 2, 4, 8 of one node) whose engine "
+                     "KV budget holds this load: the plan line (0 = none does).",
+                     {n: _CHOICE_DOCS[n] for n in ("model", "gpu", *_PLAN_ARGS)}, 2),
+)
+
+FUNCTIONS = tuple(excel_function(fn, name, description) for fn, name, description in REGISTRY) + LOOKUPS \
+    + LINE_FUNCTIONS + PLAN_FUNCTIONS
 globals().update({f.__name__: f for f in FUNCTIONS})
 __all__ = [f.__name__ for f in FUNCTIONS]

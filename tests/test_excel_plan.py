@@ -1,0 +1,120 @@
+"""Excel functions mean what the plan means.
+
+* Every Excel function named like a plan line computes that line: fed the plan's own
+  quantities for every catalog model, it returns the plan's value (the values themselves
+  are checked against hand-derived and published figures elsewhere: test_plan, test_seed,
+  test_whatif, test_fidelity).  The seed's WEIGHTS_BYTES keeps the seed's meaning.
+* ``=PLAN(model, gpu, key, ...)`` returns every key of ``plan --json``.
+* ``import udfs.excel`` needs only numpy and xlwings (xlwings Lite has no click, no openpyxl).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inference_ledger import catalog, plan, resolve
+from inference_ledger.report import plan_json
+from udfs import excel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Excel argument -> the plan quantity it is (a name, or a function of the plan's values); same name otherwise.
+ARGUMENTS = {
+    "FLOPS_REQUEST": {"num_params": "active_params"},
+    "KV_BYTES_PER_TOKEN": {"bytes_per": "kv_bytes"},
+    "MEMORY_TOTAL_BYTES": {"workspace_bytes": lambda v: v["workspace_bytes_per_gpu"] * v["tp"]},
+    "GPUS_NEEDED": {"total_bytes": lambda v: v["weights_bytes"] + v["kv_bytes_peak"],
+                    "workspace_bytes": "workspace_bytes_per_gpu"},
+    "RIDGE_BATCH": {"bytes_per_param": lambda v: v["weights_read_bytes"] / v["active_params"]},
+    "TOKENS_PER_SECOND": {"batch": "concurrency"},
+    "COST_PER_HOUR": {"num_gpus": "tp"},
+    "COST_PER_MILLION_OUTPUT_TOKENS": {"num_gpus": "tp"},
+    "REPLICAS_NEEDED": {"tokens_per_second_per_replica": "tokens_per_second"},
+    "MONTHLY_COST": {"num_gpus": "gpus_total"},
+    "MAX_CONTEXT_TOKENS": {"kv_budget_bytes": "kv_cache_budget_bytes_per_gpu"},
+    "MIN_GPUS_TO_FIT": {"model": lambda v: v["_model"], "gpu": lambda v: v["_gpu"], "engine": lambda v: v["_engine"],
+                        "tp": "tp", "weight_dtype": lambda v: None, "kv_dtype": lambda v: "bf16"},
+}
+#: The seed's four keep their names and meaning (WEIGHTS_BYTES is N x bytes, the plan's line is mixed-precision).
+SEED_MEANING = {"WEIGHTS_BYTES"}
+SAME_NAME = [f for f in excel.FUNCTIONS if f.__name__.lower() in plan.LINE_BY_NAME and f.__name__ not in SEED_MEANING]
+
+
+def _tp(model) -> int:
+    return next(t for t in (8, 4, 2, 1) if resolve.heads_problem(model, t) is None)
+
+
+def _plans():
+    for m in catalog.load_models():
+        for gpu, engine in (("h100-sxm", "vllm"), ("h200", "sglang")):
+            r = resolve.resolve(m, gpu, engine=engine, numbers={"tp": _tp(m), "concurrency": 8})
+            yield m.id, gpu, engine, plan.evaluate(r.inputs) | {"_model": m.id, "_gpu": gpu, "_engine": engine}
+
+
+PLANS = list(_plans())
+
+
+def test_every_function_named_like_a_line_is_tested():
+    assert {f.__name__ for f in SAME_NAME} >= {"FITS", "KV_CAPACITY_TOKENS", "MAX_CONCURRENCY", "MIN_GPUS_TO_FIT",
+                                              "TPOT_MAX_BATCH", "MAX_CONTEXT_TOKENS", "KV_BYTES_PER_TOKEN"}
+
+
+@pytest.mark.parametrize("fn", SAME_NAME, ids=lambda f: f.__name__)
+def test_excel_function_equals_its_plan_line_on_every_catalog_model(fn):
+    mapping = ARGUMENTS.get(fn.__name__, {})
+    line = fn.__name__.lower()
+    for model, gpu, engine, v in PLANS:
+        args = []
+        for name in inspect.signature(fn).parameters:
+            source = mapping.get(name, name)
+            args.append(source(v) if callable(source) else v[source])
+        got = fn(*args)[0][0]
+        want = float(v[line])
+        assert isinstance(got, float), (model, gpu, got)
+        assert math.isclose(got, want, rel_tol=1e-12, abs_tol=1e-9), (fn.__name__, model, gpu, engine, got, want)
+
+
+@pytest.mark.parametrize("model,gpu,tp", [("llama-3.1-70b", "h100-sxm", 4), ("deepseek-v3", "h200", 8),
+                                          ("gemma-2-27b", "l40s", 2)])
+def test_plan_returns_every_plan_json_key(model, gpu, tp):
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", model, "--gpu", gpu,
+                          "--tp", str(tp), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    keys = [k for k in doc if k != "units"]  # the unit of each key: its own map, shown beside every line
+    row = excel.PLAN(model, gpu, [keys], tp)[0]
+    for key, got in zip(keys, row):
+        want = doc[key]
+        if isinstance(want, str) or want is None:
+            assert got == want or (want is None and str(got).startswith("#")), (key, got, want)
+        else:
+            assert math.isclose(got, float(want), rel_tol=1e-12, abs_tol=1e-9), (key, got, want)
+
+
+def test_plan_is_vectorized_over_gpus_and_keys():
+    got = excel.PLAN("llama-3.1-70b", [["h100-sxm"], ["h200"]], [["tp", "verdict", "verdict_words"]], 2)
+    assert got == [[2.0, 0.0, "does not fit"], [2.0, 3.0, "fits, meets targets"]]
+
+
+def test_import_needs_only_numpy_and_xlwings():
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('click', 'openpyxl'):\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import udfs.excel as e\n"
+        "assert 'click' not in sys.modules and 'openpyxl' not in sys.modules\n"
+        "print(e.PLAN('llama-3.1-70b', 'h100-sxm', 'verdict_words'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[['fits, meets targets']]"
