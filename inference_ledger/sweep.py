@@ -123,8 +123,9 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
     Each row's inputs are what `plan` would use: the catalog's facts, the engine's defaults
     for that GPU and TP, then the options given for every row: :func:`inference_ledger.resolve.resolve`.
     """
-    models = _dedupe(resolve.find_model(m) for m in _nonempty("model", spec.model))
-    gpus = _dedupe(resolve.find_gpu(g) for g in _nonempty("gpu", spec.gpu))
+    # an empty list of ids is the resolver's "empty id" refusal, as for one empty id
+    models = _dedupe(resolve.find_model(m) for m in (list(spec.model) or [""]))
+    gpus = _dedupe(resolve.find_gpu(g) for g in (list(spec.gpu) or [""]))
     wds = _dedupe(None if str(w).strip().lower() == resolve.NATIVE else resolve.find_dtype(w, "weight").id
                   for w in _nonempty("weight-dtype", spec.weight_dtype))
     kds = _dedupe(resolve.find_dtype(k, "kv").id for k in _nonempty("kv-dtype", spec.kv_dtype))

@@ -71,8 +71,8 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
                 fixed[name] = INPUT_BY_NAME[name].arg.check(value)
             except LedgerInputError as e:
                 raise click.BadParameter(str(e), param_hint=f"'--{opt}'") from None
-    gpus = split_list("gpu", gpu) if gpu is not None else [g.id for g in catalog.load_gpus()]
-    found, candidates = recommend(split_list("model", model), gpus, tp=split_list("tp", tp, int),
+    gpus = split_list("gpu", gpu, ids=True) if gpu is not None else [g.id for g in catalog.load_gpus()]
+    found, candidates = recommend(split_list("model", model, ids=True), gpus, tp=split_list("tp", tp, int),
                                   weight_dtype=split_list("weight-dtype", weight_dtype),
                                   kv_dtype=split_list("kv-dtype", kv_dtype), engine=engine, fixed=fixed)
     if not found:

@@ -24,9 +24,12 @@ from workbook.sweep import write
 SWEPT = {"tp", "input_tokens", "concurrency"} | {i.name for i in INPUTS if i.group in ("model", "precision", "gpu")}
 
 
-def split_list(option: str, text: str, kind: Callable[[str], Any] = str) -> list:
-    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list or a bad item."""
+def split_list(option: str, text: str, kind: Callable[[str], Any] = str, ids: bool = False) -> list:
+    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list or a bad item (for ``ids``, an empty
+    list goes on to the resolver, which refuses an empty id as everywhere else)."""
     items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items and ids:
+        return []
     if not items:
         raise click.BadParameter("empty list", param_hint=f"'--{option}'")
     out = []
@@ -103,7 +106,7 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
         --tp 1,2,4,8 --weight-dtype bf16,fp8 --context 4096,32768 --concurrency 1,16,64 -o sweep.xlsx
     """
     spec = SweepSpec(
-        model=split_list("model", model), gpu=split_list("gpu", gpu), tp=split_list("tp", tp, int),
+        model=split_list("model", model, ids=True), gpu=split_list("gpu", gpu, ids=True), tp=split_list("tp", tp, int),
         weight_dtype=split_list("weight-dtype", weight_dtype), kv_dtype=split_list("kv-dtype", kv_dtype),
         context=split_list("context", context, int), concurrency=split_list("concurrency", concurrency, int),
         engine=engine, fixed={k: v for k, v in numbers.items() if v is not None})

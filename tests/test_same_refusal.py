@@ -1,0 +1,75 @@
+"""The same bad choice is refused with the same one-line message by every entry point.
+
+The message is the resolver's (inference_ledger.resolve): each entry point may put its own
+context around it (the option, the scenario row, "none of the N combinations can run"),
+but the words are the same, on one line.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from inference_ledger import resolve
+from inference_ledger.args import LedgerInputError
+from inference_ledger.cli import run
+from udfs import excel
+
+#: (case, model, gpu, tp, concurrency, context); context = input + output tokens (output stays 512).
+CASES = [
+    ("unknown model", "llama-9000", "h100-sxm", 4, 16, 1536),
+    ("empty GPU", "llama-3.1-70b", "", 4, 16, 1536),
+    ("TP 3 for 64 heads", "llama-3.1-70b", "h100-sxm", 3, 16, 1536),
+    ("TP 16", "llama-3.1-70b", "h100-sxm", 16, 16, 1536),
+    ("context over max_position_embeddings", "llama-2-7b", "h100-sxm", 4, 16, 8192),
+    ("negative concurrency", "llama-3.1-70b", "h100-sxm", 4, -1, 1536),
+]
+OUTPUT_TOKENS = 512
+
+
+def _reference(model, gpu, tp, concurrency, context) -> str:
+    with pytest.raises(LedgerInputError) as e:
+        resolve.resolve(model, gpu, context=context, numbers={"tp": tp, "concurrency": concurrency})
+    message = str(e.value)
+    assert message and "\n" not in message
+    return message
+
+
+def _cli(capsys, *argv) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as e:
+        run([str(a) for a in argv])
+    out = capsys.readouterr()
+    return e.value.code, out.err
+
+
+def _refused(code: int, err: str, message: str) -> None:
+    assert code in (1, 2), err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], (message, err)
+
+
+@pytest.mark.parametrize("case,model,gpu,tp,concurrency,context", CASES, ids=[c[0] for c in CASES])
+def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, tp, concurrency, context, tmp_path,
+                                                              capsys):
+    message = _reference(model, gpu, tp, concurrency, context)
+    choice = ("--model", model, "--gpu", gpu, "--tp", tp)
+
+    # plan
+    _refused(*_cli(capsys, "plan", *choice, "--concurrency", concurrency, "--context", context), message)
+    # build
+    _refused(*_cli(capsys, "build", "-o", tmp_path / "b.xlsx", *choice, "--concurrency", concurrency,
+                   "--context", context), message)
+    assert not (tmp_path / "b.xlsx").exists()
+    # a Scenarios row (the Plan itself is the default, valid choice)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("label,model,gpu,tp,concurrency,input_tokens,output_tokens\n"
+                    f"bad,{model},{gpu},{tp},{concurrency},{context - OUTPUT_TOKENS},{OUTPUT_TOKENS}\n")
+    _refused(*_cli(capsys, "build", "-o", tmp_path / "s.xlsx", "--scenarios", rows), message)
+    # sweep
+    _refused(*_cli(capsys, "sweep", *choice, "--concurrency", concurrency, "--context", context,
+                   "-o", tmp_path / "w.csv"), message)
+    # recommend (it chooses the concurrency itself: nothing to refuse there)
+    if case != "negative concurrency":
+        _refused(*_cli(capsys, "recommend", *choice, "--qps", 1, "--input-tokens", context - OUTPUT_TOKENS), message)
+    # =PLAN(...) in Excel: one error cell with the same words
+    cell = excel.PLAN(model, gpu, "verdict", tp, concurrency, context - OUTPUT_TOKENS, OUTPUT_TOKENS)
+    assert cell == [[f"#VALUE! {message}"]]
