@@ -4,7 +4,7 @@ Every build runs in a fresh interpreter; its peak memory is that process's maxim
 resident set (``os.wait4`` rusage), so imports, the plan evaluation and the writer all
 count.  A child that only imports and builds the sweep's table is the baseline.
 
-1. Same rows, same cells: both writers get the same rows and evaluation (udfs.plan over
+1. Same rows, same cells: both writers get the same rows and evaluation (inference_ledger.plan over
    numpy blocks) and write the same cells (labels, input values, every plan line as a
    formula with its cached value, the same number formats, the Inputs sheet and its
    names).  This build stores each column's formula once per 2,048-row block as an OOXML

@@ -108,7 +108,7 @@ _LIST = [
     _a("price_per_gpu_hour", "Price of one GPU for one hour", "$/GPU-h", 0, 1e6),
     _a("requests_per_day", "Forecast requests per day", "requests/day", 0, 1e12, default=0),
     _a("qps", "Requests per second (load the service must sustain)", "requests/s", 0, 1e9, False),
-    # what-if and inverses (udfs.whatif)
+    # what-if and inverses (inference_ledger.whatif)
     _a("ttft_seconds", "Time to first token (prefill)", "s", 0, 1e6),
     _a("tpot_target", "Time per output token the service promises", "s", 0, 1e6, False),
     _a("flops_per_sequence", "Decode FLOPs one sequence adds to a step on one GPU (2 x active params / TP)", "FLOP", 0, 1e18, False),

@@ -2,12 +2,12 @@
 
 Data lives in files, not code:
 
-* ``udfs/data/gpus.csv``: one row per accelerator, base units (bytes, B/s, dense FLOP/s, W, $);
-* ``udfs/data/models/*.json``: Hugging Face ``config.json`` files, parsed offline by
-  :mod:`udfs.hfconfig`; ``udfs/data/models/sources.csv`` adds names, aliases, official
+* ``inference_ledger/data/gpus.csv``: one row per accelerator, base units (bytes, B/s, dense FLOP/s, W, $);
+* ``inference_ledger/data/models/*.json``: Hugging Face ``config.json`` files, parsed offline by
+  :mod:`inference_ledger.hfconfig`; ``inference_ledger/data/models/sources.csv`` adds names, aliases, official
   parameter counts and where each config came from.  Dropping a config.json into that folder
   adds a model (its id is the file name);
-* ``udfs/data/dtypes.csv``: weight and KV-cache formats (bits, group scales, compute unit).
+* ``inference_ledger/data/dtypes.csv``: weight and KV-cache formats (bits, group scales, compute unit).
 
 Names match case-insensitively, with spaces/underscores read as dashes, by id, alias, display
 name or Hugging Face repo.  An unknown name raises :class:`UnknownId` with the closest matches.
@@ -300,7 +300,7 @@ def _load_models(folder: Path) -> tuple[Model, ...]:
         mid = p.stem.lower()
         m = meta.get(mid, {})
         arch = parse(load_config(p), where=f"models/{p.name}")
-        source = m.get("config_source") or f"udfs/data/models/{p.name} (added by the user)"
+        source = m.get("config_source") or f"inference_ledger/data/models/{p.name} (added by the user)"
         out.append(model_from_arch(arch, id=mid, name=m.get("name", ""), hf_repo=m.get("hf_repo", ""),
                                    aliases=_aliases(m.get("aliases", "")), source=source,
                                    date=m.get("date") or _mtime(p), meta=m))
@@ -310,17 +310,17 @@ def _load_models(folder: Path) -> tuple[Model, ...]:
 
 
 def load_gpus() -> list[Gpu]:
-    """Every GPU of udfs/data/gpus.csv, in file order."""
+    """Every GPU of inference_ledger/data/gpus.csv, in file order."""
     return list(_load_gpus(GPUS_CSV))
 
 
 def load_models(folder: str | Path | None = None) -> list[Model]:
-    """Every model of udfs/data/models/ (or folder): sources.csv order first, then other config files by name."""
+    """Every model of inference_ledger/data/models/ (or folder): sources.csv order first, then other config files by name."""
     return list(_load_models(Path(folder) if folder else MODELS_DIR))
 
 
 def load_dtypes() -> list[Dtype]:
-    """Every number format of udfs/data/dtypes.csv, in file order."""
+    """Every number format of inference_ledger/data/dtypes.csv, in file order."""
     return list(_load_dtypes(DTYPES_CSV))
 
 

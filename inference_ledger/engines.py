@@ -118,7 +118,7 @@ def _load(path: Path) -> tuple[Engine, ...]:
 
 
 def load_engines() -> list[Engine]:
-    """Every engine of udfs/data/engines.csv, in file order."""
+    """Every engine of inference_ledger/data/engines.csv, in file order."""
     return list(_load(ENGINES_CSV))
 
 

@@ -1,6 +1,6 @@
 """One definition, two evaluations: numbers (Python/numpy) and Excel formula text.
 
-Every ledger formula in :mod:`udfs.ledger` is written once, as ordinary Python
+Every ledger formula in :mod:`inference_ledger.ledger` is written once, as ordinary Python
 arithmetic plus the handful of helpers below (``maximum``, ``ceil``, ``where`` ...).
 
 * Called with numbers or numpy arrays it computes the answer (the CLI, the Excel

@@ -1,6 +1,6 @@
 """Fidelity: the plan's predictions against measured deployments.
 
-``udfs/data/measured.csv`` holds the public measurements (vLLM/SGLang startup logs, batch-1
+``inference_ledger/data/measured.csv`` holds the public measurements (vLLM/SGLang startup logs, batch-1
 decode latencies) with their sources.  Each row is mapped onto the catalogs (model, weight
 format, GPU, engine) and run through the same plan graph as every other answer: nothing
 here knows a measured value before comparing with it, and nothing is tuned per row.

@@ -21,7 +21,7 @@ layout, the checkpoint's weight format, and parameter counts built up module by 
 embeddings, the LM head, norms, routers and biases stay BF16 (for MXFP4 only the experts,
 per ``modules_to_not_convert``).
 
-Every problem is a one-line :class:`~udfs.args.LedgerInputError` naming the field.
+Every problem is a one-line :class:`~inference_ledger.args.LedgerInputError` naming the field.
 """
 
 from __future__ import annotations

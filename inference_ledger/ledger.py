@@ -1,10 +1,10 @@
 """The three ledgers of one generation: memory, compute, bandwidth (and what they cost).
 
 Each function is the single definition of its formula.  They take numbers or numpy
-arrays (broadcast elementwise) and return the same; called with :class:`udfs.expr.Sym`
-arguments they return the Excel formula instead (see :mod:`udfs.expr`).  So nothing
+arrays (broadcast elementwise) and return the same; called with :class:`inference_ledger.expr.Sym`
+arguments they return the Excel formula instead (see :mod:`inference_ledger.expr`).  So nothing
 here may use ``if``/``max``/``math`` directly: branches are ``where``, rounding is
-``ceil``/``floor``, and every constant is a named :class:`~udfs.expr.Const`.
+``ceil``/``floor``, and every constant is a named :class:`~inference_ledger.expr.Const`.
 
 Base units in and out: bytes, seconds, FLOP, FLOP/s, bytes/s, tokens, dollars.
 

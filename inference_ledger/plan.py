@@ -88,7 +88,7 @@ INPUTS: tuple[Input, ...] = (
     # deployment
     _inp("tp", "Tensor-parallel degree", "GPUs", 4, "GPUs one copy of the model is split across.", "deployment"),
     _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", 0.9, "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
-    # engine (udfs/data/engines.csv via udfs.engines.engine_inputs; defaults: vLLM V1 on an H100)
+    # engine (inference_ledger/data/engines.csv via inference_ledger.engines.engine_inputs; defaults: vLLM V1 on an H100)
     _inp("kv_budget_rule", "Engine KV budget rule", "code", 1, "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
     _inp("max_num_batched_tokens", "Prefill chunk (max_num_batched_tokens)", "tokens", 8192, "Tokens the engine's memory profile runs in one forward pass: vLLM V1 8192 on >=70 GiB GPUs (2048 on smaller and A100), V0 max(max_model_len, 2048).", "engine", lo=1, hi=1e8, integer=True),
     _inp("max_num_seqs", "Sequences per step (max_num_seqs)", "sequences", 1024, "Sequences the engine batches; its profile samples one logits row each (vLLM V1: 1024 on >=70 GiB GPUs, else 256).", "engine", lo=1, hi=1e6, integer=True),

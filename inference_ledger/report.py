@@ -1,6 +1,6 @@
 """A plan as people read it (a table with human units) and as scripts read it (JSON).
 
-Both take the dict :func:`udfs.plan.evaluate` returns.  The table groups the lines by
+Both take the dict :func:`inference_ledger.plan.evaluate` returns.  The table groups the lines by
 ledger (memory, compute, bandwidth, cost, fit) after the inputs, and prints bytes in GB
 (1e9) and GiB (2**30), both labelled, times in ms, FLOPs in TFLOP.  The JSON is flat,
 snake_case, in base units: every plan input and every plan line under its own name,

@@ -24,7 +24,7 @@ DAYS_PER_MONTH = Const(365 / 12, "DAYS_PER_MONTH", "365 / 12", "day/month")
 TOKENS_PER_MILLION = Const(1e6, "TOKENS_PER_MILLION", "prices are quoted per million tokens", "tokens/Mtok")
 TP_BASE = Const(2, "TP_BASE", "tensor-parallel degrees are powers of two (1, 2, 4, 8): they must divide the attention heads", "x")
 MS_PER_S = Const(1000, "MS_PER_S", "milliseconds per second", "ms/s")
-# engines (udfs.engines): how each sizes its KV cache, and what a prefill chunk keeps alive
+# engines (inference_ledger.engines): how each sizes its KV cache, and what a prefill chunk keeps alive
 KV_RULE_VLLM = Const(1, "KV_RULE_VLLM", "kv_budget_rule code: vLLM, gpu_memory_utilization x total - weights - activation peak - non-torch", "code")
 KV_RULE_SGLANG = Const(2, "KV_RULE_SGLANG", "kv_budget_rule code: SGLang, mem_fraction_static x (total - non-torch) - weights", "code")
 KV_RULE_TRTLLM = Const(3, "KV_RULE_TRTLLM", "kv_budget_rule code: TensorRT-LLM, free_gpu_memory_fraction x memory free after weights, activations and non-torch", "code")

@@ -1,6 +1,6 @@
 """What QPS, and the inputs solved for: closed-form inverses of the memory and decode ledgers.
 
-Written with the :mod:`udfs.expr` helpers like :mod:`udfs.ledger`, so each function is
+Written with the :mod:`inference_ledger.expr` helpers like :mod:`inference_ledger.ledger`, so each function is
 one definition that computes on numbers/numpy arrays and renders to a portable Excel
 formula (no Goal Seek, no macros, no iteration).  Base units: bytes, seconds, tokens.
 
@@ -18,7 +18,7 @@ pieces, so the boundary has a closed form:
   <= TPOT target`` solved for the batch ``B``.
 
 Each inverse returns the largest (or, for GPUs, smallest) whole value on the feasible
-side of the boundary; the tests feed it back into :mod:`udfs.plan` and check that it
+side of the boundary; the tests feed it back into :mod:`inference_ledger.plan` and check that it
 fits while one step further does not.
 """
 
@@ -58,7 +58,7 @@ def tpot_max_batch_roofline(tpot_target, weights_read_bytes, kv_sequence_bytes, 
     """Largest decode batch whose roofline step time meets the TPOT target (0 = none does).
 
     The step reads the weights once and every sequence's KV once, and does
-    2 N_active FLOPs per sequence (see :func:`udfs.ledger.decode_step_seconds`), so
+    2 N_active FLOPs per sequence (see :func:`inference_ledger.ledger.decode_step_seconds`), so
     TPOT(B) <= t holds exactly when both
     B <= (t x BW x e_bw - W_read) / KV_seq   and   B <= t x peak x e_c / FLOPs_seq.
     Bytes and FLOPs are those of one GPU (weights / TP, KV / KV shards, FLOPs / TP).
@@ -73,7 +73,7 @@ def max_context_tokens(kv_budget_bytes, concurrency, kv_bytes_per_token_per_gpu,
     """Longest context per sequence whose KV fits the budget at a concurrency (0 = none).
 
     A sequence of context C holds (L - L_s) x C + L_s x min(C, window) layer-tokens
-    (:func:`udfs.ledger.kv_sequence_bytes`).  With t = budget / (B x KV bytes per token,
+    (:func:`inference_ledger.ledger.kv_sequence_bytes`).  With t = budget / (B x KV bytes per token,
     all layers), C = t while C stays within the window, else (L x t - L_s x window) / (L - L_s).
     When every layer slides (L_s = L) memory does not bound the context once a window
     fits; the second branch then returns a context that fits (a lower bound).
@@ -103,7 +103,7 @@ def min_gpus_closed_form(weights_bytes, kv_peak_bytes, fit_bytes_per_gpu, kv_max
 
     Per GPU: W / tp + KV / min(tp, S) <= A, where A is what one GPU offers after its
     workspace and S the most ways the KV splits (KV heads; 1 for an MLA latent, see
-    :func:`udfs.ledger.kv_shards`).  Since KV / min(tp, S) = max(KV / tp, KV / S), this is
+    :func:`inference_ledger.ledger.kv_shards`).  Since KV / min(tp, S) = max(KV / tp, KV / S), this is
     tp >= (W + KV) / A  and  tp >= W / (A - KV / S)  (and needs A > KV / S).
     """
     spare = fit_bytes_per_gpu - kv_peak_bytes / kv_max_shards

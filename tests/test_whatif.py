@@ -1,6 +1,6 @@
 """What QPS and the closed-form inverses: hand-derived figures, and round trips through the plan.
 
-Round trip: an inverse's answer fed back into ``udfs.plan.evaluate`` lands on the
+Round trip: an inverse's answer fed back into ``inference_ledger.plan.evaluate`` lands on the
 boundary -- it fits (or meets the target), and one step further does not.
 """
 

@@ -7,7 +7,7 @@
   formula then runs once, as numpy, over the whole block.
 * **Blanks** take the argument's default; a blank required argument is an error.
 * **Bad input** never raises: each bad element becomes an error value in its own cell,
-  whose message names the argument and the allowed range (:meth:`udfs.args.Arg.check`).
+  whose message names the argument and the allowed range (:meth:`inference_ledger.args.Arg.check`).
   A call-wide problem (ranges that do not broadcast, a ragged range) is one error cell.
 * **Error values** depend on the host (:func:`error_value`):
 

@@ -15,7 +15,7 @@ xlwings).
 
 Each function is generated from one row of :data:`REGISTRY` (ledger function, Excel
 name, one-line description); argument names, order and defaults are the ledger
-function's, argument docs and allowed ranges come from :data:`udfs.args.ARGS`.  Every
+function's, argument docs and allowed ranges come from :data:`inference_ledger.args.ARGS`.  Every
 argument is requested as a 2-D range (``ndim=2``: xlwings would otherwise flatten a
 one-column range into a list and lose its orientation) and the call broadcasts like
 Excel, vectorized: ``=KV_BYTES(80, 8, 128, A2:A10001)`` is one numpy evaluation that
@@ -140,9 +140,9 @@ def _dtype_bytes(dtype):
 
 LOOKUPS = (
     lookup_function(_dtype_bytes, "DTYPE_BYTES", "Bytes per element of a number format by name (bf16 2, fp8 1, int4 with g128 scales 0.515625).",
-                    {"dtype": "Format name or alias: fp32, bf16, fp16, fp8, int8, int4, mxfp4, ... (udfs/data/dtypes.csv)"}),
+                    {"dtype": "Format name or alias: fp32, bf16, fp16, fp8, int8, int4, mxfp4, ... (inference_ledger/data/dtypes.csv)"}),
     lookup_function(resolve.gpu_spec, "GPU_SPEC", "One datasheet value of a GPU from the catalog, in base units (bytes, B/s, FLOP/s, $).",
-                    {"gpu_id": "GPU id or alias: h100-sxm, H100, h200, mi300x, ... (udfs/data/gpus.csv)",
+                    {"gpu_id": "GPU id or alias: h100-sxm, H100, h200, mi300x, ... (inference_ledger/data/gpus.csv)",
                      "field": "Field name: memory_runtime_bytes, hbm_bw, bf16_flops, fp8_flops, price_per_gpu_hour, ..."}),
     lookup_function(resolve.model_spec, "MODEL_SPEC", "One fact about a model from its config.json, or kv_bytes_per_token / weights_bytes.",
                     {"model_id": "Model id, alias or Hugging Face repo: llama-3.1-70b, meta-llama/Llama-3.1-70B, ...",

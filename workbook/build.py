@@ -2,11 +2,11 @@
 
 Every computed cell comes from one definition:
 
-* ledger lines from :func:`udfs.plan.render` (a defined name per quantity on the Plan
+* ledger lines from :func:`inference_ledger.plan.render` (a defined name per quantity on the Plan
   and ledger sheets; same-row cells such as ``$K9`` in the Scenarios grid);
 * catalog-derived inputs from :func:`workbook.tables.lookup` (INDEX/MATCH into the
   GPUs, Models and Dtypes sheets);
-* checks from :mod:`workbook.checks`, written with the :mod:`udfs.expr` helpers.
+* checks from :mod:`workbook.checks`, written with the :mod:`inference_ledger.expr` helpers.
 
 Each is also evaluated in Python while the sheet is written, and
 :mod:`workbook.package` stores those results as the cells' cached values, so a mail
@@ -758,7 +758,7 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         if not group.startswith("Findings"):
             counted.append(f"C{r}")
     r += 2
-    _section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from udfs.args)")
+    _section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from inference_ledger.args)")
     r += 1
     _header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
     for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):

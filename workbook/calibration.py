@@ -18,7 +18,7 @@ The medians become ``calibrated_bw_efficiency`` and ``calibrated_prefill_efficie
 those two inputs' cells for the back-solving, so there is no circular reference.
 
 Every formula is portable (IF, ISNUMBER, AND, COUNT, MEDIAN, ABS, MAX, MIN) and uses the
-plan's own defined names and :mod:`udfs` formula helpers, so it is the same arithmetic as
+plan's own defined names and :mod:`inference_ledger.expr` formula helpers, so it is the same arithmetic as
 the plan; the values written with it are computed by the same functions in Python.
 """
 

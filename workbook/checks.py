@@ -1,7 +1,7 @@
 """Live checks: the seed's practical checklist and the workbook's integrity checks.
 
 Each check is one expression over named plan quantities, written with the
-:mod:`udfs.expr` helpers, so the same definition renders the Checks sheet's formula and
+:mod:`inference_ledger.expr` helpers, so the same definition renders the Checks sheet's formula and
 computes its cached value.  A check is 1 (pass) or 0 (fail); the master check is the
 minimum of them all and is shown on every sheet.
 

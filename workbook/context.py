@@ -42,11 +42,11 @@ class Ctx:
     choice: dict[str, str]  # selector -> chosen id (model, gpu, weight_dtype, kv_dtype)
     inputs: dict[str, float]  # plan inputs as the Plan sheet holds them
     overrides: dict[str, float]  # user overrides of catalog-derived inputs
-    values: dict[str, Any]  # udfs.plan.evaluate(inputs)
+    values: dict[str, Any]  # inference_ledger.plan.evaluate(inputs)
     scenarios: tuple
     build_date: datetime
     version: str
-    engine: str = ""  # serving engine whose defaults fill the engine inputs (udfs.engines)
+    engine: str = ""  # serving engine whose defaults fill the engine inputs (inference_ledger.engines)
     engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1

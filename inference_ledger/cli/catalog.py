@@ -60,7 +60,7 @@ def _dump(items) -> str:
 @click.command("models")
 @click.option("--json", "as_json", is_flag=True, help="Every field of every model, as JSON (counts in parameters).")
 def models_cmd(as_json: bool) -> None:
-    """The model catalog, one line each (udfs/data/models/: drop a config.json there to add one)."""
+    """The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one)."""
     models = catalog.load_models()
     click.echo(_dump(models) if as_json else "\n".join(model_line(m) for m in models))
 
@@ -68,6 +68,6 @@ def models_cmd(as_json: bool) -> None:
 @click.command("gpus")
 @click.option("--json", "as_json", is_flag=True, help="Every field of every GPU, as JSON (base units).")
 def gpus_cmd(as_json: bool) -> None:
-    """The GPU catalog, one line each (udfs/data/gpus.csv: edit prices or append rows there)."""
+    """The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there)."""
     gpus = catalog.load_gpus()
     click.echo(_dump(gpus) if as_json else "\n".join(gpu_line(g) for g in gpus))

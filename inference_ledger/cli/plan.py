@@ -1,6 +1,6 @@
 """`inference-ledger plan`: the three ledgers of one deployment, as a table or JSON.
 
-Every numeric option is generated from :data:`udfs.plan.INPUTS` (label, unit, doc,
+Every numeric option is generated from :data:`inference_ledger.plan.INPUTS` (label, unit, doc,
 default and allowed range come from there), so ``--help`` and validation never drift
 from the plan.  A model (``--model`` from the catalog, or ``--config`` a config.json)
 and a GPU (``--gpu``) fill in their facts; explicit numbers override them.
@@ -84,13 +84,13 @@ def plan_options(f: Callable) -> Callable:
         click.option("--config", "config", metavar="PATH", type=click.Path(exists=True, dir_okay=False),
                      help="A Hugging Face config.json, read offline (never downloaded)."),
         click.option("--gpu", "-g", metavar="ID", help="GPU from the catalog: id or alias (see `inference-ledger gpus`)."),
-        click.option("--weight-dtype", metavar="DTYPE", help="Weight format from udfs/data/dtypes.csv: bf16, fp16, "
+        click.option("--weight-dtype", metavar="DTYPE", help="Weight format from inference_ledger/data/dtypes.csv: bf16, fp16, "
                      "fp8, int8, int4, mxfp4, nvfp4 (default: the checkpoint's, else bf16)."),
         click.option("--kv-dtype", metavar="DTYPE", default="bf16", show_default=True,
                      help="KV-cache format: bf16, fp16, fp8, int8, int4-kv."),
         click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False),
                      default=engines.DEFAULT_ENGINE, show_default=True,
-                     help="Serving engine whose memory budget and batching defaults apply (udfs/data/engines.csv)."),
+                     help="Serving engine whose memory budget and batching defaults apply (inference_ledger/data/engines.csv)."),
         click.option("--context", type=click.IntRange(1, 10**9), metavar="TOKENS",
                      help="Tokens per sequence (prompt + output): sets input tokens = context - output tokens."),
     ]

@@ -1,7 +1,7 @@
 """`inference-ledger sweep`: every combination of the lists, one row each, as live formulas (.xlsx) or values (.csv).
 
 List options take comma-separated values.  Plan inputs that are not swept (output tokens,
-efficiencies, targets, prices ...) are options too, generated from :data:`udfs.plan.INPUTS`
+efficiencies, targets, prices ...) are options too, generated from :data:`inference_ledger.plan.INPUTS`
 like `plan`'s, and hold for every row; in the .xlsx they are named cells on the Inputs sheet.
 """
 

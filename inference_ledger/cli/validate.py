@@ -67,7 +67,7 @@ def _csv(rows: list[list[str]]) -> str:
 
 @click.command("validate")
 @click.option("--data", "data", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Measured CSV (default: the shipped udfs/data/measured.csv; the public file's columns also work).")
+              help="Measured CSV (default: the shipped inference_ledger/data/measured.csv; the public file's columns also work).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv"]), default="text", show_default=True,
               help="Output format of the two tables.")
 @click.option("--summary-only", is_flag=True, help="Print the per-metric summary only.")
