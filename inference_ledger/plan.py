@@ -84,6 +84,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", 79.1875 * GIB, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
     _inp("hbm_bw", "HBM bandwidth", "B/s", 3.35e12, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
     _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", 989e12, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
+    _inp("gpus_per_node", "GPUs per node", "GPUs", 8, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
     _inp("interconnect_bw", "Interconnect bandwidth", "B/s", 450e9, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
     # deployment
     _inp("tp", "Tensor-parallel degree", "GPUs", 4, "GPUs one copy of the model is split across.", "deployment"),

@@ -37,6 +37,7 @@ __all__ = [
     "min_gpus_closed_form",
     "tp_candidates",
     "first_fit",
+    "first_fit_within",
 ]
 
 
@@ -117,6 +118,11 @@ def tp_candidates(like):
     """The TP degrees of one node, 1, 2, 4, 8: numbers, or named-constant formulas when ``like`` is one."""
     base, node = (Sym(TP_BASE.name), Sym(GPUS_PER_NODE.name)) if is_sym(like) else (float(TP_BASE), float(GPUS_PER_NODE))
     return (1, base, node / base, node)
+
+
+def first_fit_within(candidates, flags, limit):
+    """The first candidate <= limit whose flag is 1, else 0 (a flag beyond the limit counts as 0)."""
+    return first_fit(candidates, [where(le(c, limit), f, 0) for c, f in zip(candidates, flags)])
 
 
 def first_fit(candidates, flags):

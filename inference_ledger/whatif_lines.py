@@ -222,9 +222,9 @@ def fits_tp8(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_
 
 
 @line("Fewest GPUs that fit (engine budget)", "GPUs", MEMORY,
-      "Smallest TP degree within one 8-GPU node whose GPUs hold this load (0 = none does).")
-def min_gpus_to_fit(tp, fits_tp1, fits_tp2, fits_tp4, fits_tp8):
-    return whatif.first_fit(whatif.tp_candidates(tp), (fits_tp1, fits_tp2, fits_tp4, fits_tp8))
+      "Smallest TP degree of 1, 2, 4, 8 within one node (gpus_per_node) whose GPUs hold this load (0 = none does).")
+def min_gpus_to_fit(tp, gpus_per_node, fits_tp1, fits_tp2, fits_tp4, fits_tp8):
+    return whatif.first_fit_within(whatif.tp_candidates(tp), (fits_tp1, fits_tp2, fits_tp4, fits_tp8), gpus_per_node)
 
 
 @line("Fixed decode time per step", "s", BANDWIDTH,

@@ -171,8 +171,14 @@ def test_serving_concurrency_is_the_tighter_limit():
 
 def test_min_gpus_to_fit_line_tests_each_tp_of_a_node():
     f, _ = plan.render("min_gpus_to_fit", lambda n: n)
-    assert f == ("=IF(fits_tp1=1,1,IF(fits_tp2=1,TP_BASE,IF(fits_tp4=1,GPUS_PER_NODE/TP_BASE,"
-                 "IF(fits_tp8=1,GPUS_PER_NODE,0))))")
+    # TP 1, 2, 4, 8 in turn, each only within the GPU's node (gpus_per_node, from the GPU catalog)
+    assert f == ("=IF(IF(1<=gpus_per_node,fits_tp1,0)=1,1,IF(IF(TP_BASE<=gpus_per_node,fits_tp2,0)=1,TP_BASE,"
+                 "IF(IF(GPUS_PER_NODE/TP_BASE<=gpus_per_node,fits_tp4,0)=1,GPUS_PER_NODE/TP_BASE,"
+                 "IF(IF(GPUS_PER_NODE<=gpus_per_node,fits_tp8,0)=1,GPUS_PER_NODE,0))))")
+    # 70B BF16 at 16 sequences needs 4 H100s; on a 2-GPU node nothing fits
+    base = resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"tp": 4}).inputs
+    assert plan.evaluate(base)["min_gpus_to_fit"] == 4
+    assert plan.evaluate(base | {"gpus_per_node": 2})["min_gpus_to_fit"] == 0
     # a fits_tpN line is the plan's own fit test with TP replaced by N (no reference to the row's TP)
     # through named helper lines at that TP: weights, workspace and the KV budget
     f4, used = plan.render("fits_tp4", lambda n: n)
