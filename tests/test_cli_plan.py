@@ -8,7 +8,6 @@ import pytest
 
 from inference_ledger.cli import run
 from inference_ledger import report
-from inference_ledger import engines
 from inference_ledger.catalog import MODELS_DIR, load_gpus, load_models
 from inference_ledger.resolve import plan_inputs, with_engine
 from inference_ledger.plan import INPUTS, evaluate

@@ -91,6 +91,11 @@ CALLS = {
     "gpu_spec": office_js("GPU_SPEC", [["h100-sxm"], ["H200"]], [["hbm_bw"]]),
     "gpu_spec_na": office_js("GPU_SPEC", [["h100-sxm"]], [["fp4_flops"]]),
     "model_spec": office_js("MODEL_SPEC", [["llama-3.1-70b"]], [["kv_bytes_per_token", "num_layers"]]),
+    # =PLAN("llama-3.1-70b", A1:A2, B1:C1, 2): a column of GPUs by a row of keys; the other options left out
+    "plan": office_js("PLAN", [["llama-3.1-70b"]], [["h100-sxm"], ["h200"]], [["verdict", "verdict_words"]], [[2]],
+                      None, None, None, None, None, None),
+    "plan_refused": office_js("PLAN", [["llama-3.1-70b"]], [["h100-sxm"]], [["fits"]], [[3]],
+                              None, None, None, None, None, None),
 }
 
 
@@ -179,6 +184,11 @@ def test_catalog_lookups(child):
         "type": "Error", "errorType": "NotAvailable", "message": "no value for gpu_id='h100-sxm', field='fp4_flops'"
     }]]
     assert result(child, "model_spec") == [[327680, 80]]
+
+
+def test_plan_through_office_js(child):
+    assert result(child, "plan") == [[0, "does not fit"], [3, "fits, meets targets"]]
+    assert result(child, "plan_refused") == [[value_error("TP 3 does not divide the 64 attention heads of llama-3.1-70b")]]
 
 
 if __name__ == "__main__":  # print the current registration (to refresh the snapshot)

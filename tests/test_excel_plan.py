@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from inference_ledger import catalog, plan, resolve
-from inference_ledger.report import plan_json
 from udfs import excel
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, engines, ledger, plan, report, resolve, verdict, whatif
+from inference_ledger import catalog, engines, ledger, plan, resolve, verdict, whatif
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from udfs._xl import Param, broadcast_call, elementwise_call
 

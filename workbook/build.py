@@ -35,11 +35,8 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import __version__, engines, resolve
-from inference_ledger import verdict
-from inference_ledger import plan
-from inference_ledger.args import LedgerInputError
-from inference_ledger.expr import Sym, and_, eq, le, where
+from inference_ledger import __version__, engines, plan, resolve, verdict
+from inference_ledger.expr import Sym, where
 from inference_ledger.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S, VERDICT_MEETS
 
 from . import checks

@@ -13,7 +13,7 @@ QPS per replica, the replicas and GPUs for the target, the headroom and the mont
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import click
 
