@@ -46,10 +46,11 @@ def write_xlsxwriter(table, path: str) -> None:
     import numpy as np
     import xlsxwriter
 
-    from inference_ledger import plan
+    from inference_ledger import plan, verdict
+    from inference_ledger.expr import Sym
     from inference_ledger.units import CONSTANTS
     from workbook.style import number_format
-    from workbook.sweep import VERDICT, columns, evaluate_block
+    from workbook.sweep import VERDICT_WORDS, columns, evaluate_block
 
     cols = columns(table)
     wb = xlsxwriter.Workbook(path, {"constant_memory": True})
@@ -61,8 +62,11 @@ def write_xlsxwriter(table, path: str) -> None:
         wb.define_name(name, f"=Inputs!$B${r + 1}")
     col_of = {c.key: xlsxwriter.utility.xl_col_to_name(j) for j, c in enumerate(cols)}
     mark = "\x00"
-    parts = {c.key: plan.render(VERDICT if c.key == "verdict" else c.key,
-                                lambda n: n if n in table.fixed else f"${col_of[n]}{mark}")[0].split(mark)
+    def ref(n):
+        return n if n in table.fixed else f"${col_of[n]}{mark}"
+
+    parts = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
+                     else plan.render(c.key, ref)[0]).split(mark)
              for c in cols if c.kind == "line"}
     fmts = {c.key: wb.add_format({"num_format": number_format(c.unit)}) for c in cols}
     for j, c in enumerate(cols):
