@@ -535,7 +535,7 @@ def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
     ctx.formula(ws, f"{_col(2)}{r + 1}", Sym(f"MAX({where_col[y]}{first}:{where_col[y]}{last})"), ymax,
                 S.FORMULA, S.number_format("s"))
     ctx.put(ws, f"{_col(3)}{r}", "x = ridge batch; y from 0 to the largest step time")
-    chart = ScatterChart()
+    chart = ScatterChart(scatterStyle="lineMarker")   # ECMA-376 requires c:scatterStyle (openpyxl omits it)
     chart.title = "Decode step time vs batch (flat: bandwidth-bound; rising: compute-bound)"
     chart.style = 2
     chart.x_axis.title = "Batch (sequences in one decode step), log scale"
