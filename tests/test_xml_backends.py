@@ -24,7 +24,9 @@ HIDE_LXML = "import sys; sys.path.insert(0, 'tests'); import conftest; "
 
 
 def test_openpyxl_writes_with_the_backend_asked(xml_backend):
-    assert openpyxl.LXML is (xml_backend == "lxml")
+    assert openpyxl.LXML is (xml_backend == "lxml"), (
+        f"openpyxl.LXML is {openpyxl.LXML} with IL_XML_BACKEND={xml_backend}: lxml is a test dependency "
+        "(pip install -e '.[test]'); IL_XML_BACKEND=stdlib hides it")
 
 
 def _stdlib_env() -> dict:
