@@ -17,7 +17,7 @@ every XML part (never matching one serialization with a pattern):
   which XML backend openpyxl used;
 * zip members keep openpyxl's order, with one fixed timestamp and fixed permissions,
   so the same inputs give the same bytes;
-* ``as_template`` turns the package into an Excel template (.xltx) by changing the
+* ``template=True`` turns the package into an Excel template (.xltx) by changing the
   workbook part's content type (ECMA-376 Part 1, 12.3.23).
 """
 
@@ -250,8 +250,7 @@ def fill_chart_caches(root, values: Mapping[tuple[str, str], Any]) -> None:
             if x is None or (not text and isinstance(x, (str, bool))):
                 continue
             pt = ET.SubElement(cache, _chart("pt"), {"idx": str(i)})
-            ET.SubElement(pt, _chart("v")).text = (x if isinstance(x, str) else _number_text(x)) if text \
-                else _number_text(x)
+            ET.SubElement(pt, _chart("v")).text = x if isinstance(x, str) else _number_text(x)
         ref.insert(list(ref).index(f) + 1, cache)
 
 
