@@ -115,6 +115,14 @@ def test_every_chart_carries_the_values_it_plots(files, kind):
     assert n == 18   # 4 bar series (title, categories, values), 3 scatter series (x, y; titles are text)
 
 
+def test_charts_are_only_in_the_workbook_and_template(files):
+    """So the chart-cache test above covers every chart the project writes."""
+    for kind in KINDS:
+        with zipfile.ZipFile(files[kind]) as z:
+            charts = [n for n in z.namelist() if n.startswith("xl/charts/")]
+        assert len(charts) == (2 if kind in ("workbook", "template") else 0), kind
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_custom_number_format_repeats_a_builtin(files, kind):
     with zipfile.ZipFile(files[kind]) as z:
