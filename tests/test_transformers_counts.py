@@ -123,6 +123,22 @@ def test_fields_left_out_take_the_class_default_not_a_generic_one():
     assert parse(unknown).kv_heads == 28   # no class to consult: as many KV heads as attention heads
 
 
+def test_qwen2_moe_class_defaults_are_qwen1_5_moe_a2_7b():
+    """Qwen2MoeConfig's defaults are Qwen/Qwen1.5-MoE-A2.7B's shapes (its docstring checkpoint): a config that
+    names only the dense fields gets the 60 routed experts (top 4, width 1408), the shared expert (5632) and its
+    sigmoid gate, and the untied head. Card: 14.3B in total, 2.7B activated."""
+    a = parse({"model_type": "qwen2_moe", "num_hidden_layers": 24, "hidden_size": 2048, "num_attention_heads": 16,
+               "vocab_size": 151936, "intermediate_size": 5632})
+    H, L, V = 2048, 24, 151936
+    attn = 4 * H * H + (16 + 2 * 16) * 128   # q, k, v, o with q/k/v biases (16 KV heads by default)
+    moe = 60 * 3 * H * 1408 + H * 60 + 3 * H * 5632 + H   # routed experts, router, shared expert, its gate
+    hand = L * (attn + 2 * H + moe) + 2 * V * H + H
+    assert a.num_params == hand
+    assert a.num_params == pytest.approx(14.3e9, rel=0.005)
+    assert a.active_params + a.embedding_params == pytest.approx(2.7e9, rel=0.01)
+    assert (a.num_experts, a.experts_per_token, a.kv_heads, a.sliding_layers) == (60, 4, 16, 0)
+
+
 def _weights_bytes(cfg: dict, tmp_path, weight_dtype=None) -> float:
     p = tmp_path / "m.json"
     p.write_text(json.dumps(cfg))

@@ -148,6 +148,7 @@ TRANSFORMERS_SOURCE = "github.com/huggingface/transformers src/transformers/mode
 #:   mixtral      MixtralConfig     (models/mixtral, commit 008e5743)
 #:   qwen2        Qwen2Config       (models/qwen2, commit 008e5743): num_key_value_heads 32 (not the heads)
 #:   qwen3        Qwen3Config       (models/qwen3, commit 008e5743): head_dim 128
+#:   qwen2_moe    Qwen2MoeConfig    (models/qwen2_moe, commit 008e5743): a shared expert (5632) and its gate
 #:   qwen3_moe    Qwen3MoeConfig    (models/qwen3_moe, commit 008e5743): no head_dim field (hidden / heads)
 #:   gemma2       Gemma2Config      (models/gemma2, commit 008e5743): tie_word_embeddings True, head_dim 256
 #:   gemma3_text  Gemma3TextConfig  (models/gemma3, commit 008f5c8c): tie True, head_dim 256, every 6th layer global
@@ -168,6 +169,10 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen3": {"tie_word_embeddings": False, "num_key_value_heads": 32, "head_dim": 128, "attention_bias": False,
               "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28,
               "max_position_embeddings": 32768},
+    "qwen2_moe": {"tie_word_embeddings": False, "num_key_value_heads": 16, "use_sliding_window": False,
+                  "sliding_window": 4096, "max_window_layers": 28, "decoder_sparse_step": 1,
+                  "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
+                  "num_experts": 60, "mlp_only_layers": [], "max_position_embeddings": 32768},
     "qwen3_moe": {"tie_word_embeddings": False, "num_key_value_heads": 4, "attention_bias": False,
                   "use_sliding_window": False, "sliding_window": 4096, "decoder_sparse_step": 1,
                   "moe_intermediate_size": 768, "num_experts_per_tok": 8, "num_experts": 128, "mlp_only_layers": [],
