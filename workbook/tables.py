@@ -15,7 +15,8 @@ The mapping mirrors ``inference_ledger.resolve.plan_inputs`` (a test holds them 
 * ``gpu_memory_bytes`` is the runtime memory (``memory_runtime_bytes``): an 80 GB H100
   shows 79.19 GiB to torch, and engines size the KV pool from that;
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
-  weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers);
+  weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers), or of the weight format
+  where it is wider (an FP32 checkpoint keeps them in FP32);
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
   (FP8 weights compute at ``fp8_flops``), never below ``bf16_flops`` (BF16 where the chip
   has no such unit: A100 has no FP8).
@@ -190,9 +191,12 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
         return t.index_match(keys[key], field), _py(t.value(choice[key], field))
     if src[0] == "dtype":
         key = src[1]
-        ref = keys[key] if key else f'"{UNQUANTIZED_DTYPE}"'
-        cid = choice[key] if key else UNQUANTIZED_DTYPE
-        return dtypes.index_match(ref, "bytes_per_element"), dtypes.value(cid, "bytes_per_element")
+        if key is None:  # unquantized modules: BF16, or the weight format where it is wider (an FP32 checkpoint)
+            wd = "weight_dtype"
+            return (maximum(dtypes.index_match(keys[wd], "bytes_per_element"),
+                            dtypes.index_match(f'"{UNQUANTIZED_DTYPE}"', "bytes_per_element")),
+                    max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element")))
+        return dtypes.index_match(keys[key], "bytes_per_element"), dtypes.value(choice[key], "bytes_per_element")
     # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
     field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
     at_field = gpus.index_match(keys["gpu"], field_sym)
