@@ -1,7 +1,9 @@
-"""inference-ledger: memory, compute and bandwidth ledgers of LLM inference.
+"""The Excel-facing package of inference-ledger (the user-defined functions of the design card).
 
-The pure formulas (no xlwings here): ``from udfs import kv_bytes, weights_bytes,
-flops_request, decode_tpot``.  The Excel functions live in :mod:`udfs.excel`.
+``from udfs import kv_bytes, weights_bytes, flops_request, decode_tpot`` keeps the seed's four
+(re-exported from :mod:`inference_ledger.ledger`, the library); the worksheet functions are
+:mod:`udfs.excel` (xlwings), its cell-by-cell calling convention :mod:`udfs._xl`.  Nothing here
+needs click or openpyxl, so xlwings Lite imports it with numpy and xlwings alone.
 """
 
 from inference_ledger import __version__  # noqa: F401
