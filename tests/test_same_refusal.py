@@ -1,4 +1,5 @@
-"""The same bad choice is refused with the same one-line message by every entry point.
+"""The same bad choice is refused with the same one-line message by every entry point
+(plan, build, a Scenarios row, sweep, recommend, email and the Excel PLAN).
 
 The message is the resolver's (inference_ledger.resolve): each entry point may put its own
 context around it (the option, the scenario row, "none of the N combinations can run"),
@@ -70,6 +71,10 @@ def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, 
     # recommend (it chooses the concurrency itself: nothing to refuse there)
     if case != "negative concurrency":
         _refused(*_cli(capsys, "recommend", *choice, "--qps", 1, "--input-tokens", context - OUTPUT_TOKENS), message)
+    # email (it builds the same workbook): refused before anything is written or sent
+    _refused(*_cli(capsys, "email", "--to", "cfo@example.com", "--from", "me@example.com", "--eml", tmp_path / "m.eml",
+                   "-o", tmp_path / "e.xlsx", *choice, "--concurrency", concurrency, "--context", context), message)
+    assert not (tmp_path / "m.eml").exists() and not (tmp_path / "e.xlsx").exists()
     # =PLAN(...) in Excel: one error cell with the same words
     cell = excel.PLAN(model, gpu, "verdict", tp, concurrency, context - OUTPUT_TOKENS, OUTPUT_TOKENS)
     assert cell == [[f"#VALUE! {message}"]]

@@ -704,7 +704,7 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
     key_first, key_last = cols["key:" + key[0]], cols["key:" + key[-1]]
     # headers
     quantity = lambda n: plan.LINE_BY_NAME.get(n) or plan.INPUT_BY_NAME[n]  # noqa: E731
-    heads = [("A", "Scenario", "", ""), ("B", "Verdict (memory; targets)", "", "")]
+    heads = [("A", "Scenario", "", ""), ("B", "Verdict", "", "")]
     heads += [(col, label, "id", SELECTOR_NAMES[k]) for col, (k, label, _) in zip(sel_cols, SELECTORS)]
     for name in order:
         q = quantity(name.removeprefix("key:"))
