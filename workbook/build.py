@@ -76,28 +76,6 @@ LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Ba
 # --- rendering helpers ---------------------------------------------------------------------
 
 
-class _Refs:
-    """Attribute access -> Sym of a reference (renders a check or line)."""
-
-    def __init__(self, ref: Callable[[str], str], extra: Mapping[str, Sym] = ()):
-        self._ref, self._extra = ref, dict(extra)
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self._extra[name] if name in self._extra else Sym(self._ref(name))
-
-
-class _Vals:
-    def __init__(self, d: Mapping[str, Any]):
-        self._d = d
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self._d[name]
-
-
 def _num(v):
     return v.item() if hasattr(v, "item") else v
 
@@ -784,8 +762,8 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
 def _check_namespace(ctx: Ctx):
     models = ctx.tables["Models"]
     heads = Sym(models.index_match(SELECTOR_NAMES["model"], "num_attention_heads").text)
-    refs = _Refs(named, {"attention_heads": heads})
-    vals = _Vals({**ctx.values, "attention_heads": models.value(ctx.choice["model"], "num_attention_heads")})
+    refs = {n: Sym(named(n)) for n in plan.NAMES} | {"attention_heads": heads}
+    vals = {**ctx.values, "attention_heads": models.value(ctx.choice["model"], "num_attention_heads")}
     return refs, vals
 
 
@@ -795,9 +773,9 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
     rows = []
     for chk in checks.SEED_CHECKLIST:
         group = "Seed checklist" if chk.counts else "Findings (not in the master check)"
-        rows.append((group, chk.label, chk.doc, checks.one_zero(chk.fn(refs)), int(checks.one_zero(chk.fn(vals)))))
+        rows.append((group, chk.label, chk.doc, checks.one_zero(chk(refs)), int(checks.one_zero(chk(vals)))))
     for chk in checks.PLAN_INTEGRITY:
-        rows.append(("Integrity", chk.label, chk.doc, checks.one_zero(chk.fn(refs)), int(checks.one_zero(chk.fn(vals)))))
+        rows.append(("Integrity", chk.label, chk.doc, checks.one_zero(chk(refs)), int(checks.one_zero(chk(vals)))))
     for key, label, sheet in SELECTORS:
         t = ctx.tables[sheet]
         found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")

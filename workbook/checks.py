@@ -13,6 +13,7 @@ count towards the master check: a plan at a large batch is compute-bound by desi
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -36,53 +37,102 @@ def one_zero(cond):
 class Check:
     label: str
     doc: str
-    fn: Callable[[Any], Any]  # namespace of quantities (+ .attention_heads) -> condition
+    fn: Callable[..., Any]  # parameters named like plan quantities (or attention_heads) -> condition
     counts: bool = True  # False: a finding, shown but outside the master check
+
+    def __call__(self, values: Any) -> Any:
+        """The condition over a mapping of quantities (numbers, or Sym references to render it)."""
+        return self.fn(*(values[p] for p in inspect.signature(self.fn).parameters))
+
+
+# --- the seed's checklist, each a plain function of the plan quantities it reads ------------------
+
+
+def memory_items_accounted(weights_bytes_per_gpu, kv_bytes_per_gpu, workspace_bytes_per_gpu, total_bytes_per_gpu):
+    return and_(gt(weights_bytes_per_gpu, 0), gt(kv_bytes_per_gpu, 0), gt(workspace_bytes_per_gpu, 0),
+                close(total_bytes_per_gpu, weights_bytes_per_gpu + kv_bytes_per_gpu + workspace_bytes_per_gpu))
+
+
+def kv_at_peak_and_gqa(kv_bytes_peak, kv_bytes_per_sequence, concurrency, context_tokens, input_tokens, output_tokens,
+                       attention_heads, kv_heads):
+    return and_(close(kv_bytes_peak, kv_bytes_per_sequence * concurrency),
+                eq(context_tokens, input_tokens + output_tokens), eq(mod(attention_heads, kv_heads), 0))
+
+
+def decode_floor_is_bandwidth(tpot_floor_seconds, weights_read_bytes, tp, hbm_bw):
+    return ge(tpot_floor_seconds + tpot_floor_seconds * CHECK_TOLERANCE, weights_read_bytes / tp / hbm_bw)
+
+
+def prefill_and_decode_apart(prefill_seconds, prefill_flops, peak_flops, prefill_efficiency, tp, tpot_seconds):
+    return and_(close(prefill_seconds, ledger.compute_seconds(prefill_flops, peak_flops, prefill_efficiency, tp)),
+                gt(tpot_seconds, 0))
+
+
+def weight_format_in_weights(weights_bytes, num_params, quantized_params, weight_bytes, unquantized_bytes):
+    return close(weights_bytes, ledger.weights_bytes_mixed(num_params, quantized_params, weight_bytes,
+                                                           unquantized_bytes))
+
+
+def kv_format_in_kv(kv_bytes_per_token, kv_elements_per_token_layer, kv_bytes, num_layers):
+    return close(kv_bytes_per_token, kv_elements_per_token_layer * kv_bytes * num_layers)
+
+
+def decode_bandwidth_bound(concurrency, ridge_batch):
+    return lt(concurrency, ridge_batch)
+
+
+def prefill_compute_bound(input_tokens, ridge_batch):
+    return gt(input_tokens, ridge_batch)
 
 
 SEED_CHECKLIST: tuple[Check, ...] = (
     Check("All three memory items (weights + KV + workspace) are accounted; never weights only",
           "Weights, KV and workspace per GPU are all positive and the total per GPU is their sum.",
-          lambda v: and_(gt(v.weights_bytes_per_gpu, 0), gt(v.kv_bytes_per_gpu, 0), gt(v.workspace_bytes_per_gpu, 0),
-                         close(v.total_bytes_per_gpu,
-                               v.weights_bytes_per_gpu + v.kv_bytes_per_gpu + v.workspace_bytes_per_gpu))),
+          memory_items_accounted),
     Check("KV planned for peak concurrent context (not average), GQA config confirmed",
           "Peak KV = KV per sequence at input + output tokens x peak concurrency; the model's query heads are a "
-          "whole multiple of its KV heads.",
-          lambda v: and_(close(v.kv_bytes_peak, v.kv_bytes_per_sequence * v.concurrency),
-                         eq(v.context_tokens, v.input_tokens + v.output_tokens),
-                         eq(mod(v.attention_heads, v.kv_heads), 0))),
+          "whole multiple of its KV heads.", kv_at_peak_and_gqa),
     Check("Decode bottleneck verified with bandwidth (TPOT >= weight bytes / HBM bandwidth), not peak FLOPs",
           "The TPOT floor is at least the time to read each GPU's share of the active weights once.",
-          lambda v: ge(v.tpot_floor_seconds + v.tpot_floor_seconds * CHECK_TOLERANCE, v.weights_read_bytes / v.tp / v.hbm_bw)),
+          decode_floor_is_bandwidth),
     Check("Prefill and decode estimated separately: prefill is compute-bound, decode is bandwidth-bound",
           "TTFT comes from prefill FLOPs at the prefill efficiency, TPOT from the decode roofline; both positive.",
-          lambda v: and_(close(v.prefill_seconds, ledger.compute_seconds(v.prefill_flops, v.peak_flops,
-                                                                    v.prefill_efficiency, v.tp)),
-                         gt(v.tpot_seconds, 0))),
+          prefill_and_decode_apart),
     Check("Quantization gains recomputed: weight format cuts the weight ledger",
-          "Weights use the weight bytes, the modules left unquantized count at BF16.",
-          lambda v: close(v.weights_bytes, ledger.weights_bytes_mixed(v.num_params, v.quantized_params,
-                                                                      v.weight_bytes, v.unquantized_bytes))),
+          "Weights use the weight bytes, the modules left unquantized count at BF16.", weight_format_in_weights),
     Check("Quantization gains recomputed: KV format cuts the cache ledger",
-          "The KV cache uses the KV bytes, never the weight bytes.",
-          lambda v: close(v.kv_bytes_per_token, v.kv_elements_per_token_layer * v.kv_bytes * v.num_layers)),
+          "The KV cache uses the KV bytes, never the weight bytes.", kv_format_in_kv),
     Check("Finding: decode is bandwidth-bound at this concurrency",
           "Peak concurrency is below the roofline ridge batch (informational: not part of the master check).",
-          lambda v: lt(v.concurrency, v.ridge_batch), counts=False),
+          decode_bandwidth_bound, counts=False),
     Check("Finding: prefill is compute-bound for this prompt",
           "The prompt is longer than the ridge batch, so prefill FLOPs outweigh weight reads (informational).",
-          lambda v: gt(v.input_tokens, v.ridge_batch), counts=False),
+          prefill_compute_bound, counts=False),
 )
+
+
+# --- integrity of the plan's inputs ------------------------------------------------------------
+
+
+def tp_splits_kv_heads(mla_latent_dim, kv_heads, tp):
+    return or_(ge(mla_latent_dim, 1), eq(mod(kv_heads, tp), 0), eq(mod(tp, kv_heads), 0))
+
+
+def active_within_total(active_params, num_params, quantized_params, active_quantized_params):
+    return and_(le(active_params, num_params), le(quantized_params, num_params),
+                le(active_quantized_params, active_params))
+
+
+def windows_within_layers(sliding_layers, num_layers):
+    return le(sliding_layers, num_layers)
+
 
 PLAN_INTEGRITY: tuple[Check, ...] = (
     Check("TP valid for the KV heads", "KV heads split evenly over TP, or TP is a multiple of them (or MLA).",
-          lambda v: or_(ge(v.mla_latent_dim, 1), eq(mod(v.kv_heads, v.tp), 0), eq(mod(v.tp, v.kv_heads), 0))),
+          tp_splits_kv_heads),
     Check("Active parameters <= total parameters", "A token cannot use more weights than the model has.",
-          lambda v: and_(le(v.active_params, v.num_params), le(v.quantized_params, v.num_params),
-                         le(v.active_quantized_params, v.active_params))),
-    Check("Sliding-window layers <= layers", "Only existing layers can use a window.",
-          lambda v: le(v.sliding_layers, v.num_layers)),
+          active_within_total),
+    Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),
 )
 
 #: Catalog columns that must be positive in every row: (sheet, field).
