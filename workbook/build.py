@@ -837,9 +837,21 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         counted.append(f"C{r}")
     r += 2
     ctx.put(ws, f"A{r}", "Master check", style.SECTION)
-    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(counted) + ")"), ctx.master_value, style.CHECK, "0")
+    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(_runs(counted)) + ")"), ctx.master_value, style.CHECK, "0")
     _flag_rules(ws, f"C{r}", f"C{r}")
     ctx.define("master_check", ws, f"C{r}")
+
+
+def _runs(cells: Sequence[str]) -> list[str]:
+    """Cells of one column as ranges of consecutive rows: C6, C7, C8, C10 -> C6:C8, C10."""
+    out: list[list[int]] = []
+    col = cells[0][0]
+    for row in (int(c[1:]) for c in cells):
+        if out and row == out[-1][1] + 1:
+            out[-1][1] = row
+        else:
+            out.append([row, row])
+    return [f"{col}{a}:{col}{b}" if a != b else f"{col}{a}" for a, b in out]
 
 
 def master_value(ctx: Ctx) -> int:
