@@ -8,9 +8,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("inference_ledger", "udfs", "workbook")
-MAX_LINES = 440  # "about 400": room for a docstring or a table, not for a second subject
+MAX_LINES = 400
 #: Splitting workbook/build.py into one module per sheet is planned work of its own.
 TOO_LONG_FOR_NOW = {"workbook/build.py"}
+#: A command imports what only it needs when it runs (so `plan` never loads openpyxl or smtplib): that is a
+#: start-up choice, not a loop dodged, and stays inside the thin CLI.
+LAZY_IMPORTS_ALLOWED = "inference_ledger/cli/"
 
 
 def _files():
@@ -57,7 +60,8 @@ def test_no_import_loops():
 def test_no_imports_inside_functions_and_full_module_names():
     for path in _files():
         tree = ast.parse(path.read_text())
-        for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        lazy_ok = str(path.relative_to(ROOT)).startswith(LAZY_IMPORTS_ALLOWED)
+        for fn in [] if lazy_ok else (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
             inner = [n.lineno for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
             assert not inner, f"{path.relative_to(ROOT)}:{inner[0]}: import inside {fn.name}()"
         for node in ast.walk(tree):
