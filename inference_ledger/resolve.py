@@ -55,6 +55,13 @@ class ChoiceError(LedgerInputError):
 # ----------------------------------------------------------------------------------------
 
 
+#: The refusal of an empty id, by what it names (the same words wherever an id is read: options, CSV cells, Excel).
+EMPTY_ID = {
+    "model": "model is empty: give a model id (see `inference-ledger models`)",
+    "gpu": "gpu is empty: give a GPU id (see `inference-ledger gpus`)",
+}
+
+
 def _empty(value: Any) -> bool:
     return value is not None and not str(value).strip()
 
@@ -64,7 +71,7 @@ def find_model(name: Model | str, extra: Sequence[Model] = ()) -> Model:
     if isinstance(name, Model):
         return name
     if name is None or _empty(name):
-        raise ChoiceError("model", "model is empty: give a model id (see `inference-ledger models`)")
+        raise ChoiceError("model", EMPTY_ID["model"])
     for m in extra:
         if m.id == str(name).strip().lower():
             return m
@@ -76,7 +83,7 @@ def find_gpu(name: Gpu | str) -> Gpu:
     if isinstance(name, Gpu):
         return name
     if name is None or _empty(name):
-        raise ChoiceError("gpu", "gpu is empty: give a GPU id (see `inference-ledger gpus`)")
+        raise ChoiceError("gpu", EMPTY_ID["gpu"])
     return catalog.get_gpu(name)
 
 
