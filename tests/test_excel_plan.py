@@ -117,3 +117,19 @@ def test_import_needs_only_numpy_and_xlwings():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[['fits, meets targets']]"
+
+
+def test_the_two_disagreements_of_issue_10_are_gone():
+    """Gemma-2-27B on 2 x H100 at 8K: 31 sequences (sliding windows hold only 4K of the 8K in half the layers);
+    Llama-3.1-70B on 4 x H100 under SGLang: 427,769 KV tokens. The seed's simple forms, now under their own
+    names, give the 23 and 414,346 the Excel functions used to report."""
+    g = plan.evaluate(resolve.resolve("gemma-2-27b", "h100-sxm", numbers={"tp": 2, "input_tokens": 8192 - 512}).inputs)
+    assert excel.MAX_CONCURRENCY(g["kv_cache_budget_bytes_per_gpu"], g["kv_bytes_per_sequence"], g["kv_shards"]) == [[31]]
+    usable = excel.KV_CAPACITY_TOKENS_USABLE(g["gpu_memory_bytes"], g["gpu_memory_utilization"],
+                                             g["weights_bytes_per_gpu"], g["workspace_bytes_per_gpu"],
+                                             g["kv_bytes_per_token_per_gpu"])[0][0]
+    assert excel.SEQUENCES_IN_KV_TOKENS(usable, 8192) == [[23]]
+    s = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang", numbers={"tp": 4}).inputs)
+    assert excel.KV_CAPACITY_TOKENS(s["kv_cache_budget_bytes_per_gpu"], s["kv_bytes_per_token_per_gpu"]) == [[427_769]]
+    assert excel.KV_CAPACITY_TOKENS_USABLE(s["gpu_memory_bytes"], s["gpu_memory_utilization"], s["weights_bytes_per_gpu"],
+                                           s["workspace_bytes_per_gpu"], s["kv_bytes_per_token_per_gpu"]) == [[414_346]]
