@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import csv
 import inspect
 import json
 import math
@@ -19,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import catalog, plan, resolve
+from inference_ledger import catalog, mail, plan, resolve
 from udfs import excel
+from workbook import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,3 +135,20 @@ def test_the_two_disagreements_of_issue_10_are_gone():
     assert excel.KV_CAPACITY_TOKENS(s["kv_cache_budget_bytes_per_gpu"], s["kv_bytes_per_token_per_gpu"]) == [[427_769]]
     assert excel.KV_CAPACITY_TOKENS_USABLE(s["gpu_memory_bytes"], s["gpu_memory_utilization"], s["weights_bytes_per_gpu"],
                                            s["workspace_bytes_per_gpu"], s["kv_bytes_per_token_per_gpu"]) == [[414_346]]
+
+
+def test_one_verdict_everywhere(tmp_path):
+    """70B BF16 on 2 x H100 at 16 sequences: build said "into the headroom" and sweep "does not fit"; now every
+    adapter reads the plan's one verdict line."""
+    v = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"tp": 2, "concurrency": 16}).inputs)
+    assert v["verdict"] == 0 and v["max_concurrency"] == 0     # not one sequence fits beside 70.6 GB of weights
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "llama-3.1-70b", "--gpu",
+                          "h100-sxm", "--tp", "2", "--concurrency", "16", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert json.loads(out.stdout)["verdict_words"] == "does not fit"
+    table = sweep.build_sweep(sweep.SweepSpec(model=["llama-3.1-70b"], gpu=["h100-sxm"], tp=[2], context=[1536],
+                                              concurrency=[16]))
+    rows = list(csv.DictReader(sweep.write(table, tmp_path / "s.csv").open()))
+    assert rows[0]["verdict_words"] == "does not fit"
+    assert excel.PLAN("llama-3.1-70b", "h100-sxm", "verdict_words", 2, 16) == [["does not fit"]]
+    assert "does not fit" in mail.Verdict.from_plan(v, "70B", "H100").headline()
