@@ -35,6 +35,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
+from inference_ledger.files import check_target, write_bytes
 from udfs import __version__
 from udfs import plan as P
 from udfs.args import LedgerInputError
@@ -45,7 +46,7 @@ from . import checks as C
 from .calibration import add_calibration_sheet
 from . import style as S
 from .context import Ctx, SheetBuilder, absolute, xname
-from .package import package, write_atomic
+from .package import package
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, SELECTORS, TABLE_ROWS, UNIT_ROW, Table, load_tables, lookup
 
@@ -1036,10 +1037,11 @@ def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_s
     any plan input name (tp=2, concurrency=32 ...) to override its default or catalog value.
     A path ending in .xltx is written as an Excel template.
     """
+    check_target(path, "xlsx")   # a wrong name or a target that must not be replaced fails before any work
     path = Path(path)
     if template is None:
         template = path.suffix.lower() == ".xltx"
     ctx = make_context(**options)
     data = render_workbook(ctx, extra_sheets, template=template)
-    write_atomic(path, data)
+    write_bytes(path, data, "xlsx")
     return path, {k: _num(v) for k, v in ctx.values.items()}

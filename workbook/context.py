@@ -86,9 +86,13 @@ class Ctx:
         self.formula(ws, coord, text, value, S.CHECK)
 
     # --- cells -------------------------------------------------------------------
-    def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None):
+    def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,
+            *, is_formula: bool = False):
+        """A cell's value; a string is always a text cell (a label '=HYPERLINK(..)' stays text), unless is_formula."""
         c = ws[coord]
         c.value = value
+        if isinstance(value, str) and not is_formula:
+            c.data_type = "s"
         if style:
             c.style = style
         if fmt:
@@ -106,7 +110,7 @@ class Ctx:
         if value is None:
             raise ValueError(f"{ws.title}!{coord}: no value for {text}")
         self.cached[(ws.title, coord)] = value
-        return self.put(ws, coord, text, style, fmt)
+        return self.put(ws, coord, text, style, fmt, is_formula=True)
 
     def define(self, name: str, ws: Worksheet, coord: str) -> str:
         """A workbook-scoped defined name for one cell or range ('$'-absolute)."""
