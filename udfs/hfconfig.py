@@ -85,13 +85,20 @@ def load_config(path: str | Path) -> dict:
     """Read a config.json; every failure is one LedgerInputError line naming the file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise LedgerInputError(f"cannot read config {p}: {e.strerror or e}") from None
+        raw = p.read_bytes()
+    except OSError as e:  # the file system failed, not the input: an OSError (exit 1 in the CLI)
+        raise OSError(f"cannot read config {p}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise LedgerInputError(f"config {p.name} is not UTF-8 text (byte {e.start + 1} cannot be decoded; "
+                               "expected a Hugging Face config.json)") from None
     if not text.strip():
         raise LedgerInputError(f"config {p.name} is empty (expected a Hugging Face config.json object)")
     try:
         cfg = json.loads(text)
+    except RecursionError:
+        raise LedgerInputError(f"config {p.name} is nested too deeply to be a config.json") from None
     except json.JSONDecodeError as e:
         raise LedgerInputError(f"config {p.name} is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     if not isinstance(cfg, dict):
@@ -114,7 +121,7 @@ class _Fields:
             if default is None:
                 raise LedgerInputError(f"{self.where}: missing field '{key}'")
             return default
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < lo:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) or v < lo:
             raise LedgerInputError(f"{self.where}: field '{key}' must be a whole number >= {lo} (got {v!r})")
         return int(v)
 
