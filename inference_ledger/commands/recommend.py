@@ -18,9 +18,9 @@ import click
 import numpy as np
 
 from inference_ledger.commands.options import check_output, write_options
+from inference_ledger.commands.plan import Quantity, default_help
 from inference_ledger.commands.sweep import SWEPT, input_options, split_list, write_with_progress
 from udfs import catalog, engines
-from udfs.args import LedgerInputError
 from udfs.plan import INPUT_BY_NAME
 from udfs.report import human, plan_json
 from workbook.sweep import SweepSpec, Table, build_sweep, evaluate_block
@@ -96,9 +96,12 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 
 @click.command("recommend")
 @click.option("--model", "-m", required=True, metavar="IDS", help="Model(s), comma-separated.")
-@click.option("--qps", type=float, required=True, help="Requests per second to sustain (target QPS).")
-@click.option("--ttft", type=float, default=None, help="TTFT target in seconds (default 0.5).")
-@click.option("--tpot", type=float, default=None, help="TPOT target in seconds (default 0.05).")
+@click.option("--qps", type=Quantity(INPUT_BY_NAME["target_qps"]), required=True,
+              help="Requests per second to sustain (target QPS).")
+@click.option("--ttft", type=Quantity(INPUT_BY_NAME["ttft_target"]), default=None,
+              help=f"TTFT target [s] (500ms or 0.5s).{default_help(INPUT_BY_NAME['ttft_target'])}")
+@click.option("--tpot", type=Quantity(INPUT_BY_NAME["tpot_target"]), default=None,
+              help=f"TPOT target [s] (50ms or 0.05s).{default_help(INPUT_BY_NAME['tpot_target'])}")
 @click.option("--gpu", "-g", default=None, metavar="IDS", help="GPUs to consider (default: every GPU in the catalog).")
 @click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees to consider.")
 @click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
@@ -122,13 +125,10 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     if output:
         check_output(output, "table")
     fixed = {k: v for k, v in numbers.items() if v is not None}
-    for opt, name in TARGETS.items():
+    for opt, name in TARGETS.items():   # checked by their Quantity type like every plan input
         value = {"qps": qps, "ttft": ttft, "tpot": tpot}[opt]
         if value is not None:
-            try:
-                fixed[name] = INPUT_BY_NAME[name].arg.check(value)
-            except LedgerInputError as e:
-                raise click.BadParameter(str(e), param_hint=f"'--{opt}'") from None
+            fixed[name] = value
     gpus = split_list("gpu", gpu) if gpu is not None else [g.id for g in catalog.load_gpus()]
     found, candidates = recommend(split_list("model", model), gpus, tp=split_list("tp", tp, int, "tp"),
                                   weight_dtype=split_list("weight-dtype", weight_dtype),

@@ -14,11 +14,10 @@ from typing import Any, Callable, Iterable, Optional
 import click
 
 from inference_ledger.commands.options import check_output, write_options
-from inference_ledger.commands.plan import Quantity, option_name
+from inference_ledger.commands.plan import Quantity, default_help, option_name
 from udfs import engines
 from udfs.args import LedgerInputError
 from udfs.plan import INPUT_BY_NAME, INPUTS
-from udfs.report import human
 from workbook.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep, write
 
 #: Inputs a sweep sets per row (the lists, and the catalog's model, format and GPU facts): no option for them.
@@ -54,9 +53,8 @@ def input_options(exclude: Iterable[str], scope: str = "every row") -> Callable:
 
     def deco(f):
         for i in reversed([i for i in INPUTS if i.name not in skip]):
-            default = "" if i.default is None else f" Default: {human(i.default, i.unit)}."
             f = click.option(option_name(i), i.name, type=Quantity(i), default=None,
-                             help=f"{i.label} [{i.unit}], {scope}.{default}".replace("%", "%%"))(f)
+                             help=f"{i.label} [{i.unit}], {scope}.{default_help(i, per_row=True)}")(f)
         return f
     return deco
 
