@@ -24,8 +24,10 @@ from udfs import __version__
 #: that each line is the first line of the command's own docstring.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("inference_ledger.commands.plan", "plan_cmd", "The memory, compute and bandwidth ledgers of one deployment."),
-    "models": ("inference_ledger.commands.catalog", "models_cmd", "The model catalog, one line each."),
-    "gpus": ("inference_ledger.commands.catalog", "gpus_cmd", "The GPU catalog, one line each."),
+    "models": ("inference_ledger.commands.catalog", "models_cmd", "The model catalog, one line each "
+               "(udfs/data/models/: drop a config.json there to add one)."),
+    "gpus": ("inference_ledger.commands.catalog", "gpus_cmd", "The GPU catalog, one line each "
+             "(udfs/data/gpus.csv: edit prices or append rows there)."),
     "build": ("inference_ledger.commands.build", "build_cmd", "Write the workbook: Plan, the three ledgers, Scenarios, "
               "Checks and the catalogs."),
     "email": ("inference_ledger.commands.email", "email_cmd", "Email the plan workbook, with its verdict in the body, "

@@ -893,8 +893,8 @@ def resolve_choice(model: Optional[str], gpu: Optional[str], weight_dtype: Optio
     own = [e for e in tables["Models"].rows if e.id == model]  # a config.json model joins the table
     m = own[0] if own else cat.get_model(model)
     g = cat.get_gpu(gpu or DEFAULT_CHOICE["gpu"])
-    wd = cat.get_dtype(weight_dtype or m.weight_dtype)
-    kd = cat.get_dtype(kv_dtype or DEFAULT_CHOICE["kv_dtype"])
+    wd = cat._dtype_for(weight_dtype or m.weight_dtype, "weight")   # the same check and words as `plan`
+    kd = cat._dtype_for(kv_dtype or DEFAULT_CHOICE["kv_dtype"], "kv")
     return {"model": m.id, "gpu": g.id, "weight_dtype": wd.id, "kv_dtype": kd.id}
 
 

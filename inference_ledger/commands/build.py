@@ -27,7 +27,7 @@ def build_options(f: Callable) -> Callable:
 
 
 @click.command("build")
-@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False), default=DEFAULT_OUTPUT,
+@click.option("-o", "--output", metavar="FILE", default=DEFAULT_OUTPUT,
               show_default=True, help="Workbook to write (.xlsx; .xltx writes an Excel template).")
 @build_options
 @write_options

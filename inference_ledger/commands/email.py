@@ -32,8 +32,8 @@ from udfs import catalog
 @click.option("--insecure", is_flag=True, help="Do not verify the TLS certificate. Loopback test servers only.")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), default=30.0, show_default=True,
               help="Seconds to wait for the connection and for each server reply.")
-@click.option("--eml", type=click.Path(dir_okay=False), help="Write the message to this .eml file instead of sending.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("--eml", metavar="FILE.eml", help="Write the message to this .eml file instead of sending.")
+@click.option("-o", "--output", metavar="FILE.xlsx",
               help="Where to save the workbook (default: the attachment name in the current directory).")
 @build_options
 @write_options
@@ -51,7 +51,7 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
 
     if eml is not None:
         check_output(eml, "eml", "--eml")
-    if output:
+    if output is not None:
         check_output(output, "xlsx", "-o")
     try:
         recipients = mail.parse_addresses(to, "--to")
@@ -82,7 +82,7 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
              else catalog.get_model(build.get("model") or DEFAULT_CHOICE["model"]))
     gpu = catalog.get_gpu(build.get("gpu") or DEFAULT_CHOICE["gpu"])
     name = mail.attachment_name(model.id, gpu.id, dt.date.today())
-    saved, plan = build_workbook(Path(output) if output else Path.cwd() / name, **build)
+    saved, plan = build_workbook(output if output is not None else Path.cwd() / name, **build)
     saved = Path(saved).resolve()
     verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id)
     msg = mail.compose(saved, verdict, sender=sender, to=recipients, cc=copies, subject=subject, filename=name)

@@ -122,7 +122,7 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     inference-ledger recommend --model llama-3.1-70b --qps 20 --input-tokens 1024 --output-tokens 512 \\
         --ttft 0.5 --tpot 0.05 --gpu h100-sxm,h200,mi300x
     """
-    if output:
+    if output is not None:
         check_output(output, "table")
     fixed = {k: v for k, v in numbers.items() if v is not None}
     for opt, name in TARGETS.items():   # checked by their Quantity type like every plan input
@@ -138,7 +138,7 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
         raise click.ClickException(   # a valid question without an answer: exit 1, like grep without a match
             f"no plan meets {t['target_qps']:g} QPS with TTFT <= {t['ttft_target']:g} s and TPOT <= {t['tpot_target']:g} s "
             f"({candidates.n_rows} GPU/TP/format combinations checked): relax a target or add GPUs/formats")
-    if output:
+    if output is not None:
         write_with_progress(plans_table(found[:top], candidates), output, "recommend")
     if as_json:
         doc = {"targets": {k: candidates.fixed[n] for k, n in TARGETS.items()},
@@ -146,5 +146,5 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(_text(found, top, len({r.labels["model"] for r in found}) > 1))
-        if output:
+        if output is not None:
             click.echo(f"wrote {output}: the top {min(top, len(found))} of {len(found)} plans")
