@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
+
+# As the CLI does: openpyxl writes the same bytes whether or not lxml is installed (templates/ are those
+# bytes). tests/test_text_stays_text.py runs its lxml leg with OPENPYXL_LXML=True in a child process.
+os.environ.setdefault("OPENPYXL_LXML", "False")
 
 
 @pytest.fixture(scope="session")

@@ -29,8 +29,8 @@ from xml.sax.saxutils import escape
 _MAIN = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
 _TEMPLATE = "application/vnd.openxmlformats-officedocument.spreadsheetml.template.main+xml"
 
-# openpyxl writes <c r=".." [s=".."]><f>text</f><v /></c> for a formula cell.
-_FORMULA_CELL = re.compile(r'<c r="([A-Z]+[0-9]+)"((?: [a-z]+="[^"]*")*)><f>([^<]*)</f><v ?/></c>')
+# openpyxl writes <c r=".." [s=".."]><f>text</f><v /></c> for a formula cell (<v></v> when lxml is installed).
+_FORMULA_CELL = re.compile(r'<c r="([A-Z]+[0-9]+)"((?: [a-z]+="[^"]*")*)><f>([^<]*)</f>(?:<v ?/>|<v></v>)</c>')
 
 
 class MissingCachedValue(RuntimeError):
@@ -78,8 +78,8 @@ def fill_cached_values(xml: str, sheet: str, cached: Mapping[tuple[str, str], An
         attrs = re.sub(r' t="[^"]*"', "", attrs)
         return f'<c r="{ref}"{attrs}{t}><f>{formula}</f><v>{text}</v></c>'
 
-    out = _FORMULA_CELL.sub(sub, xml)
-    if re.search(r"</f><v ?/>", out):
+    out, n = _FORMULA_CELL.subn(sub, xml)
+    if len(re.findall(r"</f>(?:<v ?/>|<v></v>)", xml)) != n:
         raise MissingCachedValue(f"{sheet}: a formula cell was written in a form this step does not know")
     return out
 

@@ -353,9 +353,14 @@ def _styles_xml(formats: list[str]) -> str:
             f'<dxfs count="3">{dxf}</dxfs></styleSheet>')
 
 
+def _xml_text(text) -> str:
+    """Text for an inline string, exactly: markup escaped, a carriage return kept as &#13; (XML reads a bare one as LF)."""
+    return escape(str(text), {"\r": "&#13;"})
+
+
 def _text_cell(ref: str, text: str, style: int = 0) -> str:
     s = f' s="{style}"' if style else ""
-    return f'<c r="{ref}"{s} t="inlineStr"><is><t>{escape(str(text))}</t></is></c>'
+    return f'<c r="{ref}"{s} t="inlineStr"><is><t xml:space="preserve">{_xml_text(text)}</t></is></c>'
 
 
 def _num_cell(ref: str, value: float, style: int = 0) -> str:
@@ -456,8 +461,8 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             for c in cols:
                 pre, attrs = spans[c.key]
                 if c.kind == "label":
-                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is><t>',
-                                       [escape(str(x)) for x in labels[c.key][s:e]], "</t></is></c>"))
+                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is><t xml:space="preserve">',
+                                       [_xml_text(x) for x in labels[c.key][s:e]], "</t></is></c>"))
                 elif c.kind == "input":
                     data.append(_value_cells(pre, rows, attrs + ">", np.asarray(inputs[c.key][s:e], float)))
                 else:
