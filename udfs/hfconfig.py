@@ -115,14 +115,16 @@ class _Fields:
     def has(self, key: str) -> bool:
         return self.cfg.get(key) is not None
 
-    def int(self, key: str, default: int | None = None, *, lo: int = 0) -> int:
+    def int(self, key: str, default: int | None = None, *, lo: int = 0, hi: int = 10**15) -> int:
         v = self.cfg.get(key)
         if v is None:
             if default is None:
                 raise LedgerInputError(f"{self.where}: missing field '{key}'")
             return default
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) or v < lo:
-            raise LedgerInputError(f"{self.where}: field '{key}' must be a whole number >= {lo} (got {v!r})")
+        if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v)
+                or not lo <= v <= hi):
+            raise LedgerInputError(f"{self.where}: field '{key}' must be a whole number >= {lo} and <= {hi:,} "
+                                   f"(got {v!r})")
         return int(v)
 
     def first_int(self, keys: tuple[str, ...], default: int | None = None, *, lo: int = 0) -> int:
@@ -251,7 +253,7 @@ def parse(cfg: Mapping[str, Any], where: str = "config.json") -> Architecture:
     """Derive the architecture and parameter counts of one config.json (a dict)."""
     cfg = _text_fields(cfg)
     f = _Fields(cfg, where)
-    L = f.int("num_hidden_layers", lo=1)
+    L = f.int("num_hidden_layers", lo=1, hi=10_000)   # the plan's range for num_layers (udfs/args.py)
     H = f.int("hidden_size", lo=1)
     nh = f.int("num_attention_heads", lo=1)
     kv = f.int("num_key_value_heads", nh, lo=1)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional
 
+from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -90,7 +91,11 @@ class Ctx:
             *, is_formula: bool = False):
         """A cell's value; a string is always a text cell (a label '=HYPERLINK(..)' stays text), unless is_formula."""
         c = ws[coord]
-        c.value = value
+        try:
+            c.value = value
+        except IllegalCharacterError:
+            raise ValueError(f"{ws.title}!{coord}: the text {value!r} has a control character a worksheet "
+                             "cannot hold") from None
         if isinstance(value, str) and not is_formula:
             c.data_type = "s"
         if style:

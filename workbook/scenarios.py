@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,9 @@ class Scenario:
     kv_dtype: str
     inputs: dict[str, float] = field(default_factory=dict)  # plan input name -> value
 
+
+#: Characters a worksheet cannot hold (XML 1.0 allows tab, LF and CR only below U+0020).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 #: CSV columns besides plan input names.
 KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype")
@@ -92,6 +96,11 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
     out = []
     for n, row in enumerate(reader, start=2):
         row = {k: v if isinstance(v, str) else "" for k, v in row.items() if k is not None}
+        for k, v in row.items():
+            bad = _CONTROL.search(v)
+            if bad:
+                raise LedgerInputError(f"{name} line {n}, column '{k}': control character U+{ord(bad.group()):04X} "
+                                       "cannot be written to a worksheet")
         for k in ("model", "gpu"):
             if not row[k].strip():
                 raise LedgerInputError(f"{name} line {n}, column '{k}': empty (give a catalog id)")
