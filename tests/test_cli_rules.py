@@ -237,6 +237,44 @@ def test_read_only_as_this_user_and_as_a_normal_user(tmp_path):
     assert got == expected
 
 
+def test_unwritable_folder_as_a_normal_user(tmp_path):
+    """A folder the user cannot write to: one line naming the path and 'permission denied', exit 1."""
+    if IS_ROOT:   # root writes anywhere: run the command as nobody in a forked child
+        import inference_ledger.commands.sweep  # noqa: F401  (imported before dropping privileges)
+        import workbook.sweep  # noqa: F401
+        folder = Path(tempfile.mkdtemp(prefix="i14-locked-", dir="/tmp"))
+        folder.chmod(0o555)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (child)
+            try:
+                os.close(r)
+                os.setgid(65534)
+                os.setuid(65534)
+                os.write(w, json.dumps(cli(*_argv("sweep-csv", folder / "s.csv", folder))).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        with os.fdopen(r) as f:
+            code, _, err = json.loads(f.read() or "[null, null, null]")
+        os.waitpid(pid, 0)
+    else:
+        folder = tmp_path / "locked"
+        folder.mkdir()
+        folder.chmod(0o555)
+        code, _, err = cli(*_argv("sweep-csv", folder / "s.csv", folder))
+    assert code == 1
+    assert_one_line(err, str(folder / "s.csv"), "permission denied")
+    assert list(folder.iterdir()) == []
+
+
+def test_models_and_gpus_tables_are_aligned():
+    for name in ("models", "gpus"):
+        lines = cli(name)[1].splitlines()
+        starts = {len(ln) - len(ln[ln.index(" "):].lstrip()) for ln in lines}   # where the name column starts
+        assert len(starts) == 1, (name, starts)
+
+
 # ----------------------------------------------------------------------------------------
 # exit codes and one-line errors, every command
 # ----------------------------------------------------------------------------------------
