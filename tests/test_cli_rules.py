@@ -29,6 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
 
 
+@pytest.fixture(autouse=True)
+def _scratch_cwd(tmp_path_factory, monkeypatch):
+    """Run from a scratch folder: a command that writes to the current directory must not touch the checkout."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 def cli(*argv: str) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of the real entry point, in process."""
     out, err = io.StringIO(), io.StringIO()
