@@ -104,8 +104,8 @@ def check_name(path: str | os.PathLike, fmt: str, option: str = "-o") -> Path:
     if not text.strip() or text.endswith(("/", os.sep)) or p.name in ("", ".", ".."):
         raise BadOutputName(f"{option} {text!r}: give a file name ending in {' or '.join(allowed)}")
     if p.suffix.lower() not in allowed:
-        got = f"'{p.suffix}'" if p.suffix else "no extension"
-        raise BadOutputName(f"{option} {text}: {got} is not a format this writes; use {' or '.join(allowed)}")
+        got = f"'{p.suffix}' is not a format this writes" if p.suffix else "the name has no extension"
+        raise BadOutputName(f"{option} {text}: {got}; use {' or '.join(allowed)}")
     return p
 
 
