@@ -402,7 +402,10 @@ GPU_INPUTS = tuple(i.name for i in _plan.INPUTS if i.name in {f.name for f in da
 def _dtype_for(name: str, use: str) -> Dtype:
     d = get_dtype(name)
     if use not in d.use.split("|"):
-        raise LedgerInputError(f"{use} dtype {d.id!r} is not a {use} format (it is for: {d.use.replace('|', ', ')})")
+        fits = [x.id for x in load_dtypes() if use in x.use.split("|")]
+        near = [x for x in fits if x.startswith(d.id)]
+        hint = f"; did you mean {', '.join(near)}?" if near else f" ({use} formats: {', '.join(fits)})"
+        raise LedgerInputError(f"{use} dtype {d.id!r} is not a {use} format (it is for: {d.use.replace('|', ', ')}){hint}")
     return d
 
 

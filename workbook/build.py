@@ -37,6 +37,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
+from inference_ledger.files import check_target, write_bytes
 from udfs import __version__
 from udfs import plan as P
 from udfs.args import LedgerInputError
@@ -47,7 +48,7 @@ from . import checks as C
 from .calibration import add_calibration_sheet
 from . import style as S
 from .context import Ctx, SheetBuilder, absolute, xname
-from .package import package, write_atomic
+from .package import package
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, SELECTORS, TABLE_ROWS, UNIT_ROW, Table, load_tables, lookup
 
@@ -972,8 +973,8 @@ def resolve_choice(model: Optional[str], gpu: Optional[str], weight_dtype: Optio
     own = [e for e in tables["Models"].rows if e.id == model]  # a config.json model joins the table
     m = own[0] if own else cat.get_model(model)
     g = cat.get_gpu(gpu or DEFAULT_CHOICE["gpu"])
-    wd = cat.get_dtype(weight_dtype or m.weight_dtype)
-    kd = cat.get_dtype(kv_dtype or DEFAULT_CHOICE["kv_dtype"])
+    wd = cat._dtype_for(weight_dtype or m.weight_dtype, "weight")   # the same check and words as `plan`
+    kd = cat._dtype_for(kv_dtype or DEFAULT_CHOICE["kv_dtype"], "kv")
     return {"model": m.id, "gpu": g.id, "weight_dtype": wd.id, "kv_dtype": kd.id}
 
 
@@ -1116,10 +1117,11 @@ def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_s
     any plan input name (tp=2, concurrency=32 ...) to override its default or catalog value.
     A path ending in .xltx is written as an Excel template.
     """
+    check_target(path, "xlsx")   # a wrong name or a target that must not be replaced fails before any work
     path = Path(path)
     if template is None:
         template = path.suffix.lower() == ".xltx"
     ctx = make_context(**options)
     data = render_workbook(ctx, extra_sheets, template=template)
-    write_atomic(path, data)
+    write_bytes(path, data, "xlsx")
     return path, {k: _num(v) for k, v in ctx.values.items()}

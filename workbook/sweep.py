@@ -37,7 +37,6 @@ from __future__ import annotations
 import csv
 import itertools
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -48,12 +47,13 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from inference_ledger.files import check_name, csv_text, write_with
 from udfs import __version__, catalog, engines, plan
 from udfs.args import LedgerInputError
 from udfs.expr import and_, eq, where
 from udfs.units import CONSTANTS, GPUS_PER_NODE
 
-from .package import MissingCachedValue, check_folder, zip_info
+from .package import MissingCachedValue, zip_info
 from .style import AMBER, GREEN, RED, number_format, shown_as
 
 MAX_TP_ONE_NODE = int(GPUS_PER_NODE)
@@ -284,29 +284,14 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
 
 def write(table: Table, path: str | os.PathLike, *, cached: bool = True,
           progress: Optional[Callable[[int], None]] = None) -> Path:
-    """Write a .xlsx (live formulas) or .csv (values) atomically; returns the path."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".xlsx", ".csv"):
-        raise LedgerInputError(f"-o {path.name}: write a .xlsx or a .csv")
-    if suffix == ".xlsx" and table.n_rows > XLSX_MAX_ROWS:
+    """Write a .xlsx (live formulas) or .csv (values) atomically, under the file policy of
+    :mod:`inference_ledger.files`; returns the path."""
+    path = check_name(path, "table")
+    if path.suffix.lower() == ".xlsx" and table.n_rows > XLSX_MAX_ROWS:
         raise LedgerInputError(f"{table.n_rows:,} rows do not fit one .xlsx sheet (at most {XLSX_MAX_ROWS:,}): write a .csv")
-    check_folder(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        if suffix == ".csv":
-            _write_csv(table, tmp, progress)
-        else:
-            _write_xlsx(table, tmp, cached, progress)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)          # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    if path.suffix.lower() == ".csv":
+        return write_with(path, "table", lambda tmp: _write_csv(table, tmp, progress))
+    return write_with(path, "table", lambda tmp: _write_xlsx(table, tmp, cached, progress))
 
 
 def _write_csv(table: Table, tmp: str, progress) -> None:
@@ -316,10 +301,22 @@ def _write_csv(table: Table, tmp: str, progress) -> None:
         w.writerow([c.key for c in cols])
         for labels, inputs in table.blocks():
             vals = evaluate_block(table, inputs)
-            data = [labels[c.key] if c.kind == "label" else vals[c.key].tolist() for c in cols]
+            data = [_csv_column(labels[c.key] if c.kind == "label" else vals[c.key]) for c in cols]
             w.writerows(zip(*data))
             if progress:
                 progress(len(data[0]))
+
+
+def _csv_column(values) -> list:
+    """A column's CSV cells: text that no spreadsheet runs as a formula, whole numbers as 1 (not 1.0)."""
+    a = np.asarray(values)
+    if a.dtype.kind in "USO":
+        return [csv_text(str(x)) for x in a.tolist()]
+    a = a.astype(float)
+    whole = np.isfinite(a) & (a == np.round(a)) & (np.abs(a) < 2.0**53)
+    if whole.all():
+        return a.astype(np.int64).tolist()
+    return [int(x) if w else x for x, w in zip(a.tolist(), whole.tolist())]
 
 
 def col_letter(i: int) -> str:
@@ -371,9 +368,14 @@ def _styles_xml(formats: list[str]) -> str:
             f'<dxfs count="3">{dxf}</dxfs></styleSheet>')
 
 
+def _xml_text(text) -> str:
+    """Text for an inline string, exactly: markup escaped, a carriage return kept as &#13; (XML reads a bare one as LF)."""
+    return escape(str(text), {"\r": "&#13;"})
+
+
 def _text_cell(ref: str, text: str, style: int = 0) -> str:
     s = f' s="{style}"' if style else ""
-    return f'<c r="{ref}"{s} t="inlineStr"><is><t>{escape(str(text))}</t></is></c>'
+    return f'<c r="{ref}"{s} t="inlineStr"><is><t xml:space="preserve">{_xml_text(text)}</t></is></c>'
 
 
 def _num_cell(ref: str, value: float, style: int = 0) -> str:
@@ -504,8 +506,8 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             for c in cols:
                 pre, attrs = spans[c.key]
                 if c.kind == "label":
-                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is><t>',
-                                       [escape(str(x)) for x in labels[c.key][s:e]], "</t></is></c>"))
+                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is><t xml:space="preserve">',
+                                       [_xml_text(x) for x in labels[c.key][s:e]], "</t></is></c>"))
                 elif c.kind == "input":
                     data.append(_value_cells(pre, rows, attrs + ">", np.asarray(inputs[c.key][s:e], float)))
                 else:

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import click
 
+from inference_ledger.commands.options import write_options
 from inference_ledger.commands.plan import plan_options
-from workbook.build import build_workbook, verdict
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"
 
@@ -27,9 +27,10 @@ def build_options(f: Callable) -> Callable:
 
 
 @click.command("build")
-@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False), default=DEFAULT_OUTPUT,
+@click.option("-o", "--output", metavar="FILE", default=DEFAULT_OUTPUT,
               show_default=True, help="Workbook to write (.xlsx; .xltx writes an Excel template).")
 @build_options
+@write_options
 def build_cmd(output: str, **options: Any) -> None:
     """Write the workbook: Plan, the three ledgers, Scenarios, Checks and the catalogs.
 
@@ -42,6 +43,8 @@ def build_cmd(output: str, **options: Any) -> None:
     inference-ledger build -o plan.xlsx --model llama-3.1-70b --gpu h200 --tp 2 --weight-dtype fp8
     inference-ledger build --scenarios my-scenarios.csv
     """
+    from workbook.build import build_workbook, verdict  # openpyxl loads only for the commands that write workbooks
+
     path, values = build_workbook(output, **options)
     click.echo(f"wrote {path}: {verdict(SimpleNamespace(**values))} ({values['total_bytes_per_gpu'] / 1e9:,.1f} GB per GPU of "
                f"{values['usable_bytes_per_gpu'] / 1e9:,.1f} GB usable)")
