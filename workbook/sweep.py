@@ -373,9 +373,17 @@ def _xml_text(text) -> str:
     return escape(str(text), {"\r": "&#13;"})
 
 
+def _t_open(text) -> str:
+    """``<t>`` with its text; ``xml:space="preserve"`` only where edge whitespace must survive (the
+    ISO/IEC 29500 schema does not declare the attribute, so it is written only when needed)."""
+    text = str(text)
+    keep = text != text.strip(" \t\n")
+    return ('<t xml:space="preserve">' if keep else "<t>") + _xml_text(text)
+
+
 def _text_cell(ref: str, text: str, style: int = 0) -> str:
     s = f' s="{style}"' if style else ""
-    return f'<c r="{ref}"{s} t="inlineStr"><is><t xml:space="preserve">{_xml_text(text)}</t></is></c>'
+    return f'<c r="{ref}"{s} t="inlineStr"><is>{_t_open(text)}</t></is></c>'
 
 
 def _num_cell(ref: str, value: float, style: int = 0) -> str:
@@ -506,8 +514,8 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             for c in cols:
                 pre, attrs = spans[c.key]
                 if c.kind == "label":
-                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is><t xml:space="preserve">',
-                                       [_xml_text(x) for x in labels[c.key][s:e]], "</t></is></c>"))
+                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is>',
+                                       [_t_open(x) for x in labels[c.key][s:e]], "</t></is></c>"))
                 elif c.kind == "input":
                     data.append(_value_cells(pre, rows, attrs + ">", np.asarray(inputs[c.key][s:e], float)))
                 else:
