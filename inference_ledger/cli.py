@@ -14,14 +14,9 @@ Never a traceback.  Each command's module is imported only when that command run
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
 import click
-
-# openpyxl serializes differently when lxml is installed; the workbooks this command writes are the
-# same bytes either way (the README's promise, and what templates/ holds).
-os.environ.setdefault("OPENPYXL_LXML", "False")
 
 from udfs import __version__
 
