@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 from udfs import ledger as L
 from udfs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from udfs.expr import Sym, gt, where
+from udfs.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
 #: inside every lookup range and dropdown.
@@ -142,6 +143,8 @@ def load_tables() -> dict[str, Table]:
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
                         _columns(cat.Model, cat.MODEL_FIELDS), list(cat.load_models())),
         "Dtypes": dtypes,
+        "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
+                           _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }
 
 
@@ -170,7 +173,7 @@ def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
         return ("dtype", _DTYPE_BYTES[name])
     if name in _RENAMED:
         return ("field",) + _RENAMED[name]
-    for sheet, key in (("Models", "model"), ("GPUs", "gpu")):
+    for sheet, key in (("Models", "model"), ("GPUs", "gpu"), ("GPU costs", "gpu")):
         if tables[sheet].has(name) and name != "id":
             return ("field", sheet, key, name)
     return None
