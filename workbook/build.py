@@ -44,6 +44,7 @@ from udfs.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S
 from . import checks as C
 from .calibration import add_calibration_sheet
 from .forecast import add_forecast_sheet
+from .sensitivity import add_sensitivity_sheet
 from .tco import add_tco_sheet, finance_checks, finance_options
 from . import style as S
 from .context import Ctx, SheetBuilder, absolute, xname
@@ -871,6 +872,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     scenarios_sheet,
     add_tco_sheet,
     add_forecast_sheet,
+    add_sensitivity_sheet,
     checks_sheet,
     add_calibration_sheet,
     catalog_sheet("GPUs"),

@@ -32,7 +32,7 @@ from .context import Ctx
 SHEET = "TCO"
 #: Utilizations of the own-vs-rent table (the axis of its chart).
 UTILIZATIONS = tuple(k / 10 for k in range(1, 11))
-#: Symbols of common currency codes (any other code needs --currency-symbol).
+#: Symbols of common currency codes (any other code shows as itself unless --currency-symbol says).
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CNY": "¥", "INR": "₹", "CHF": "CHF", "CAD": "C$",
            "AUD": "A$", "KRW": "₩", "SGD": "S$"}
 MONTHS_RANGE = (1, 120)
@@ -49,9 +49,7 @@ def finance_options(months: Optional[int], currency: Optional[str], symbol: Opti
     code = (currency or "USD").upper()
     if not re.fullmatch(r"[A-Z]{3}", code):
         raise LedgerInputError(f"currency must be a 3-letter ISO 4217 code such as USD or EUR (got {currency!r})")
-    sym = symbol if symbol is not None else SYMBOLS.get(code)
-    if sym is None:
-        raise LedgerInputError(f"currency {code} has no known symbol: give currency_symbol too")
+    sym = symbol if symbol is not None else SYMBOLS.get(code, code)  # an unlisted currency shows its code
     if not 1 <= len(sym) <= 4 or '"' in sym:
         raise LedgerInputError(f"currency_symbol must be 1 to 4 characters without quotes (got {sym!r})")
     return n, code, sym
