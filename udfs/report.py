@@ -15,8 +15,8 @@ from typing import Any, Mapping, Optional
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
-LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit")
-INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target")
+LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance")
+INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance")
 TERA, MEGA = 1e12, 1e6
 KIB, MIB = 2**10, 2**20
 

@@ -146,6 +146,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A6", "Months in the timeline")
     ctx.put(ws, "B6", n, S.CONSTANT, "0")
     ctx.put(ws, "C6", "set when the workbook is built (inference-ledger build --forecast-months N)", S.NOTE)
+    ws.merge_cells("C6:J6")
     ctx.define("forecast_months", ws, "B6")
     money = S.number_format("$")
     disc_last = Sym(f"{last}{row_of['discount']}")
@@ -195,7 +196,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
             if k == 0:
                 ctx.put(ws, f"A{row_of[key]}", label, S.HEADER if key == "month" else None)
                 ctx.put(ws, f"B{row_of[key]}", S.shown_as(unit), S.HEADER if key == "month" else S.NOTE)
-            fmt = "0" if key == "month" else S.number_format(unit)
+            fmt = "0" if key == "month" else "0.0000" if key == "discount" else S.number_format(unit)
             if key == "month" and k == 0:
                 ctx.put(ws, coord, 1, S.HEADER, "0")
             else:
