@@ -94,6 +94,7 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "B5", STEP, S.INPUT, "0%")
     ctx.define("sensitivity_step", ws, "B5")
     ctx.put(ws, "C5", "Each key input is multiplied by (1 - step) and (1 + step).", S.NOTE)
+    ws.merge_cells("C5:J5")
     lines = grid_lines()
     head, moved_row = 7, 8
     row_of = {name: moved_row + 1 + k for k, name in enumerate(lines)}
@@ -187,34 +188,36 @@ def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int
         ranks.append(rank)
         expr = Sym(f"SUMPRODUCT(($D${first}:$D${last}>D{rr})*1)+SUMPRODUCT(($D${first}:D{rr}=D{rr})*1)")
         ctx.formula(ws, f"E{rr}", expr, rank, S.FORMULA, "0")
-    # sorted for the chart: largest swing first
+    # sorted for the chart: largest swing first (rank k found with INDEX/MATCH)
     r = last + 2
-    for k, h in enumerate(("Rank", "Input (sorted)", "Change at -step", "Change at +step")):
+    for k, h in enumerate(("Input (sorted by swing)", "Change at -step", "Change at +step", "Rank")):
         ctx.put(ws, f"{get_column_letter(1 + k)}{r}", h, S.HEADER)
     top = r
-    ctx.put(ws, f"F{r}", "Base", S.HEADER)
-    ctx.formula(ws, f"G{r}", Sym(f"C{out_row}"), base, S.FORMULA, fmt)
-    base_ref = f"$G${top}"
+    ctx.put(ws, f"E{r}", "Base", S.HEADER)
+    ctx.formula(ws, f"F{r}", Sym(f"C{out_row}"), base, S.FORMULA, fmt)
+    base_ref = f"$F${top}"
     for k in range(1, len(KEY_INPUTS) + 1):
         r += 1
         i = ranks.index(k)
         name = KEY_INPUTS[i]
-        ctx.put(ws, f"A{r}", k, S.CONSTANT, "0")
-        pos = f"MATCH($A{r},$E${first}:$E${last},0)"
-        ctx.formula(ws, f"B{r}", Sym(f"INDEX($A${first}:$A${last},{pos})"), P.INPUT_BY_NAME[name].label, S.FORMULA)
-        ctx.formula(ws, f"C{r}", Sym(f"INDEX($B${first}:$B${last},{pos})-{base_ref}"),
+        ctx.put(ws, f"D{r}", k, S.CONSTANT, "0")
+        pos = f"MATCH($D{r},$E${first}:$E${last},0)"
+        ctx.formula(ws, f"A{r}", Sym(f"INDEX($A${first}:$A${last},{pos})"), P.INPUT_BY_NAME[name].label, S.FORMULA)
+        ctx.formula(ws, f"B{r}", Sym(f"INDEX($B${first}:$B${last},{pos})-{base_ref}"),
                     results[(name, -1)][key] - base, S.FORMULA, fmt)
-        ctx.formula(ws, f"D{r}", Sym(f"INDEX($C${first}:$C${last},{pos})-{base_ref}"),
+        ctx.formula(ws, f"C{r}", Sym(f"INDEX($C${first}:$C${last},{pos})-{base_ref}"),
                     results[(name, 1)][key] - base, S.FORMULA, fmt)
     chart = BarChart()
     chart.type, chart.grouping, chart.overlap = "bar", "clustered", 100
-    chart.title = f"Tornado: {label} (change from the base, inputs -/+ step)"
-    for col, title, color in ((3, "Input - step", "4472C4"), (4, "Input + step", "ED7D31")):
+    chart.title = f"Tornado: {label}"
+    chart.y_axis.title = "change from the base"
+    for col, title, color in ((2, "Input - step", "4472C4"), (3, "Input + step", "ED7D31")):
         s = Series(Reference(ws, min_col=col, min_row=top + 1, max_row=r), title=title)
         s.graphicalProperties.solidFill = color
         chart.series.append(s)
-    chart.set_categories(Reference(ws, min_col=2, min_row=top + 1, max_row=r))
+    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=r))
     chart.x_axis.scaling.orientation = "maxMin"
+    chart.x_axis.tickLblPos = "low"  # the input names at the left edge, clear of the bars
     chart.y_axis.numFmt = fmt
     chart.height, chart.width = 8, 14
     chart.legend.position = "b"

@@ -169,7 +169,7 @@ def _by_utilization(ctx: Ctx, ws, r: int) -> int:
             ctx.formula(ws, f"{get_column_letter(2 + k)}{r}", fn(p, Sym(f"$A{r}")), _num(fn(_Names(v), u)), S.FORMULA,
                         money)
     chart = LineChart()
-    chart.title = "Cost per used GPU-hour by utilization (owning crosses renting at the break-even)"
+    chart.title = "Cost per used GPU-hour by utilization"
     chart.y_axis.title, chart.x_axis.title = "per used GPU-hour", "Utilization"
     chart.y_axis.numFmt = money
     chart.add_data(Reference(ws, min_col=2, max_col=6, min_row=top, max_row=r), titles_from_data=True)
@@ -236,6 +236,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ch.add_data(Reference(ws, min_col=ci, min_row=top, max_row=last), titles_from_data=True)
         ch.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
         ch.x_axis.scaling.orientation = "maxMin"
+        ch.x_axis.tickLblPos = "low"
         ch.height, ch.width = 12, 12
         ch.legend = None
         ch.x_axis.delete = ch.y_axis.delete = False
