@@ -176,3 +176,53 @@ def test_growth_and_power_price_changed_in_the_file_move_the_timeline_and_verdic
     v = P.evaluate({k: (float(x) if isinstance(x, (int, float)) else x) for k, x in inputs.items()}, validate=False)
     assert math.isclose(_cell(got, "owned_cost_per_gpu_hour").value, v["owned_cost_per_gpu_hour"], rel_tol=1e-9)
     assert _cell(got, "master_check").value == 1
+
+
+def test_sensitivity_tornado_rows_are_sorted_by_swing(built):
+    ws = load_workbook(built[0], data_only=True)["Sensitivity"]
+    for title in ("Swings: Cheapest $/Mtok", "Swings: GPUs needed in the last forecast month"):
+        top = _row(ws, title) + 1  # header of the swing table
+        swing = {ws.cell(top + i, 1).value: ws.cell(top + i, 4).value for i in range(1, 8)}
+        sorted_top = top + 9  # header of the sorted table
+        labels = [ws.cell(sorted_top + k, 1).value for k in range(1, 8)]
+        assert sorted(labels) == sorted(swing)
+        got = [swing[x] for x in labels]
+        assert got == sorted(got, reverse=True), title
+        # each sorted row's changes are that input's outputs minus the base
+        for k, label in enumerate(labels, 1):
+            i = list(swing).index(label) + 1
+            lo, hi = ws.cell(top + i, 2).value, ws.cell(top + i, 3).value
+            assert math.isclose(abs(ws.cell(sorted_top + k, 3).value - ws.cell(sorted_top + k, 2).value),
+                                abs(hi - lo), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_build_options_set_the_timeline_and_the_currency(soffice, tmp_path):
+    out = tmp_path / "eur.xlsx"
+    run = subprocess.run([sys.executable, "-m", "inference_ledger", "build", "-o", str(out), "--forecast-months", "12",
+                          "--growth", "0.1", "--currency", "eur"], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    formulas, cached = load_workbook(out), load_workbook(out, data_only=True)
+    recalc = load_workbook(recalculate(out, tmp_path / "rc"), data_only=True)
+    fc = formulas["Forecast"]
+    month = _row(fc, "Month")
+    assert fc.cell(month, 3 + 11).value is not None and fc.cell(month, 3 + 12).value is None  # 12 months
+    assert _cell(cached, "growth").value == 0.1 and _cell(cached, "forecast_months").value == 12
+    assert _cell(cached, "currency_code").value == "EUR" and _cell(cached, "currency_symbol").value == "€"
+    money = {c.number_format for ws in formulas.worksheets for row in ws.iter_rows() for c in row
+             if "€" in (c.number_format or "") or "$" in (c.number_format or "")}
+    assert money and all("€" in f and "$" not in f for f in money)
+    bad = []
+    for ws in formulas.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.startswith("="):
+                    a, b = cached[ws.title][c.coordinate].value, recalc[ws.title][c.coordinate].value
+                    same = a == b if isinstance(a, str) or isinstance(b, str) or a is None or b is None else \
+                        math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+                    if not same:
+                        bad.append((ws.title, c.coordinate, a, b))
+    assert bad == []
+    bad_months = subprocess.run([sys.executable, "-m", "inference_ledger", "build", "-o", str(tmp_path / "x.xlsx"),
+                                 "--forecast-months", "0"], capture_output=True, text=True, cwd=ROOT)
+    assert bad_months.returncode == 2 and "--forecast-months" in bad_months.stderr
+    assert not (tmp_path / "x.xlsx").exists()

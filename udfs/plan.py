@@ -159,7 +159,7 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
 def _lines() -> tuple[Line, ...]:
-    M, C, B, K, F, N = "memory", "compute", "bandwidth", "cost", "fit", "finance"
+    M, C, B, K, F = "memory", "compute", "bandwidth", "cost", "fit"
     return (
         # --- memory -------------------------------------------------------------
         Line("weights_bytes", "Weights", "B", M,
@@ -379,24 +379,24 @@ def _lines() -> tuple[Line, ...]:
              "GPUs for the target QPS x price x 730 h.",
              lambda v: L.monthly_cost(v.price_per_gpu_hour, v.gpus_for_qps)),
         # --- finance: own vs rent (udfs.finance) -----------------------------------
-        Line("power_kw_per_gpu", "IT power per GPU", "kW", N, "GPU TDP + its share of the server, in kW.", lambda v: FI.power_kw(v.gpu_power_w, v.server_power_w_per_gpu)),
-        Line("capital_recovery_factor", "Capital recovery factor", "1/year", N, "Annuity per 1 of capex: r / (1 - (1 + r)^-years).", lambda v: FI.capital_recovery_factor(v.cost_of_capital, v.depreciation_years)),
-        Line("owned_fixed_cost_per_gpu_year", "Owned GPU: fixed cost per year", "$/GPU-year", N, "Capex x CRF + capex x support share + kW x hosting x 12: paid whether the GPU works or not.", lambda v: FI.owned_fixed_cost_per_year(v.server_price_per_gpu, v.capital_recovery_factor, v.support_fraction, v.power_kw_per_gpu, v.hosting_per_kw_month)),
-        Line("owned_energy_cost_per_gpu_hour", "Owned GPU: energy per working hour", "$/GPU-h", N, "kW x PUE x price per kWh.", lambda v: FI.energy_cost_per_hour(v.power_kw_per_gpu, v.pue, v.electricity_price)),
-        Line("owned_cost_per_gpu_hour", "Owned cost per used GPU-hour", "$/GPU-h", N, "Fixed cost / (8760 h x utilization) + energy.", lambda v: FI.owned_cost_per_gpu_hour(v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.utilization)),
-        Line("owned_cost_per_million_output_tokens", "Owned cost per million output tokens", "$/Mtok", N, "The plan's $/Mtok at the owned cost per used GPU-hour.", lambda v: FI.cost_per_million_tokens(v.owned_cost_per_gpu_hour, v.tp, v.tokens_per_second)),
-        Line("breakeven_utilization", "Break-even utilization (own vs on demand)", "fraction", N, "Utilization above which owning costs less per used hour than on demand; negative or over 100%: never.", lambda v: FI.breakeven_utilization(v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.price_per_gpu_hour)),
-        Line("owned_beats_rent", "Owning beats on demand", "1/0", N, "1 when the utilization reaches the break-even.", lambda v: FI.own_beats_rent(v.utilization, v.breakeven_utilization)),
-        Line("owned_running_cost_per_gpu_month", "Owned GPU: running cash per month", "$/month", N, "Support / 12 + kW x hosting + energy x 730 h x utilization: what it costs once bought.", lambda v: FI.running_cost_per_month(v.server_price_per_gpu, v.support_fraction, v.power_kw_per_gpu, v.hosting_per_kw_month, v.owned_energy_cost_per_gpu_hour, v.utilization)),
-        Line("payback_months", "Months of use for owning to pay back", "months", N, "Server price / (on-demand bill - running cash) per month at this utilization; undiscounted; negative: never.", lambda v: FI.payback_months(v.server_price_per_gpu, v.owned_running_cost_per_gpu_month, v.price_per_gpu_hour, v.utilization)),
-        Line("reserved_1y_price_per_gpu_hour", "1-year reserved rate", "$/GPU-h", N, "On demand x (1 - 1-year discount), paid for every hour.", lambda v: FI.discounted(v.price_per_gpu_hour, v.reserved_1y_discount)),
-        Line("reserved_3y_price_per_gpu_hour", "3-year reserved rate", "$/GPU-h", N, "On demand x (1 - 3-year discount), paid for every hour.", lambda v: FI.discounted(v.price_per_gpu_hour, v.reserved_3y_discount)),
-        Line("spot_price_per_gpu_hour", "Spot rate", "$/GPU-h", N, "On demand x (1 - spot discount), paid per used hour; interruptible.", lambda v: FI.discounted(v.price_per_gpu_hour, v.spot_discount)),
-        Line("reserved_1y_cost_per_gpu_hour", "1-year reserved per used GPU-hour", "$/GPU-h", N, "Reserved rate / utilization.", lambda v: FI.committed_cost_per_used_hour(v.reserved_1y_price_per_gpu_hour, v.utilization)),
-        Line("reserved_3y_cost_per_gpu_hour", "3-year reserved per used GPU-hour", "$/GPU-h", N, "Reserved rate / utilization.", lambda v: FI.committed_cost_per_used_hour(v.reserved_3y_price_per_gpu_hour, v.utilization)),
-        Line("best_cost_per_gpu_hour", "Cheapest cost per used GPU-hour", "$/GPU-h", N, "The least of on demand, 1- and 3-year reserved, owned (and spot when counted).", lambda v: FI.cheapest_option(v.price_per_gpu_hour, v.reserved_1y_cost_per_gpu_hour, v.reserved_3y_cost_per_gpu_hour, v.owned_cost_per_gpu_hour, v.spot_price_per_gpu_hour, v.use_spot)),
-        Line("best_cost_per_million_output_tokens", "Cheapest cost per million output tokens", "$/Mtok", N, "The plan's $/Mtok at the cheapest cost per used GPU-hour.", lambda v: FI.cost_per_million_tokens(v.best_cost_per_gpu_hour, v.tp, v.tokens_per_second)),
-        Line("owned_monthly_cost_qps", "Monthly cost of owning the QPS fleet", "$/month", N, "GPUs for the target QPS x (fixed cost / 12 + energy x 730 h x utilization).", lambda v: FI.monthly_fleet_cost(v.gpus_for_qps, v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.utilization)),
+        Line("power_kw_per_gpu", "IT power per GPU", "kW", "finance", "GPU TDP + its share of the server, in kW.", lambda v: FI.power_kw(v.gpu_power_w, v.server_power_w_per_gpu)),
+        Line("capital_recovery_factor", "Capital recovery factor", "1/year", "finance", "Annuity per 1 of capex: r / (1 - (1 + r)^-years).", lambda v: FI.capital_recovery_factor(v.cost_of_capital, v.depreciation_years)),
+        Line("owned_fixed_cost_per_gpu_year", "Owned GPU: fixed cost per year", "$/GPU-year", "finance", "Capex x CRF + capex x support share + kW x hosting x 12: paid whether the GPU works or not.", lambda v: FI.owned_fixed_cost_per_year(v.server_price_per_gpu, v.capital_recovery_factor, v.support_fraction, v.power_kw_per_gpu, v.hosting_per_kw_month)),
+        Line("owned_energy_cost_per_gpu_hour", "Owned GPU: energy per working hour", "$/GPU-h", "finance", "kW x PUE x price per kWh.", lambda v: FI.energy_cost_per_hour(v.power_kw_per_gpu, v.pue, v.electricity_price)),
+        Line("owned_cost_per_gpu_hour", "Owned cost per used GPU-hour", "$/GPU-h", "finance", "Fixed cost / (8760 h x utilization) + energy.", lambda v: FI.owned_cost_per_gpu_hour(v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.utilization)),
+        Line("owned_cost_per_million_output_tokens", "Owned cost per million output tokens", "$/Mtok", "finance", "The plan's $/Mtok at the owned cost per used GPU-hour.", lambda v: FI.cost_per_million_tokens(v.owned_cost_per_gpu_hour, v.tp, v.tokens_per_second)),
+        Line("breakeven_utilization", "Break-even utilization (own vs on demand)", "fraction", "finance", "Utilization above which owning costs less per used hour than on demand; negative or over 100%: never.", lambda v: FI.breakeven_utilization(v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.price_per_gpu_hour)),
+        Line("owned_beats_rent", "Owning beats on demand", "1/0", "finance", "1 when the utilization reaches the break-even.", lambda v: FI.own_beats_rent(v.utilization, v.breakeven_utilization)),
+        Line("owned_running_cost_per_gpu_month", "Owned GPU: running cash per month", "$/month", "finance", "Support / 12 + kW x hosting + energy x 730 h x utilization: what it costs once bought.", lambda v: FI.running_cost_per_month(v.server_price_per_gpu, v.support_fraction, v.power_kw_per_gpu, v.hosting_per_kw_month, v.owned_energy_cost_per_gpu_hour, v.utilization)),
+        Line("payback_months", "Months of use for owning to pay back", "months", "finance", "Server price / (on-demand bill - running cash) per month at this utilization; undiscounted; negative: never.", lambda v: FI.payback_months(v.server_price_per_gpu, v.owned_running_cost_per_gpu_month, v.price_per_gpu_hour, v.utilization)),
+        Line("reserved_1y_price_per_gpu_hour", "1-year reserved rate", "$/GPU-h", "finance", "On demand x (1 - 1-year discount), paid for every hour.", lambda v: FI.discounted(v.price_per_gpu_hour, v.reserved_1y_discount)),
+        Line("reserved_3y_price_per_gpu_hour", "3-year reserved rate", "$/GPU-h", "finance", "On demand x (1 - 3-year discount), paid for every hour.", lambda v: FI.discounted(v.price_per_gpu_hour, v.reserved_3y_discount)),
+        Line("spot_price_per_gpu_hour", "Spot rate", "$/GPU-h", "finance", "On demand x (1 - spot discount), paid per used hour; interruptible.", lambda v: FI.discounted(v.price_per_gpu_hour, v.spot_discount)),
+        Line("reserved_1y_cost_per_gpu_hour", "1-year reserved per used GPU-hour", "$/GPU-h", "finance", "Reserved rate / utilization.", lambda v: FI.committed_cost_per_used_hour(v.reserved_1y_price_per_gpu_hour, v.utilization)),
+        Line("reserved_3y_cost_per_gpu_hour", "3-year reserved per used GPU-hour", "$/GPU-h", "finance", "Reserved rate / utilization.", lambda v: FI.committed_cost_per_used_hour(v.reserved_3y_price_per_gpu_hour, v.utilization)),
+        Line("best_cost_per_gpu_hour", "Cheapest cost per used GPU-hour", "$/GPU-h", "finance", "The least of on demand, 1- and 3-year reserved, owned (and spot when counted).", lambda v: FI.cheapest_option(v.price_per_gpu_hour, v.reserved_1y_cost_per_gpu_hour, v.reserved_3y_cost_per_gpu_hour, v.owned_cost_per_gpu_hour, v.spot_price_per_gpu_hour, v.use_spot)),
+        Line("best_cost_per_million_output_tokens", "Cheapest cost per million output tokens", "$/Mtok", "finance", "The plan's $/Mtok at the cheapest cost per used GPU-hour.", lambda v: FI.cost_per_million_tokens(v.best_cost_per_gpu_hour, v.tp, v.tokens_per_second)),
+        Line("owned_monthly_cost_qps", "Monthly cost of owning the QPS fleet", "$/month", "finance", "GPUs for the target QPS x (fixed cost / 12 + energy x 730 h x utilization).", lambda v: FI.monthly_fleet_cost(v.gpus_for_qps, v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.utilization)),
     )
 
 

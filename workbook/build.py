@@ -176,7 +176,9 @@ def start_sheet(wb, ctx: Ctx) -> None:
              "Plan: set TP (GPUs per model copy), prompt and output tokens, and peak concurrent sequences.",
              "Plan: adjust memory utilization, efficiencies, price and the daily request forecast if you know better.",
              "Read the verdict and charts on Plan; each line's formula and reason is on Memory, Compute, Bandwidth.",
-             "Compare options on Scenarios (copy the last row to add one); keep the master check at 1.")
+             "Compare options on Scenarios (copy the last row to add one); keep the master check at 1.",
+             "Own or rent: TCO (cost per used GPU-hour), Forecast (what to buy month by month, NPV), "
+             "Sensitivity (what drives the cost); their inputs are Plan's Finance group.")
     for i, s in enumerate(steps, 1):
         r += 1
         ctx.put(ws, f"A{r}", f"Step {i}")

@@ -18,6 +18,7 @@ import click
 
 from udfs import catalog, engines
 from udfs.args import LedgerInputError
+from udfs.finance import GPU_COST_INPUTS
 from udfs.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from udfs.report import human, plan_json, plan_table
 
@@ -31,7 +32,7 @@ OPTION_NAMES = {
 
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = {*catalog.MODEL_INPUTS, *catalog.GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes",
-                "gpu_memory_bytes", "peak_flops"}
+                "gpu_memory_bytes", "peak_flops", *GPU_COST_INPUTS}
 
 # Suffixes each unit accepts (case-insensitive), value = multiplier to base units.
 _SUFFIXES: dict[str, dict[str, float]] = {
