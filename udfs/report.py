@@ -100,7 +100,7 @@ def human(v: Any, unit: str) -> str:
 
 
 def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool = True) -> str:
-    """The plan as text: inputs by group, then the five ledgers, one labelled line each."""
+    """The plan as text: inputs by group, then the ledgers (finance last), one labelled line each."""
     rows: list[tuple[str, str, str]] = []  # (label, value, json key); label '' + value = section title
 
     def section(name: str) -> None:

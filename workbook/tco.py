@@ -4,7 +4,7 @@
   :mod:`udfs.finance`) side by side: on demand, 1- and 3-year reserved, spot, owned, the
   cheapest, in $ per used GPU-hour and $ per million output tokens; the break-even
   utilization and the months of use for owning to pay back.
-* A utilization table (10% to 100%): the cost per used GPU-hour of each source at that
+* A utilization table (20% to 100%): the cost per used GPU-hour of each source at that
   utilization, the same :mod:`udfs.finance` formulas with the utilization a cell of the
   row; charted as lines that cross at the break-even.
 * Scenario comparison: each Scenarios row's $/Mtok and monthly cost, whether it meets the
@@ -30,8 +30,8 @@ from .calibration import _Names
 from .context import Ctx
 
 SHEET = "TCO"
-#: Utilizations of the own-vs-rent table (the axis of its chart).
-UTILIZATIONS = tuple(k / 10 for k in range(1, 11))
+#: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
+UTILIZATIONS = tuple(k / 10 for k in range(2, 11))
 #: Symbols of common currency codes (any other code shows as itself unless --currency-symbol says).
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CNY": "¥", "INR": "₹", "CHF": "CHF", "CAD": "C$",
            "AUD": "A$", "KRW": "₩", "SGD": "S$"}
