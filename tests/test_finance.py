@@ -158,6 +158,8 @@ def test_growth_and_power_price_changed_in_the_file_move_the_timeline_and_verdic
     assert _cell(base, "forecast_verdict").value.startswith("Buy")
     _cell(wb, "growth").value = 0.10
     _cell(wb, "electricity_price").value = 3.0  # $3/kWh: energy alone (1.275 kW x 1.4 x 3 = 5.36 $/h) > on demand
+    typed = _row(wb["Forecast"], "Peak QPS typed (optional: overrides the growth)")
+    wb["Forecast"].cell(typed, 3 + 1).value = 100  # month 2 typed: 100 QPS
     changed = tmp_path / "changed.xlsx"
     wb.save(changed)
     got = load_workbook(recalculate(changed, tmp_path / "out"), data_only=True)
@@ -166,6 +168,9 @@ def test_growth_and_power_price_changed_in_the_file_move_the_timeline_and_verdic
     # month 36 peak: 20 QPS x 1.1^35 x 1.2 headroom, in whole 4-GPU replicas: far above the 5% growth's
     assert fc.cell(r, 3 + 35).value > 2 * fb.cell(r, 3 + 35).value
     assert fc.cell(r, 3).value == fb.cell(r, 3).value  # month 1 is today's load either way
+    # month 2 typed at 100 QPS: 100 x 1.2 headroom / QPS per replica, in whole replicas of TP 4
+    per_replica, tp = _cell(got, "qps_per_replica").value, _cell(got, "tp").value
+    assert fc.cell(r, 3 + 1).value == tp * math.ceil(100 * 1.2 / per_replica)
     # the verdicts turn: energy alone costs more than renting, so owning never pays
     assert _cell(got, "owned_beats_rent").value == 0
     assert _cell(got, "breakeven_utilization").value < 0

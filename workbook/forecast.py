@@ -4,8 +4,9 @@ One column per month (``--forecast-months``, 36 by default), one formula per row
 written once with :mod:`udfs.finance` (and :mod:`udfs.ledger`) helpers over the plan's
 defined names, so the sheet is the plan's own arithmetic:
 
-* demand: the Plan's peak (``target_qps``) and average (``requests_per_day``) loads grown
-  by ``growth`` a month: the one demand family, extended in time;
+* demand: the Plan's peak (``target_qps``) grown by ``growth`` a month, or typed month by
+  month in the optional row above it; the average load keeps the Plan's ratio of
+  ``requests_per_day`` to the peak: the one demand family, extended in time;
 * GPUs needed: whole replicas for the peak plus ``headroom_target``, from the plan's
   ``qps_per_replica`` and TP; the base: replicas for the average load;
 * purchases: whole servers (``gpus_per_server``) for the base load, arriving no earlier
@@ -26,7 +27,7 @@ from openpyxl.utils import get_column_letter
 
 from udfs import finance as FI
 from udfs import ledger as L
-from udfs.expr import Sym, lt, where
+from udfs.expr import Sym, isblank, lt, where
 from udfs.units import SECONDS_PER_DAY
 
 from . import style as S
@@ -43,7 +44,7 @@ USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_
         "lead_time_months", "servers_owned_start", "server_price_per_gpu", "owned_running_cost_per_gpu_month",
         "price_per_gpu_hour", "cost_of_capital", "depreciation_years")
 
-Row = tuple[str, str, str, Callable[..., Any]]
+Row = tuple[str, str, str, Optional[Callable[..., Any]]]  # fn None: a row of optional input cells
 
 
 def _rows(n) -> list[Row]:
@@ -53,9 +54,12 @@ def _rows(n) -> list[Row]:
 
     return [
         ("month", "Month", "month", lambda p, c, prev: before(prev, "month", 0) + 1),
-        ("peak_qps", "Peak QPS", "requests/s", lambda p, c, prev: FI.grown(p.target_qps, p.growth, c["month"])),
-        ("avg_qps", "Average QPS (requests per day / 86,400)", "requests/s",
-         lambda p, c, prev: FI.grown(p.requests_per_day / SECONDS_PER_DAY, p.growth, c["month"])),
+        ("typed_qps", "Peak QPS typed (optional: overrides the growth)", "requests/s", None),
+        ("peak_qps", "Peak QPS", "requests/s",
+         lambda p, c, prev: where(isblank(c["typed_qps"]), FI.grown(p.target_qps, p.growth, c["month"]),
+                                  c["typed_qps"])),
+        ("avg_qps", "Average QPS (peak x requests per day / 86,400 / target QPS)", "requests/s",
+         lambda p, c, prev: c["peak_qps"] * (p.requests_per_day / SECONDS_PER_DAY) / p.target_qps),
         ("gpus_needed", "GPUs needed (peak + headroom)", "GPUs",
          lambda p, c, prev: FI.gpus_for_load(c["peak_qps"], p.headroom_target, p.qps_per_replica, p.tp)),
         ("base_gpus", "GPUs for the average load", "GPUs",
@@ -96,7 +100,7 @@ def timeline_values(values: dict, months: int) -> dict[str, list]:
     for _ in range(months):
         c: dict[str, Any] = {}
         for key, _label, _unit, fn in rows:
-            c[key] = _plain(fn(p, c, prev))
+            c[key] = None if fn is None else _plain(fn(p, c, prev))
             out[key].append(c[key])
         prev = c
     return out
@@ -199,6 +203,8 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
             fmt = "0" if key == "month" else "0.0000" if key == "discount" else S.number_format(unit)
             if key == "month" and k == 0:
                 ctx.put(ws, coord, 1, S.HEADER, "0")
+            elif fn is None:  # a row of optional inputs
+                ctx.put(ws, coord, None, S.INPUT, fmt)
             else:
                 ctx.formula(ws, coord, fn(p_sym, c, prev_sym), t[key][k], S.HEADER if key == "month" else S.FORMULA,
                             fmt)
