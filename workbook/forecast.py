@@ -58,7 +58,7 @@ def _rows(n) -> list[Row]:
         ("peak_qps", "Peak QPS", "requests/s",
          lambda p, c, prev: where(isblank(c["typed_qps"]), FI.grown(p.target_qps, p.growth, c["month"]),
                                   c["typed_qps"])),
-        ("avg_qps", "Average QPS (peak x requests per day / 86,400 / target QPS)", "requests/s",
+        ("avg_qps", "Average QPS (peak x the Plan's average / peak)", "requests/s",
          lambda p, c, prev: c["peak_qps"] * (p.requests_per_day / SECONDS_PER_DAY) / p.target_qps),
         ("gpus_needed", "GPUs needed (peak + headroom)", "GPUs",
          lambda p, c, prev: FI.gpus_for_load(c["peak_qps"], p.headroom_target, p.qps_per_replica, p.tp)),
