@@ -91,6 +91,8 @@ def human(v: Any, unit: str) -> str:
         return "yes" if x else "NO"
     if unit == "fraction":
         return f"{x * 100:.1f}%"
+    if unit.startswith("fraction/"):  # a rate: 8.0%/year, 5.0%/month
+        return f"{x * 100:.1f}%/{unit.split('/', 1)[1]}"
     if unit.startswith("$/"):
         return f"{_money(x)}/{unit[2:]}"
     if unit == "params":
