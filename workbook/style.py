@@ -106,6 +106,8 @@ def set_currency(code: str, symbol: str) -> None:
 def money(fmt: str) -> str:
     """A number format with the build's currency symbol in place of '$'."""
     return fmt.replace(_MONEY, '"' + CURRENCY["symbol"].replace('"', "") + '"')
+
+
 _INTEGER_UNITS = {"tokens", "sequences", "layers", "heads", "elements", "GPUs", "replicas", "bit", "x"}
 
 

@@ -16,6 +16,8 @@ The mapping mirrors ``udfs.catalog.plan_inputs`` (a test holds them equal):
   shows 79.19 GiB to torch, and engines size the KV pool from that;
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
   weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers);
+* an input named like a GPU costs field (``server_price_per_gpu``, ``gpu_power_w``,
+  ``server_power_w_per_gpu``) reads the chosen GPU's row of ``udfs/data/gpu_costs.csv``;
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
   (FP8 weights compute at ``fp8_flops``), falling back to ``bf16_flops`` where the chip
   has no such unit (A100 has no FP8).
@@ -124,7 +126,7 @@ def _columns(cls, declared) -> list[Column]:
 
 
 def load_tables() -> dict[str, Table]:
-    """GPUs, Models and Dtypes from :mod:`udfs.catalog`, in file order."""
+    """GPUs, Models and Dtypes from :mod:`udfs.catalog`, GPU costs from :mod:`udfs.finance`, in file order."""
     from udfs import catalog as cat
 
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),

@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from openpyxl.chart import BarChart, LineChart, Reference, Series
+from openpyxl.chart import BarChart, LineChart, Reference
+from openpyxl.formatting.rule import FormulaRule
+from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
 from udfs import finance as FI
@@ -226,6 +228,9 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     for rr, (meets, cost) in cached.items():
         expr = where(and_(eq(Sym(f"D{rr}"), 1), eq(Sym(f"C{rr}"), Sym(f"MIN($E${first}:$E${last})"))), CHEAPEST, "")
         ctx.formula(ws, f"F{rr}", expr, CHEAPEST if meets and cost == low else "", S.CHECK)
+    fill = PatternFill("solid", fgColor=S.GREEN[0], bgColor=S.GREEN[0])
+    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[f'$F{first}="{CHEAPEST}"'], fill=fill,
+                                                                   font=Font(color=S.GREEN[1], bold=True)))
     for k, (col, title, fmt) in enumerate((("B", "$/Mtok per scenario (on demand)", S.number_format("$/Mtok")),
                                            ("C", "Monthly cost per scenario (target QPS)", S.number_format("$/month")))):
         ch = BarChart()
