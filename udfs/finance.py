@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import csv
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -168,6 +169,30 @@ def discount_factor(rate, month):
 def remaining_value_share(month, horizon, depreciation_years):
     """Straight-line book value left at the end of the horizon of a server bought in a month."""
     return maximum(1 - (horizon - month + 1) / (depreciation_years * MONTHS_PER_YEAR), 0)
+
+
+# --- build options of the finance view (checked here: the CLI stays light) ------------------------
+
+#: Symbols of common currency codes (any other code shows as itself unless --currency-symbol says).
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CNY": "¥", "INR": "₹", "CHF": "CHF", "CAD": "C$",
+           "AUD": "A$", "KRW": "₩", "SGD": "S$"}
+MONTHS_RANGE = (1, 120)
+DEFAULT_MONTHS = 36
+
+
+def finance_options(months: Optional[int], currency: Optional[str], symbol: Optional[str]) -> tuple[int, str, str]:
+    """(forecast months, currency code, symbol) of a build, checked; one clear error line otherwise."""
+    n = DEFAULT_MONTHS if months is None else months
+    if isinstance(n, bool) or not isinstance(n, int) or not MONTHS_RANGE[0] <= n <= MONTHS_RANGE[1]:
+        raise LedgerInputError(f"forecast_months must be a whole number >= {MONTHS_RANGE[0]} and <= {MONTHS_RANGE[1]} "
+                               f"(got {months!r})")
+    code = (currency or "USD").upper()
+    if not re.fullmatch(r"[A-Z]{3}", code):
+        raise LedgerInputError(f"currency must be a 3-letter ISO 4217 code such as USD or EUR (got {currency!r})")
+    sym = symbol if symbol is not None else SYMBOLS.get(code, code)  # an unlisted currency shows its code
+    if not 1 <= len(sym) <= 4 or '"' in sym:
+        raise LedgerInputError(f"currency_symbol must be 1 to 4 characters without quotes (got {sym!r})")
+    return n, code, sym
 
 
 # --- the GPU cost catalog ------------------------------------------------------------------------

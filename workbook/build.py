@@ -39,13 +39,14 @@ from udfs import __version__
 from udfs import plan as P
 from udfs.args import LedgerInputError
 from udfs.expr import Sym, and_, eq, le, where
+from udfs.finance import finance_options
 from udfs.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S
 
 from . import checks as C
 from .calibration import add_calibration_sheet
 from .forecast import add_forecast_sheet
 from .sensitivity import add_sensitivity_sheet
-from .tco import add_tco_sheet, finance_checks, finance_options
+from .tco import add_tco_sheet, finance_checks
 from . import style as S
 from .context import Ctx, SheetBuilder, absolute, xname
 from .package import package, write_atomic

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 from openpyxl.chart import BarChart, LineChart, Reference
@@ -24,7 +23,6 @@ from openpyxl.utils import get_column_letter
 
 from udfs import finance as FI
 from udfs import plan as P
-from udfs.args import LedgerInputError
 from udfs.expr import Sym, and_, eq, where
 
 from . import style as S
@@ -32,31 +30,9 @@ from .calibration import _Names
 from .context import Ctx
 
 SHEET = "TCO"
+CHEAPEST = "cheapest meeting the targets"
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
 UTILIZATIONS = tuple(k / 10 for k in range(2, 11))
-#: Symbols of common currency codes (any other code shows as itself unless --currency-symbol says).
-SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CNY": "¥", "INR": "₹", "CHF": "CHF", "CAD": "C$",
-           "AUD": "A$", "KRW": "₩", "SGD": "S$"}
-MONTHS_RANGE = (1, 120)
-DEFAULT_MONTHS = 36
-CHEAPEST = "cheapest meeting the targets"
-
-
-def finance_options(months: Optional[int], currency: Optional[str], symbol: Optional[str]) -> tuple[int, str, str]:
-    """(forecast months, currency code, symbol) of a build, checked; one clear error line otherwise."""
-    n = DEFAULT_MONTHS if months is None else months
-    if isinstance(n, bool) or not isinstance(n, int) or not MONTHS_RANGE[0] <= n <= MONTHS_RANGE[1]:
-        raise LedgerInputError(f"forecast_months must be a whole number >= {MONTHS_RANGE[0]} and <= {MONTHS_RANGE[1]} "
-                               f"(got {months!r})")
-    code = (currency or "USD").upper()
-    if not re.fullmatch(r"[A-Z]{3}", code):
-        raise LedgerInputError(f"currency must be a 3-letter ISO 4217 code such as USD or EUR (got {currency!r})")
-    sym = symbol if symbol is not None else SYMBOLS.get(code, code)  # an unlisted currency shows its code
-    if not 1 <= len(sym) <= 4 or '"' in sym:
-        raise LedgerInputError(f"currency_symbol must be 1 to 4 characters without quotes (got {sym!r})")
-    return n, code, sym
-
-
 def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
     """Rows for the Checks sheet: the chosen GPU has a cost row (counted) and a public price (a finding)."""
     t = ctx.tables["GPU costs"]

@@ -15,7 +15,7 @@ import click
 from inference_ledger.commands.plan import plan_options
 from udfs.args import LedgerInputError
 from workbook.build import build_workbook, verdict
-from workbook.tco import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
+from udfs.finance import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"
 
