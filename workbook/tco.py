@@ -31,6 +31,8 @@ from .context import Ctx
 
 SHEET = "TCO"
 CHEAPEST = "cheapest meeting the targets"
+#: Rows the cheapest-row test looks at: room for Scenarios rows copied down after the build.
+ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
 UTILIZATIONS = tuple(k / 10 for k in range(2, 11))
 def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
@@ -176,6 +178,9 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         return r
     cols, rows = _scenario_columns(wb)
     ctx.put(ws, f"A{r}", "Scenarios compared", S.SECTION)
+    ctx.put(ws, f"C{r}", "One row per Scenarios row of the build; for a row added there, copy the last row here "
+            "down (the charts keep the built rows).", S.NOTE)
+    ws.merge_cells(f"C{r}:H{r}")
     r += 1
     heads = ("Scenario", "$/Mtok (on demand)", "Monthly cost (target QPS)", "Meets the targets (1/0)",
              "Cost if it meets them", "Cheapest that meets them")
@@ -186,9 +191,9 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     cached = {}
     for sr in rows:
         r += 1
-        ref = lambda n, sr=sr: Sym(f"Scenarios!${cols[n]}${sr}")  # noqa: E731
+        ref = lambda n, sr=sr: Sym(f"Scenarios!${cols[n]}{sr}")  # noqa: E731  (row-relative: copy down)
         val = lambda n, sr=sr: ctx.cached[("Scenarios", f"{cols[n]}{sr}")]  # noqa: E731
-        ctx.formula(ws, f"A{r}", Sym(f"Scenarios!$A${sr}"), wb["Scenarios"][f"A{sr}"].value, S.FORMULA)
+        ctx.formula(ws, f"A{r}", Sym(f"Scenarios!$A{sr}"), wb["Scenarios"][f"A{sr}"].value, S.FORMULA)
         ctx.formula(ws, f"B{r}", ref("cost_per_million_output_tokens"), val("cost_per_million_output_tokens"),
                     S.FORMULA, S.number_format("$/Mtok"))
         ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), val("monthly_cost_qps"), S.FORMULA,
@@ -202,7 +207,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     candidates = [c for m, c in cached.values() if m]
     low = min(candidates) if candidates else None
     for rr, (meets, cost) in cached.items():
-        expr = where(and_(eq(Sym(f"D{rr}"), 1), eq(Sym(f"C{rr}"), Sym(f"MIN($E${first}:$E${last})"))), CHEAPEST, "")
+        expr = where(and_(eq(Sym(f"D{rr}"), 1), eq(Sym(f"C{rr}"), Sym(f"MIN($E${first}:$E${first + ROOM})"))), CHEAPEST, "")
         ctx.formula(ws, f"F{rr}", expr, CHEAPEST if meets and cost == low else "", S.CHECK)
     fill = PatternFill("solid", fgColor=S.GREEN[0], bgColor=S.GREEN[0])
     ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[f'$F{first}="{CHEAPEST}"'], fill=fill,
