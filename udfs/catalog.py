@@ -438,7 +438,8 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
     Model and GPU fields named like plan inputs fill them (MODEL_INPUTS, GPU_INPUTS; a blank
     GPU field keeps the default); ``gpu_memory_bytes`` is the GPU's runtime memory; the weight
     format (default: the checkpoint's) gives ``weight_bytes`` and the compute unit
-    (``peak_flops``); modules outside the quantized layers count at BF16.
+    (``peak_flops``); modules outside the quantized layers count at BF16, or at the weight format where it is
+    wider (an FP32 checkpoint keeps its embeddings and norms in FP32).
     Everything else is :func:`udfs.plan.defaults`, and ``overrides`` (plan input names) win.
     Either catalog entry may be None to keep the defaults.
     """
@@ -452,7 +453,8 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
         v.update({name: getattr(m, name) for name in MODEL_INPUTS})
     wd = _dtype_for(weight_dtype or (m.weight_dtype if m else UNQUANTIZED_DTYPE), "weight")
     v["weight_bytes"] = wd.bytes_per_element
-    v["unquantized_bytes"] = get_dtype(UNQUANTIZED_DTYPE).bytes_per_element
+    # modules outside the quantized layers: BF16, or the checkpoint's format where it is wider (FP32 keeps FP32)
+    v["unquantized_bytes"] = max(wd.bytes_per_element, get_dtype(UNQUANTIZED_DTYPE).bytes_per_element)
     v["kv_bytes"] = _dtype_for(kv_dtype, "kv").bytes_per_element
     if g is not None:
         v.update({name: getattr(g, name) for name in GPU_INPUTS if getattr(g, name) is not None})

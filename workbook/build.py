@@ -21,7 +21,9 @@ built-in sheets) or by registering it with :func:`register_sheet`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
+import math
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference, ScatterChart, Series
-from openpyxl.formatting.rule import DataBarRule, FormulaRule
+from openpyxl.formatting.rule import ColorScaleRule, DataBarRule, FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -125,6 +127,48 @@ def _shown(unit: str, value: float | None = None) -> str:
     return S.shown_as(unit, value)
 
 
+@functools.lru_cache(maxsize=None)
+def _catalog_range() -> dict[str, tuple[float, float]]:
+    """Smallest non-zero and largest magnitude of every plan quantity over the catalog's models (default GPU)."""
+    from udfs import catalog as cat
+
+    out: dict[str, tuple[float, float]] = {}
+    gpu = cat.get_gpu(DEFAULT_CHOICE["gpu"])
+    for m in cat.load_models():
+        try:
+            inputs = cat.plan_inputs(m, gpu)
+            values = {**inputs, **P.evaluate(inputs)}
+        except LedgerInputError:
+            continue
+        for k, v in values.items():
+            if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and float(v) != 0:
+                lo, hi = out.get(k, (math.inf, 0.0))
+                out[k] = (min(lo, abs(float(v))), max(hi, abs(float(v))))
+    return out
+
+
+def _scale(name: str, unit: str, value):
+    """The value a quantity's format is chosen for, so the format follows the line, not the model picked.
+
+    MoE kernel padding is 0 for a dense model and gigabytes for gpt-oss-120b: bytes are
+    formatted for their largest value over the catalog (GB, with GiB beside it); seconds
+    for their smallest (scientific when some model's is under a millisecond).
+    """
+    if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+        return value
+    lo, hi = _catalog_range().get(name, (math.inf, 0.0))
+    v = abs(float(value))
+    if unit == "B":
+        return max(v, hi)
+    if unit == "s":
+        return min(x for x in (v, lo) if x > 0) if (v > 0 or lo < math.inf) else v
+    return value
+
+
+def _fmt(name: str, unit: str, value) -> str:
+    return S.number_format(unit, _scale(name, unit, value))
+
+
 def _also(unit: str, value: float):
     """A second, human view of a base-unit value: (conversion of a Sym or number, unit) or None."""
     if unit == "s":
@@ -134,23 +178,55 @@ def _also(unit: str, value: float):
     return None
 
 
-def _numeric_validation(inp: P.Input) -> DataValidation:
+#: Excel's limits on data-validation texts (characters): input title, input message, error title, error message.
+TITLE_MAX, PROMPT_MAX, ERROR_MAX = 32, 255, 225
+
+
+def short_title(label: str) -> str:
+    """A label within Excel's 32-character title: without its parenthesis, else cut at a word with an ellipsis."""
+    if len(label) <= TITLE_MAX:
+        return label
+    bare = label.split(" (")[0].strip()
+    if len(bare) <= TITLE_MAX:
+        return bare
+    words = bare.split()
+    while len(" ".join(words)) > TITLE_MAX - 1 or words[-1] in ("in", "of", "per", "at", "to", "for", "the", "and"):
+        words.pop()
+    return " ".join(words) + "\u2026"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
+
+
+def _numeric_validation(inp: P.Input, coord: str) -> DataValidation:
+    """The rule the CLI applies (udfs.args): between lo and hi, lo excluded where the argument excludes it.
+
+    Excel's "between" includes both ends; a whole number above lo starts at lo + 1, and
+    a decimal above lo is a custom rule on the cell itself.
+    """
     a = inp.arg
     lo_txt = ">=" if a.lo_inclusive else ">"
-    dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
-                        formula1=f"{a.lo:.15G}", formula2=f"{a.hi:.15G}", allow_blank=True)
+    if a.lo_inclusive or a.integer:
+        lo = a.lo if a.lo_inclusive else a.lo + 1
+        dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
+                            formula1=f"{lo:.15G}", formula2=f"{a.hi:.15G}", allow_blank=True)
+    else:
+        dv = DataValidation(type="custom", allow_blank=True,
+                            formula1=f"AND(ISNUMBER({coord}),{coord}>{a.lo:.15G},{coord}<={a.hi:.15G})")
     dv.showInputMessage = dv.showErrorMessage = True
-    dv.promptTitle = inp.label[:32]
-    dv.prompt = f"Allowed: {lo_txt} {a.lo:g} and <= {a.hi:g} {inp.unit}. {inp.doc}"[:250]  # Excel: 255 at most
+    dv.promptTitle = short_title(inp.label)
+    full = "" if dv.promptTitle == inp.label else f"{inp.label}. "
+    dv.prompt = _clip(f"{full}Allowed: {lo_txt} {a.lo:g} and <= {a.hi:g} {inp.unit}. {inp.doc}", PROMPT_MAX)
     dv.errorTitle = "Out of range"
-    dv.error = f"{inp.name} must be {a.allowed()} ({inp.unit})"[:220]  # Excel caps the message at 225
+    dv.error = _clip(f"{inp.name} must be {a.allowed()} ({inp.unit})", ERROR_MAX)
     return dv
 
 
 def _list_validation(table: Table, label: str) -> DataValidation:
     dv = DataValidation(type="list", formula1=table.ids, allow_blank=False)
     dv.showInputMessage = dv.showErrorMessage = True
-    dv.promptTitle = label[:32]
+    dv.promptTitle = short_title(label)
     dv.prompt = f"Pick from the {table.sheet} sheet; a row added there appears here."
     dv.errorTitle = "Not in the catalog"
     dv.error = f"Pick an id from the {table.sheet} sheet (or add a row there first)."
@@ -280,19 +356,18 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"A{r}", inp.label)
         ctx.put(ws, f"C{r}", _shown(inp.unit, ctx.inputs[inp.name]))
         ctx.put(ws, f"E{r}", inp.doc, S.NOTE)
-        fmt = S.number_format(inp.unit, ctx.inputs[inp.name])
+        fmt = _fmt(inp.name, inp.unit, ctx.inputs[inp.name])
         lk = lookup(inp.name, ctx.tables, keys, ctx.choice)
-        dv = _numeric_validation(inp)
+        typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
+        dv = _numeric_validation(inp, typed)
         ws.add_data_validation(dv)
+        dv.add(typed)
         if lk is None:
             ctx.put(ws, coord, ctx.inputs[inp.name], S.INPUT, fmt)
-            dv.add(coord)
         else:
-            over = f"D{r}"
-            formula = where(Sym(f"ISBLANK({over})"), lk[0], Sym(over))
+            formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
             ctx.formula(ws, coord, formula, ctx.inputs[inp.name], S.LOOKUP, fmt)
-            ctx.put(ws, over, ctx.overrides.get(inp.name), S.INPUT, fmt)
-            dv.add(over)
+            ctx.put(ws, typed, ctx.overrides.get(inp.name), S.INPUT, fmt)
         ctx.define(named(inp.name), ws, coord)
     r += 2
     _section(ctx, ws, f"A{r}", "Named constants")
@@ -317,9 +392,9 @@ def _line_row(ctx: Ctx, ws, r: int, col: str, line: P.Line) -> str:
     formula, _ = P.render(line, named)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = _num(ctx.values[line.name])
-    ctx.formula(ws, coord, formula, value, S.FORMULA, S.number_format(line.unit, value))
-    ctx.put(ws, f"{L(2)}{r}", _shown(line.unit, value))
-    also = _also(line.unit, value)
+    ctx.formula(ws, coord, formula, value, S.FORMULA, _fmt(line.name, line.unit, value))
+    ctx.put(ws, f"{L(2)}{r}", _shown(line.unit, _scale(line.name, line.unit, value)))
+    also = _also(line.unit, _scale(line.name, line.unit, value))
     if also:
         conv, unit = also
         ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), _num(conv(ctx.values[line.name])), S.FORMULA,
@@ -389,15 +464,22 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         q = P.LINE_BY_NAME.get(name) or P.INPUT_BY_NAME[name]
         ctx.put(ws, f"{L(0)}{r}", q.label)
         value = _num(ctx.values[name])
-        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, S.FORMULA, S.number_format(q.unit, value))
-        ctx.put(ws, f"{L(2)}{r}", _shown(q.unit, value))
-        also = _also(q.unit, value)
+        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, S.FORMULA, _fmt(name, q.unit, value))
+        ctx.put(ws, f"{L(2)}{r}", _shown(q.unit, _scale(name, q.unit, value)))
+        also = _also(q.unit, _scale(name, q.unit, value))
         if also:
             ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), _num(also[0](ctx.values[name])), S.FORMULA,
                         S.number_format(also[1]))
         ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS + (("cost", "Plan: Cost"),)).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))
     return r
+
+
+def _bars(ws, rng: str) -> None:
+    """Data bars from 0 to the largest, over a pale colour scale: Gnumeric ignores data bars, not colour scales."""
+    ws.conditional_formatting.add(rng, ColorScaleRule(start_type="num", start_value=0, start_color="FFFFFF",
+                                                      end_type="max", end_color="DDEBF7"))
+    ws.conditional_formatting.add(rng, DataBarRule(start_type="num", start_value=0, end_type="max", color="5B9BD5"))
 
 
 def _plan_results(ctx: Ctx, ws, r: int) -> None:
@@ -410,8 +492,7 @@ def _plan_results(ctx: Ctx, ws, r: int) -> None:
     # memory use at a glance: bars over weights, KV, workspace, total and usable per GPU (0 to the largest)
     rows = [k for k in range(top + 1, r - 1) if ws[f"I{k}"].value == _shown("B")][:5]
     if rows:
-        ws.conditional_formatting.add(f"H{rows[0]}:H{rows[-1]}", DataBarRule(start_type="num", start_value=0,
-                                                                               end_type="max", color="5B9BD5"))
+        _bars(ws, f"H{rows[0]}:H{rows[-1]}")
     # cost, and any ledger a later plan adds that has no sheet of its own
     shown = {k for k, _ in LEDGER_SHEETS} | {"fit"}
     for ledger in dict.fromkeys(l.ledger for l in P.LINES if l.ledger not in shown):
@@ -541,7 +622,7 @@ def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
     ctx.formula(ws, f"{_col(2)}{r + 1}", Sym(f"MAX({where_col[y]}{first}:{where_col[y]}{last})"), ymax,
                 S.FORMULA, S.number_format("s"))
     ctx.put(ws, f"{_col(3)}{r}", "x = ridge batch; y from 0 to the largest step time")
-    chart = ScatterChart()
+    chart = ScatterChart(scatterStyle="lineMarker")   # ECMA-376 requires c:scatterStyle (openpyxl omits it)
     chart.title = "Decode step time vs batch (flat: bandwidth-bound; rising: compute-bound)"
     chart.style = 2
     chart.x_axis.title = "Batch (sequences in one decode step), log scale"
@@ -686,7 +767,7 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
             ctx.put(ws, f"{col}{r}", choice[sel], S.INPUT)
         for inp in P.INPUTS:
             coord = f"{cols[inp.name]}{r}"
-            fmt = S.number_format(inp.unit, inputs[inp.name])
+            fmt = _fmt(inp.name, inp.unit, inputs[inp.name])
             lk = lookup(inp.name, ctx.tables, key_refs, choice)
             if inp.name in own or inp.name in set_by_rows:  # the row's own value (another row's column: the Plan's)
                 ctx.put(ws, coord, inputs[inp.name], S.INPUT, fmt)
@@ -697,11 +778,11 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
         for line in P.LINES:
             formula, _ = P.render(line, ref)
             v = _num(vals[line.name])
-            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, S.FORMULA, S.number_format(line.unit, v))
+            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, S.FORMULA, _fmt(line.name, line.unit, v))
         for n in key:
             v = _num(vals[n])
             ctx.formula(ws, f"{cols['key:' + n]}{r}", Sym(ref(n)), v, S.FORMULA,
-                        S.number_format(P.LINE_BY_NAME[n].unit, v))
+                        _fmt(n, P.LINE_BY_NAME[n].unit, v))
     last = first + len(ctx.scenarios) - 1
     # dropdowns and conditional formats cover room for copied rows
     room = last + 200
@@ -715,8 +796,7 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
         for col in [cols[name]] + ([cols["key:" + name]] if "key:" + name in cols else []):
             _flag_rules(ws, f"{col}{first}:{col}{room}", f"{col}{first}")
     for col in (cols["total_bytes_per_gpu"], cols["key:total_bytes_per_gpu"]):
-        ws.conditional_formatting.add(f"{col}{first}:{col}{room}",
-                                      DataBarRule(start_type="num", start_value=0, end_type="max", color="5B9BD5"))
+        _bars(ws, f"{col}{first}:{col}{room}")
     ws.auto_filter.ref = f"A{label_row}:{get_column_letter(last_col)}{last}"
     ws.print_area = f"A1:{key_last}{last}"
     ws.print_title_rows = f"{label_row}:{unit_row}"
@@ -791,7 +871,7 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         a = inp.arg
         ctx.put(ws, f"A{r}", inp.name)
         v = ctx.inputs[inp.name]
-        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, S.FORMULA, S.number_format(inp.unit, v))
+        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, S.FORMULA, _fmt(inp.name, inp.unit, v))
         ctx.put(ws, f"E{r}", a.lo, S.CONSTANT, "General")
         ctx.put(ws, f"F{r}", int(a.lo_inclusive), S.CONSTANT, "0")
         ctx.put(ws, f"G{r}", a.hi, S.CONSTANT, "General")

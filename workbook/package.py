@@ -1,15 +1,23 @@
 """Turn openpyxl's output into a mail-ready, reproducible .xlsx.
 
-openpyxl writes formula cells with an empty value (``<f>..</f><v/>``), so a mail
-preview, Quick Look or a phone (which never recalculate) would show blanks.  This
-module rewrites the package once:
+openpyxl writes formula cells with an empty value (``<v/>`` with the standard library's
+XML writer, ``<v></v>`` with lxml's), so a mail preview, Quick Look or a phone (which
+never recalculate) would show blanks.  This module rewrites the package once, parsing
+every XML part (never matching one serialization with a pattern):
 
 * every formula cell gets its cached value (``<v>``), computed by the same Python
   formulas while the sheet was built; ``t="str"`` marks text, ``t="b"`` booleans.  A
-  formula cell without a recorded value is a builder bug and stops the build;
+  formula cell without a recorded value is a builder bug and stops the build, and a
+  final structural check stops it on any formula cell left without a value (only a
+  text result may be empty);
+* every chart series carries a data cache (``c:numCache``/``c:strCache``, ECMA-376
+  Part 1, 21.2.2.120/21.2.2.199) filled from those values, so a viewer that does not
+  recalculate still draws the charts;
+* every part is written again by one serializer, so the bytes do not depend on
+  which XML backend openpyxl used;
 * zip members keep openpyxl's order, with one fixed timestamp and fixed permissions,
   so the same inputs give the same bytes;
-* ``as_template`` turns the package into an Excel template (.xltx) by changing the
+* ``template=True`` turns the package into an Excel template (.xltx) by changing the
   workbook part's content type (ECMA-376 Part 1, 12.3.23).
 """
 
@@ -18,96 +26,292 @@ from __future__ import annotations
 import io
 import math
 import os
-import re
 import tempfile
 import zipfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping
-from xml.sax.saxutils import escape
+from typing import Any, Iterable, Mapping
+from xml.etree import ElementTree as ET
+
+from openpyxl.utils.cell import range_boundaries, get_column_letter
 
 _MAIN = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
 _TEMPLATE = "application/vnd.openxmlformats-officedocument.spreadsheetml.template.main+xml"
-
-# openpyxl writes <c r=".." [s=".."]><f>text</f><v /></c> for a formula cell.
-_FORMULA_CELL = re.compile(r'<c r="([A-Z]+[0-9]+)"((?: [a-z]+="[^"]*")*)><f>([^<]*)</f><v ?/></c>')
+SML = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
+_CT = "http://schemas.openxmlformats.org/package/2006/content-types"
+_DCTERMS = "http://purl.org/dc/terms/"
+_XML_NS = "http://www.w3.org/XML/1998/namespace"
+XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
 
 class MissingCachedValue(RuntimeError):
     """A formula cell was written without the value it computes."""
 
 
-def _sheet_parts(files: Mapping[str, bytes]) -> dict[str, str]:
-    """Sheet title -> zip member of its XML part."""
-    wb = files["xl/workbook.xml"].decode()
-    rels = files["xl/_rels/workbook.xml.rels"].decode()
-    targets = dict(re.findall(r'<Relationship[^>]*?Id="([^"]+)"[^>]*?Target="([^"]+)"', rels))
-    targets.update({k: v for v, k in re.findall(r'<Relationship[^>]*?Target="([^"]+)"[^>]*?Id="([^"]+)"', rels)})
-    out = {}
-    for attrs in re.findall(r"<sheet ([^>]*)/>", wb):
-        name = re.search(r'name="([^"]*)"', attrs).group(1)
-        rid = re.search(r'r:id="([^"]*)"|id="([^"]*)"', attrs)
-        rid = rid.group(1) or rid.group(2)
-        target = targets[rid].lstrip("/")
-        out[_unescape(name)] = target if target.startswith("xl/") else "xl/" + target
-    return out
+# --- parse and write XML parts -------------------------------------------------------------
 
 
-def _unescape(s: str) -> str:
-    return s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&apos;", "'").replace("&amp;", "&")
+class Part:
+    """One parsed XML part, written back with every namespace declared once on the root.
+
+    openpyxl declares namespaces on different elements with lxml and with the standard
+    library; declaring the ones the part uses on its root, default namespace first and
+    the rest by prefix, makes the bytes the same whichever backend wrote them.
+    """
+
+    def __init__(self, data: bytes):
+        self.prefixes: dict[str, str] = {}          # prefix -> uri, as the writer bound them
+        self.root = None
+        for event, obj in ET.iterparse(io.BytesIO(data), events=("start-ns", "start")):
+            if event == "start-ns":
+                prefix, uri = obj
+                if self.prefixes.setdefault(prefix, uri) != uri:
+                    raise ValueError(f"prefix {prefix!r} is bound to two namespaces")
+            elif self.root is None:
+                self.root = obj
+
+    def to_bytes(self) -> bytes:
+        used = set()
+        for el in self.root.iter():
+            used.update(_uri(n) for n in (el.tag, *el.attrib))
+            ignorable = next((v for k, v in el.attrib.items() if k.endswith("}Ignorable")), "")
+            used.update(self.prefixes.get(p) for p in ignorable.split())
+        decls = sorted(((p, u) for p, u in self.prefixes.items() if u in used), key=lambda pu: (pu[0] != "", pu[0]))
+        out: list[str] = []
+        _write(self.root, dict(decls), out, decls)
+        return XML_DECLARATION + "".join(out).encode("utf-8")
 
 
-def _value_xml(v: Any) -> tuple[str, str]:
-    """(t attribute, <v> text) of a cached value."""
-    if isinstance(v, bool):
-        return ' t="b"', "1" if v else "0"
-    if isinstance(v, str):
-        return ' t="str"', escape(v)
+def _uri(name: str):
+    return name[1:].split("}", 1)[0] if name[0] == "{" else None
+
+
+def _esc(s: str, attr: bool = False) -> str:
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if attr:
+        s = s.replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+    return s
+
+
+def _qname(tag: str, scope: Mapping[str, str], attr: bool) -> str:
+    if tag[0] != "{":
+        return tag
+    uri, local = tag[1:].split("}", 1)
+    if uri == _XML_NS:
+        return "xml:" + local
+    if not attr and scope.get("") == uri:
+        return local
+    for prefix, u in scope.items():
+        if u == uri and prefix:
+            return f"{prefix}:{local}"
+    raise ValueError(f"namespace {uri} of <{local}> is not declared")
+
+
+def _write(el, scope: Mapping[str, str], out: list[str], decls=()) -> None:
+    name = _qname(el.tag, scope, False)
+    out.append("<" + name)
+    for prefix, uri in decls:
+        out.append(f' xmlns{":" + prefix if prefix else ""}="{_esc(uri, True)}"')
+    for k, v in el.attrib.items():
+        out.append(f' {_qname(k, scope, True)}="{_esc(v, True)}"')
+    if len(el) == 0 and el.text is None:      # a value set to "" (an empty text result) stays <v></v>
+        out.append("/>")
+    else:
+        out.append(">" + _esc(el.text or ""))
+        for child in el:
+            _write(child, scope, out)
+        out.append(f"</{name}>")
+    if el.tail:
+        out.append(_esc(el.tail))
+
+
+def _sml(tag: str) -> str:
+    return f"{{{SML}}}{tag}"
+
+
+def _chart(tag: str) -> str:
+    return f"{{{CHART}}}{tag}"
+
+
+# --- cells -------------------------------------------------------------------------------------
+
+
+def _number_text(v: Any) -> str:
     f = float(v)
     if not math.isfinite(f):
         raise ValueError(f"cached value {v!r} is not a finite number")
-    return "", repr(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
+    return repr(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
 
 
-def fill_cached_values(xml: str, sheet: str, cached: Mapping[tuple[str, str], Any]) -> str:
-    def sub(m: re.Match) -> str:
-        ref, attrs, formula = m.groups()
+def _value_xml(v: Any) -> tuple[str | None, str]:
+    """(t attribute or None, <v> text) of a cached value."""
+    if isinstance(v, bool):
+        return "b", "1" if v else "0"
+    if isinstance(v, str):
+        return "str", v
+    return None, _number_text(v)
+
+
+def formula_cells_without_value(root) -> list[str]:
+    """References of formula cells with no cached value (a text result alone may be empty)."""
+    bad = []
+    for c in root.iter(_sml("c")):
+        if c.find(_sml("f")) is None:
+            continue
+        v = c.find(_sml("v"))
+        if v is None or (not v.text and c.get("t") != "str"):
+            bad.append(c.get("r", "?"))
+    return bad
+
+
+def fill_cached_values(root, sheet: str, cached: Mapping[tuple[str, str], Any]) -> None:
+    """Give every formula cell of a parsed sheet its cached value; stop on one that has none."""
+    for c in root.iter(_sml("c")):
+        f = c.find(_sml("f"))
+        if f is None:
+            continue
+        ref = c.get("r")
         if (sheet, ref) not in cached:
-            raise MissingCachedValue(f"{sheet}!{ref} has a formula but no cached value: ={_unescape(formula)}")
+            raise MissingCachedValue(f"{sheet}!{ref} has a formula but no cached value: ={f.text or ''}")
         t, text = _value_xml(cached[(sheet, ref)])
-        attrs = re.sub(r' t="[^"]*"', "", attrs)
-        return f'<c r="{ref}"{attrs}{t}><f>{formula}</f><v>{text}</v></c>'
+        if t is None:
+            c.attrib.pop("t", None)
+        else:
+            c.set("t", t)
+        v = c.find(_sml("v"))
+        if v is None:
+            v = ET.Element(_sml("v"))
+            c.insert(list(c).index(f) + 1, v)
+        v.text = text
+    bad = formula_cells_without_value(root)
+    if bad:
+        raise MissingCachedValue(f"{sheet}: formula cells without a cached value: {', '.join(bad[:10])}")
 
-    out = _FORMULA_CELL.sub(sub, xml)
-    if re.search(r"</f><v ?/>", out):
-        raise MissingCachedValue(f"{sheet}: a formula cell was written in a form this step does not know")
+
+def _shared_strings(parts: Mapping[str, Any]) -> list[str]:
+    if "xl/sharedStrings.xml" not in parts:
+        return []
+    root = parts["xl/sharedStrings.xml"].root
+    return ["".join(t.text or "" for t in si.iter(_sml("t"))) for si in root.iter(_sml("si"))]
+
+
+def cell_values(root, strings: list[str]) -> dict[str, Any]:
+    """Reference -> value (number, text or bool) of every cell of a parsed sheet that has one."""
+    out: dict[str, Any] = {}
+    for c in root.iter(_sml("c")):
+        t, v = c.get("t", "n"), c.find(_sml("v"))
+        if t == "inlineStr":
+            out[c.get("r")] = "".join(x.text or "" for x in c.iter(_sml("t")))
+        elif v is None:
+            continue
+        elif t == "s":
+            out[c.get("r")] = strings[int(v.text)]
+        elif t in ("str", "e"):
+            out[c.get("r")] = v.text or ""
+        elif t == "b":
+            out[c.get("r")] = v.text == "1"
+        elif v.text:
+            out[c.get("r")] = float(v.text)
     return out
 
 
+# --- charts ------------------------------------------------------------------------------------
+
+
+def _range_values(formula: str, values: Mapping[tuple[str, str], Any]) -> list[Any]:
+    """The values of a chart reference such as 'Plan'!$O$7:$O$9, row by row (None where blank)."""
+    sheet, _, rng = formula.rpartition("!")
+    if sheet.startswith("'"):
+        sheet = sheet[1:-1].replace("''", "'")
+    lo_c, lo_r, hi_c, hi_r = range_boundaries(rng.replace("$", ""))
+    return [values.get((sheet, f"{get_column_letter(c)}{r}"))
+            for r in range(lo_r, hi_r + 1) for c in range(lo_c, hi_c + 1)]
+
+
+def fill_chart_caches(root, values: Mapping[tuple[str, str], Any]) -> None:
+    """Give every numRef/strRef of a parsed chart its cache; a reference to text becomes a strRef."""
+    refs = [el for el in root.iter() if el.tag in (_chart("numRef"), _chart("strRef"))]
+    for ref in refs:
+        f = ref.find(_chart("f"))
+        data = _range_values(f.text, values)
+        for old in [x for x in ref if x.tag in (_chart("numCache"), _chart("strCache"))]:
+            ref.remove(old)
+        if ref.tag == _chart("numRef") and any(isinstance(x, str) for x in data):
+            ref.tag = _chart("strRef")
+        text = ref.tag == _chart("strRef")
+        cache = ET.Element(_chart("strCache" if text else "numCache"))
+        if not text:
+            ET.SubElement(cache, _chart("formatCode")).text = "General"
+        ET.SubElement(cache, _chart("ptCount"), {"val": str(len(data))})
+        for i, x in enumerate(data):
+            if x is None or (not text and isinstance(x, (str, bool))):
+                continue
+            pt = ET.SubElement(cache, _chart("pt"), {"idx": str(i)})
+            ET.SubElement(pt, _chart("v")).text = x if isinstance(x, str) else _number_text(x)
+        ref.insert(list(ref).index(f) + 1, cache)
+
+
+# --- the package ---------------------------------------------------------------------------------
+
+
+def _sheet_parts(parts: Mapping[str, Any]) -> dict[str, str]:
+    """Sheet title -> zip member of its XML part."""
+    wb, rels = parts["xl/workbook.xml"].root, parts["xl/_rels/workbook.xml.rels"].root
+    targets = {r.get("Id"): r.get("Target") for r in rels.iter(f"{{{_PKG_REL}}}Relationship")}
+    out = {}
+    for s in wb.iter(_sml("sheet")):
+        target = targets[s.get(f"{{{_REL}}}id")].lstrip("/")
+        out[s.get("name")] = target if target.startswith("xl/") else "xl/" + target
+    return out
+
+
+def _is_xml(name: str) -> bool:
+    return name.endswith((".xml", ".rels"))
+
+
 def package(raw: bytes, cached: Mapping[tuple[str, str], Any], when: datetime, template: bool = False) -> bytes:
-    """Rewrite an openpyxl package: cached values in, fixed timestamps, optional template type."""
+    """Rewrite an openpyxl package: cached values and chart caches in, fixed timestamps, optional template type."""
     with zipfile.ZipFile(io.BytesIO(raw)) as zin:
         names = zin.namelist()
-        files = {n: zin.read(n) for n in names}
-    for title, part in _sheet_parts(files).items():
-        files[part] = fill_cached_values(files[part].decode("utf-8"), title, cached).encode("utf-8")
+        parts = {n: Part(zin.read(n)) if _is_xml(n) else zin.read(n) for n in names}
+    strings = _shared_strings(parts)
+    values: dict[tuple[str, str], Any] = {}
+    for title, name in _sheet_parts(parts).items():
+        fill_cached_values(parts[name].root, title, cached)
+        values.update({(title, ref): v for ref, v in cell_values(parts[name].root, strings).items()})
+    for name in names:
+        if name.startswith("xl/charts/chart") and _is_xml(name):
+            fill_chart_caches(parts[name].root, values)
     # openpyxl stamps "modified" with the clock at save time: pin it to the build date
-    core = files["docProps/core.xml"].decode()
-    files["docProps/core.xml"] = re.sub(r"(<dcterms:modified[^>]*>)[^<]*(</dcterms:modified>)",
-                                        r"\g<1>" + when.strftime("%Y-%m-%dT%H:%M:%SZ") + r"\g<2>", core).encode()
+    for el in parts["docProps/core.xml"].root.iter(f"{{{_DCTERMS}}}modified"):
+        el.text = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     if template:
-        ct = files["[Content_Types].xml"].decode()
-        files["[Content_Types].xml"] = ct.replace(_MAIN, _TEMPLATE).encode()
+        for el in parts["[Content_Types].xml"].root.iter(f"{{{_CT}}}Override"):
+            if el.get("ContentType") == _MAIN:
+                el.set("ContentType", _TEMPLATE)
+    return zip_parts([(n, p.to_bytes() if isinstance(p, Part) else p) for n, p in parts.items()], when)
+
+
+def zip_parts(members: Iterable[tuple[str, bytes]], when: datetime) -> bytes:
+    """Zip members in the given order, each stamped with ``when`` and read-write permissions."""
     stamp = (max(when.year, 1980), when.month, when.day, when.hour, when.minute, when.second)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zout:
-        for n in names:
-            info = zipfile.ZipInfo(n, date_time=stamp)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            info.create_system = 3
-            zout.writestr(info, files[n], compresslevel=9)
+        for n, data in members:
+            zout.writestr(zip_info(n, stamp), data, compresslevel=9)
     return buf.getvalue()
+
+
+def zip_info(name: str, stamp: tuple) -> zipfile.ZipInfo:
+    """A zip entry with a fixed timestamp, deflated, rw-r--r-- (the same bytes on every machine)."""
+    info = zipfile.ZipInfo(name, date_time=stamp)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    info.create_system = 3
+    return info
 
 
 def check_folder(path: Path) -> None:

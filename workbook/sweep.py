@@ -16,7 +16,10 @@ The .xlsx is written by a small streaming SpreadsheetML writer rather than openp
 * every formula cell carries its cached value (computed by the same plan), so mail
   previews and viewers that never recalculate show numbers;
 * rows go straight into the zip stream (Zip64 when the sheet could pass 2 GiB) and the
-  file appears atomically (temporary file in the same folder, then ``os.replace``).
+  file appears atomically (temporary file in the same folder, then ``os.replace``);
+* the same inputs give the same bytes: zip entries are stamped with the build date
+  (``SOURCE_DATE_EPOCH`` when set, else the newest catalog date, as for the workbook),
+  and the document properties (docProps/core.xml, app.xml) carry that date too.
 
 Rules for combinations that cannot run (listed on the Notes sheet with the reason and
 the number of rows they would have been, never dropped silently):
@@ -37,6 +40,7 @@ import os
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Iterator, Mapping, Optional, Sequence
@@ -44,12 +48,12 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from udfs import catalog, engines, plan
+from udfs import __version__, catalog, engines, plan
 from udfs.args import LedgerInputError
 from udfs.expr import and_, eq, where
 from udfs.units import CONSTANTS, GPUS_PER_NODE
 
-from .package import check_folder
+from .package import MissingCachedValue, check_folder, zip_info
 from .style import AMBER, GREEN, RED, number_format, shown_as
 
 MAX_TP_ONE_NODE = int(GPUS_PER_NODE)
@@ -329,23 +333,33 @@ def col_letter(i: int) -> str:
 
 
 # styles.xml: cellXfs 0 = General, 1 = header, 2.. = one per number format used
+#: ECMA-376 Part 1, 18.8.30: formats every spreadsheet application knows by id (never declared again)
+BUILTIN_FORMATS = {"General": 0, "0": 1, "0.00": 2, "#,##0": 3, "#,##0.00": 4, "0%": 9, "0.00%": 10,
+                   "0.00E+00": 11, "@": 49}
 _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _NS_R = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 _XML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 _ROW_MARK = "\x00"   # stands for the row number inside a rendered formula
 
 
+def format_ids(formats: list[str]) -> list[int]:
+    """numFmtId of each format: the built-in id where there is one, else 164, 165, ... in order."""
+    custom = [f for f in formats if f not in BUILTIN_FORMATS]
+    return [BUILTIN_FORMATS[f] if f in BUILTIN_FORMATS else 164 + custom.index(f) for f in formats]
+
+
 def _styles_xml(formats: list[str]) -> str:
-    numfmts = "".join(f'<numFmt numFmtId="{164 + i}" formatCode="{escape(f, {chr(34): "&quot;"})}"/>'
-                      for i, f in enumerate(formats))
+    ids = format_ids(formats)
+    custom = [(i, f) for i, f in zip(ids, formats) if i >= 164]
+    numfmts = "".join(f'<numFmt numFmtId="{i}" formatCode="{escape(f, {chr(34): "&quot;"})}"/>' for i, f in custom)
     xfs = ('<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
            '<xf numFmtId="0" fontId="1" fillId="2" borderId="0" xfId="0" applyFont="1" applyFill="1" applyAlignment="1">'
            '<alignment wrapText="1" vertical="top"/></xf>'
-           + "".join(f'<xf numFmtId="{164 + i}" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
-                     for i in range(len(formats))))
+           + "".join(f'<xf numFmtId="{i}" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+                     for i in ids))
     dxf = "".join(f'<dxf><font><color rgb="FF{fg}"/></font><fill><patternFill><bgColor rgb="FF{bg}"/></patternFill></fill></dxf>'
                   for bg, fg in (GREEN, AMBER, RED))
-    return (_XML + f'<styleSheet {_NS}><numFmts count="{len(formats)}">{numfmts}</numFmts>'
+    return (_XML + f'<styleSheet {_NS}>' + (f'<numFmts count="{len(custom)}">{numfmts}</numFmts>' if custom else "") +
             '<fonts count="2"><font><sz val="10"/><name val="Calibri"/></font>'
             '<font><b/><sz val="10"/><color rgb="FFFFFFFF"/><name val="Calibri"/></font></fonts>'
             '<fills count="3"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>'
@@ -392,12 +406,19 @@ def _cells(prefix: str, rows: list[str], mid: str, values: list, suffix: str) ->
     return [f"{prefix}{r}{mid}{v}{suffix}" for r, v in zip(rows, values)]
 
 
-def _value_cells(prefix: str, rows: list[str], mid: str, arr: np.ndarray) -> list[str]:
-    """Cells ending in a cached value <v>..</v> (left out where the value is not finite)."""
+def _value_cells(prefix: str, rows: list[str], mid: str, arr: np.ndarray, formula: bool = False) -> list[str]:
+    """Cells ending in a cached value <v>..</v> (left out where an input is not finite).
+
+    A formula whose value is not finite has no cached value a viewer could show: that
+    stops the write (:class:`MissingCachedValue`) rather than leave the cell blank.
+    """
     if arr.dtype.kind in "USO":
         return _cells(prefix, rows, mid + "<v>", [escape(str(x)) for x in arr.tolist()], "</v></c>")
     a = arr.astype(float)
     bad = ~np.isfinite(a)
+    if formula and bad.any():
+        cell = prefix.split('"')[1] + rows[int(np.flatnonzero(bad)[0])]
+        raise MissingCachedValue(f"{cell}: the formula's value is not a finite number (no cached value to write)")
     whole = not bad.any() and bool(np.all((a == np.round(a)) & (np.abs(a) < 2.0**53)))
     text = a.astype(np.int64).tolist() if whole else [repr(x) for x in a.tolist()]   # ints print 4x faster
     out = _cells(prefix, rows, mid + "<v>", text, "</v></c>")
@@ -405,6 +426,29 @@ def _value_cells(prefix: str, rows: list[str], mid: str, arr: np.ndarray) -> lis
         for i in np.flatnonzero(bad):
             out[i] = f"{prefix}{rows[i]}{mid}</c>"
     return out
+
+
+def file_date() -> datetime:
+    """The date a file carries: SOURCE_DATE_EPOCH when set, else the newest catalog date (as the workbook)."""
+    from .build import build_date
+    from .tables import load_tables
+    return build_date(load_tables())
+
+
+def _doc_props(table: Table, when: datetime) -> tuple[str, str]:
+    """docProps/core.xml and app.xml: title, subject, author and the file's date."""
+    at = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    core = (_XML + '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties"'
+            ' xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/"'
+            ' xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
+            f'<dc:title>inference-ledger {escape(table.sheet.lower())}: {table.n_rows:,} plans</dc:title>'
+            '<dc:subject>LLM inference capacity plans: GPUs, latency, throughput and cost</dc:subject>'
+            '<dc:creator>inference-ledger</dc:creator><cp:lastModifiedBy>inference-ledger</cp:lastModifiedBy>'
+            f'<dcterms:created xsi:type="dcterms:W3CDTF">{at}</dcterms:created>'
+            f'<dcterms:modified xsi:type="dcterms:W3CDTF">{at}</dcterms:modified></cp:coreProperties>')
+    app = (_XML + '<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties">'
+           f'<Application>inference-ledger {escape(__version__)}</Application><DocSecurity>0</DocSecurity></Properties>')
+    return core, app
 
 
 def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
@@ -467,7 +511,7 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
                 else:
                     si = si0 + formula_keys.index(c.key)
                     follow = f'><f t="shared" si="{si}"/>'
-                    col = (_value_cells(pre, rows, attrs + follow, vals[c.key][s:e]) if cached
+                    col = (_value_cells(pre, rows, attrs + follow, vals[c.key][s:e], formula=True) if cached
                            else _cells(pre, rows, attrs + follow, [""] * (e - s), "</c>"))
                     if s == 0:
                         L = pre[len('<c r="'):]
@@ -524,17 +568,27 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
                      + "".join(f'<Override PartName="/xl/worksheets/sheet{k + 1}.xml" ContentType="application/'
                                'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>' for k in range(len(sheets)))
                      + '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.'
-                       'spreadsheetml.styles+xml"/></Types>')
+                       'spreadsheetml.styles+xml"/>'
+                       '<Override PartName="/docProps/core.xml" ContentType="application/vnd.openxmlformats-package.'
+                       'core-properties+xml"/>'
+                       '<Override PartName="/docProps/app.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+                       'extended-properties+xml"/></Types>')
     root_rels = (_XML + '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
                  '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
-                 'officeDocument" Target="xl/workbook.xml"/></Relationships>')
+                 'officeDocument" Target="xl/workbook.xml"/>'
+                 '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/package/2006/relationships/metadata/'
+                 'core-properties" Target="docProps/core.xml"/>'
+                 '<Relationship Id="rId3" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+                 'extended-properties" Target="docProps/app.xml"/></Relationships>')
+    when = file_date()
+    stamp = (max(when.year, 1980), when.month, when.day, when.hour, when.minute, when.second)
+    core, app = _doc_props(table, when)
 
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        zf.writestr("[Content_Types].xml", content_types)
-        zf.writestr("_rels/.rels", root_rels)
-        zf.writestr("xl/workbook.xml", workbook_xml)
-        zf.writestr("xl/_rels/workbook.xml.rels", rels)
-        zf.writestr("xl/styles.xml", _styles_xml(formats))
+        for name, text in (("[Content_Types].xml", content_types), ("_rels/.rels", root_rels),
+                           ("docProps/core.xml", core), ("docProps/app.xml", app), ("xl/workbook.xml", workbook_xml),
+                           ("xl/_rels/workbook.xml.rels", rels), ("xl/styles.xml", _styles_xml(formats))):
+            zf.writestr(zip_info(name, stamp), text)
         r, si0, written = 2, 0, 0
         blocks = table.blocks()
         labels, inputs = next(blocks)
@@ -542,7 +596,9 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
         piece = next(pieces)
         # Zip64 only when the sheet could pass 2 GiB (estimated from the first slice, masters included)
         big = len(piece) / min(SLICE_ROWS, table.n_rows) * table.n_rows * 1.5 > zipfile.ZIP64_LIMIT
-        with zf.open("xl/worksheets/sheet1.xml", "w", force_zip64=big) as f:
+        sheet = zip_info("xl/worksheets/sheet1.xml", stamp)
+        sheet._compresslevel = 1               # fast: a 100,000-row sheet is hundreds of MB of XML
+        with zf.open(sheet, "w", force_zip64=big) as f:
             f.write(head.encode())
             f.write(piece.encode())
             while True:
@@ -562,5 +618,5 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             f.write(tail.encode())
         if written != table.n_rows:
             raise RuntimeError(f"sweep wrote {written} rows, expected {table.n_rows}")
-        zf.writestr("xl/worksheets/sheet2.xml", _simple_sheet(inputs_rows, (60, 16, 12, 28)))
-        zf.writestr("xl/worksheets/sheet3.xml", _simple_sheet(notes, (40, 28, 90, 14)))
+        zf.writestr(zip_info("xl/worksheets/sheet2.xml", stamp), _simple_sheet(inputs_rows, (60, 16, 12, 28)))
+        zf.writestr(zip_info("xl/worksheets/sheet3.xml", stamp), _simple_sheet(notes, (40, 28, 90, 14)))

@@ -15,7 +15,8 @@ The mapping mirrors ``udfs.catalog.plan_inputs`` (a test holds them equal):
 * ``gpu_memory_bytes`` is the runtime memory (``memory_runtime_bytes``): an 80 GB H100
   shows 79.19 GiB to torch, and engines size the KV pool from that;
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
-  weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers);
+  weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers), or of the weight format
+  where it is wider (an FP32 checkpoint keeps them in FP32);
 * an input named like a GPU costs field (``server_price_per_gpu``, ``gpu_power_w``,
   ``server_power_w_per_gpu``) reads the chosen GPU's row of ``udfs/data/gpu_costs.csv``;
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
@@ -31,7 +32,7 @@ from typing import Any, Callable, Optional
 
 from udfs import ledger as L
 from udfs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from udfs.expr import Sym, gt, where
+from udfs.expr import Sym, gt, maximum, where
 from udfs.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
@@ -197,9 +198,12 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
         return t.index_match(keys[key], field), _py(t.value(choice[key], field))
     if src[0] == "dtype":
         key = src[1]
-        ref = keys[key] if key else f'"{UNQUANTIZED_DTYPE}"'
-        cid = choice[key] if key else UNQUANTIZED_DTYPE
-        return dtypes.index_match(ref, "bytes_per_element"), dtypes.value(cid, "bytes_per_element")
+        if key is None:  # unquantized modules: BF16, or the weight format where it is wider (an FP32 checkpoint)
+            wd = "weight_dtype"
+            return (maximum(dtypes.index_match(keys[wd], "bytes_per_element"),
+                            dtypes.index_match(f'"{UNQUANTIZED_DTYPE}"', "bytes_per_element")),
+                    max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element")))
+        return dtypes.index_match(keys[key], "bytes_per_element"), dtypes.value(choice[key], "bytes_per_element")
     # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
     field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
     at_field = gpus.index_match(keys["gpu"], field_sym)

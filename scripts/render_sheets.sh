@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Pictures of the workbook's main sheets for the README, made from the real file.
+#
+#   scripts/render_sheets.sh [WORKBOOK] [FOLDER]     (defaults: templates/inference-ledger.xlsx, docs/img)
+#
+# LibreOffice headless prints the workbook to PDF with each sheet's own print setup (the
+# page header carries the sheet's name), then pdftoppm (poppler-utils) turns the first page
+# of each main sheet into FOLDER/<sheet>.png, cropped to the top of the page (the part a
+# reader looks at first; HEIGHT is the share of the page kept, 0.5 by default).  What the pictures show is what a viewer that
+# does not recalculate shows: the cached values and chart caches the file carries.
+# DPI=80 by default (small files for the README); set DPI to change it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+workbook=${1:-templates/inference-ledger.xlsx}
+folder=${2:-docs/img}
+dpi=${DPI:-80}
+height=${HEIGHT:-0.5}
+sheets=(Start Plan Memory Compute Bandwidth Scenarios Checks)
+
+for tool in soffice pdftoppm pdftotext pdfinfo; do
+    command -v "$tool" >/dev/null || { echo "render_sheets.sh: $tool is required (LibreOffice, poppler-utils)" >&2; exit 1; }
+done
+[[ -f $workbook ]] || { echo "render_sheets.sh: no workbook at $workbook" >&2; exit 2; }
+[[ -d $folder ]] || { echo "render_sheets.sh: folder $folder does not exist" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp "$workbook" "$tmp/book.xlsx"
+soffice --headless "-env:UserInstallation=file://$tmp/profile" --convert-to pdf --outdir "$tmp" "$tmp/book.xlsx" >/dev/null 2>&1
+[[ -f $tmp/book.pdf ]] || { echo "render_sheets.sh: LibreOffice did not print $workbook" >&2; exit 1; }
+
+info=$(pdfinfo "$tmp/book.pdf")
+pages=$(awk '/^Pages:/ {print $2}' <<<"$info")
+# page size in points -> the pixel box kept: full width, the top HEIGHT of the page
+read -r width_px height_px < <(awk -v d="$dpi" -v h="$height" '/^Page size:/ {printf "%d %d\n", $3 / 72 * d, $5 / 72 * d * h; exit}' <<<"$info")
+declare -A first
+for ((p = 1; p <= pages; p++)); do
+    text=$(pdftotext -f "$p" -l "$p" "$tmp/book.pdf" -)
+    name=$(awk 'NF {print $1; exit}' <<<"$text")
+    if [[ -n $name && -z ${first[$name]:-} ]]; then first[$name]=$p; fi
+done
+for sheet in "${sheets[@]}"; do
+    page=${first[$sheet]:-}
+    [[ -n $page ]] || { echo "render_sheets.sh: no page headed $sheet in the PDF" >&2; exit 1; }
+    out="$folder/$(tr '[:upper:]' '[:lower:]' <<<"$sheet")"
+    pdftoppm -png -r "$dpi" -f "$page" -l "$page" -x 0 -y 0 -W "$width_px" -H "$height_px" -singlefile \
+        "$tmp/book.pdf" "$out"
+    echo "wrote $out.png (page $page)"
+done

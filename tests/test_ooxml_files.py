@@ -1,0 +1,207 @@
+"""Every kind of file the project writes opens cleanly in strict readers and in previews.
+
+The four kinds: the default workbook, the .xltx template, a sweep and a recommend file.
+For each: every formula cell carries its cached value, every XML part validates against
+the ISO/IEC 29500-4 transitional schemas (tests/schemas, see SOURCE.md there), every
+chart reference carries a data cache equal to the cells it points at, no custom number
+format repeats a built-in one, and data-validation texts keep within Excel's limits.
+Sweep and recommend files are byte-for-byte reproducible and carry document properties.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from lxml import etree
+from openpyxl import load_workbook
+from openpyxl.utils.cell import range_boundaries
+
+from ooxml import formula_cell_count, formula_cells_without_value, schema_errors
+from workbook.build import build_workbook
+
+ROOT = Path(__file__).resolve().parents[1]
+C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+#: ECMA-376 Part 1, 18.8.30: the built-in number formats (ids 0-4, 9-22, 37-40, 45-49), as their codes
+BUILTIN_CODES = {"General", "0", "0.00", "#,##0", "#,##0.00", "0%", "0.00%", "0.00E+00", "# ?/?", "# ??/??",
+                 "mm-dd-yy", "d-mmm-yy", "d-mmm", "mmm-yy", "h:mm AM/PM", "h:mm:ss AM/PM", "h:mm", "h:mm:ss",
+                 "m/d/yy h:mm", "#,##0 ;(#,##0)", "#,##0 ;[Red](#,##0)", "#,##0.00;(#,##0.00)",
+                 "#,##0.00;[Red](#,##0.00)", "mm:ss", "[h]:mm:ss", "mmss.0", "##0.0E+0", "@"}
+SWEEP = ["sweep", "-m", "llama-3.1-70b,gpt-oss-120b", "-g", "h100-sxm,mi300x", "--tp", "1,2,4,8",
+         "--context", "4096,32768"]
+RECOMMEND = ["recommend", "-m", "llama-3.1-70b", "--qps", "20", "--input-tokens", "1024", "--output-tokens", "512",
+             "-g", "h100-sxm,h200"]
+
+
+def _cli(args, out: Path, env=None) -> Path:
+    run = subprocess.run([sys.executable, "-m", "inference_ledger", *args, "-o", str(out)], cwd=ROOT,
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kinds")
+    return {"workbook": build_workbook(d / "ledger.xlsx")[0], "template": build_workbook(d / "ledger.xltx")[0],
+            "sweep": _cli(SWEEP, d / "sweep.xlsx"), "recommend": _cli(RECOMMEND, d / "recommend.xlsx")}
+
+
+KINDS = ("workbook", "template", "sweep", "recommend")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_formula_cell_has_its_cached_value(files, kind):
+    assert formula_cell_count(files[kind]) > 100
+    assert formula_cells_without_value(files[kind]) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_part_is_schema_valid(files, kind):
+    assert schema_errors(files[kind]) == []
+
+
+def test_the_schemas_catch_what_openpyxl_leaves_out(files, tmp_path):
+    """The validator is live: the scatter chart without its c:scatterStyle (openpyxl's default) fails."""
+    src = files["workbook"]
+    with zipfile.ZipFile(src) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    charts = [n for n in parts if n.startswith("xl/charts/")]
+    for n in charts:
+        root = etree.fromstring(parts[n])
+        for style in root.iter(f"{C}scatterStyle"):
+            style.getparent().remove(style)
+        parts[n] = etree.tostring(root)
+    broken = tmp_path / "broken.xlsx"
+    with zipfile.ZipFile(broken, "w") as z:
+        for n, data in parts.items():
+            z.writestr(n, data)
+    assert any("scatterStyle" in e for e in schema_errors(broken))
+
+
+def _cached(wb, formula: str):
+    sheet, _, rng = formula.rpartition("!")
+    ws = wb[sheet.strip("'").replace("''", "'")]
+    c0, r0, c1, r1 = range_boundaries(rng.replace("$", ""))
+    return [ws.cell(r, c).value for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
+
+
+@pytest.mark.parametrize("kind", ("workbook", "template"))
+def test_every_chart_carries_the_values_it_plots(files, kind):
+    wb = load_workbook(files[kind], data_only=True)
+    n = 0
+    with zipfile.ZipFile(files[kind]) as z:
+        charts = [x for x in z.namelist() if x.startswith("xl/charts/chart")]
+        assert len(charts) == 9  # Plan 2, TCO 3, Forecast 2, Sensitivity 2
+        for name in charts:
+            root = etree.fromstring(z.read(name))
+            for ref in root.iter(f"{C}numRef", f"{C}strRef"):
+                want = _cached(wb, ref.findtext(f"{C}f"))
+                cache = ref.find(f"{C}numCache" if ref.tag == f"{C}numRef" else f"{C}strCache")
+                assert cache is not None, (name, ref.findtext(f"{C}f"))
+                assert int(cache.find(f"{C}ptCount").get("val")) == len(want)
+                got = {int(p.get("idx")): p.findtext(f"{C}v") for p in cache.iter(f"{C}pt")}
+                for i, w in enumerate(want):
+                    if isinstance(w, str):
+                        assert got[i] == w and ref.tag == f"{C}strRef"
+                    else:
+                        assert float(got[i]) == pytest.approx(w, rel=1e-12), (name, i)
+                n += 1
+    # Plan: 4 bar series (title, categories, values), 3 scatter series (x, y; titles are text) = 18;
+    # TCO: 5 utilization lines x 3 + 2 scenario bars x 3 = 21; Forecast: 6 series x 2 (titles are text) = 12;
+    # Sensitivity: 2 tornadoes x 2 series x 2 = 8
+    assert n == 59
+
+
+def test_charts_are_only_in_the_workbook_and_template(files):
+    """So the chart-cache test above covers every chart the project writes."""
+    for kind in KINDS:
+        with zipfile.ZipFile(files[kind]) as z:
+            charts = [n for n in z.namelist() if n.startswith("xl/charts/")]
+        assert len(charts) == (9 if kind in ("workbook", "template") else 0), kind
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_custom_number_format_repeats_a_builtin(files, kind):
+    with zipfile.ZipFile(files[kind]) as z:
+        root = etree.fromstring(z.read("xl/styles.xml"))
+    custom = [f.get("formatCode") for f in root.iter(f"{S}numFmt")]
+    assert [c for c in custom if c in BUILTIN_CODES] == []
+
+
+@pytest.mark.parametrize("kind", ("workbook", "template"))
+def test_validation_texts_fit_excel_limits(files, kind):
+    """Excel refuses a file whose input title passes 32 characters or prompt 255 (error: 32 and 225)."""
+    wb = load_workbook(files[kind])
+    n = 0
+    for ws in wb.worksheets:
+        for dv in ws.data_validations.dataValidation:
+            n += 1
+            assert len(dv.promptTitle or "") <= 32 and len(dv.errorTitle or "") <= 32, dv.promptTitle
+            assert len(dv.prompt or "") <= 255 and len(dv.error or "") <= 225, dv.prompt
+            if dv.promptTitle:
+                assert not dv.promptTitle.endswith((" in", " of", " per", " at", " to")), dv.promptTitle
+    assert n > 20
+
+
+@pytest.mark.parametrize("args", (SWEEP, RECOMMEND), ids=("sweep", "recommend"))
+def test_sweep_and_recommend_files_are_reproducible_with_properties(args, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
+    a = _cli(args, tmp_path / "a.xlsx", env)
+    b = _cli(args, tmp_path / "b.xlsx", env)
+    assert a.read_bytes() == b.read_bytes()
+    c = _cli(args, tmp_path / "c.xlsx", {**env, "SOURCE_DATE_EPOCH": "1700000000"})  # 2023-11-14T22:13:20Z
+    with zipfile.ZipFile(c) as z:
+        assert {i.date_time for i in z.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+        core = etree.fromstring(z.read("docProps/core.xml"))
+        app = etree.fromstring(z.read("docProps/app.xml"))
+    ns = {"dc": "http://purl.org/dc/elements/1.1/", "dcterms": "http://purl.org/dc/terms/"}
+    assert core.findtext("dcterms:modified", namespaces=ns) == "2023-11-14T22:13:20Z"
+    assert core.findtext("dcterms:created", namespaces=ns) == "2023-11-14T22:13:20Z"
+    assert core.findtext("dc:title", namespaces=ns).startswith("inference-ledger")
+    assert app.findtext("{*}Application").startswith("inference-ledger")
+    assert load_workbook(c).properties.title.startswith("inference-ledger")
+
+
+def _ledger_formats(path) -> dict[tuple[str, str], str]:
+    wb = load_workbook(path)
+    return {(ws.title, c.coordinate): c.number_format for ws in (wb["Memory"], wb["Compute"], wb["Bandwidth"])
+            for row in ws.iter_rows(min_row=6) for c in row[1:4] if c.value is not None}
+
+
+def test_number_formats_follow_the_line_not_the_model_picked(files, tmp_path):
+    """MoE kernel padding is 0 B for Llama and 5.5 GB for gpt-oss-120b: GB (and GiB beside it) either way."""
+    moe, _ = build_workbook(tmp_path / "moe.xlsx", model="gpt-oss-120b")
+    dense = _ledger_formats(files["workbook"])
+    assert dense == _ledger_formats(moe)
+    ws = load_workbook(files["workbook"], data_only=True)["Memory"]
+    row = next(r for r in ws.iter_rows(min_row=6) if r[0].value == "MoE kernel padding per GPU")
+    assert row[1].value == 0 and row[1].number_format == '#,##0.00,,," GB"'
+    assert row[2].value == "GB (1e9 B)" and row[3].number_format == '#,##0.00" GiB"'
+
+
+def test_numeric_validation_enforces_what_its_message_says(files):
+    """Plan!D34 (total parameters) said "> 0" but allowed 0: the rule now excludes the bound it names."""
+    ws = load_workbook(files["workbook"])["Plan"]
+    n = 0
+    for dv in ws.data_validations.dataValidation:
+        if dv.type == "list":
+            continue
+        n += 1
+        cell = str(dv.sqref)
+        op, lo = dv.prompt.split("Allowed: ")[1].split(" ")[:2]
+        if op == ">" and dv.type == "custom":
+            assert f"{cell}>{float(lo):.15G}" in dv.formula1 and f"ISNUMBER({cell})" in dv.formula1
+        elif op == ">":
+            assert dv.type == "whole" and float(dv.formula1) == float(lo) + 1
+        else:
+            assert op == ">=" and dv.operator == "between" and float(dv.formula1) == float(lo)
+        assert f"must be a {'whole ' if dv.type == 'whole' else ''}number {op} " in dv.error
+    assert n > 30
+    d34 = next(dv for dv in ws.data_validations.dataValidation if str(dv.sqref) == "D34")
+    assert d34.formula1 == "AND(ISNUMBER(D34),D34>0,D34<=100000000000000)"
