@@ -35,8 +35,10 @@ from .calibration import _Names
 from .context import Ctx
 
 SHEET = "Forecast"
-#: First month's column (C) and the timeline's header row.
-FIRST_COL, HEAD = 3, 26
+#: First month's column (C) and the timeline's header row (the summary and the charts above it).
+FIRST_COL, HEAD = 3, 43
+#: Row of the charts (under the summary, on the first printed page) and months per printed page width.
+CHART_ROW, MONTHS_PER_PAGE = 22, 12
 VERDICT_BUY, VERDICT_RENT = "Buy servers for the base load, rent the peak", "Rent every GPU on demand"
 
 #: Plan quantities the timeline reads (shown as =name references above it).
@@ -149,8 +151,8 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A5", "Summary", S.SECTION)
     ctx.put(ws, "A6", "Months in the timeline")
     ctx.put(ws, "B6", n, S.CONSTANT, "0")
-    ctx.put(ws, "C6", "set when the workbook is built (inference-ledger build --forecast-months N)", S.NOTE)
-    ws.merge_cells("C6:J6")
+    ctx.put(ws, "C6", "set at build: --forecast-months N", S.NOTE)
+    ws.merge_cells("C6:F6")
     ctx.define("forecast_months", ws, "B6")
     money = S.number_format("$")
     disc_last = Sym(f"{last}{row_of['discount']}")
@@ -177,19 +179,16 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
         ctx.formula(ws, f"B{r}", expr, value, S.CHECK if name == "forecast_verdict" else S.FORMULA, fmt)
         ctx.define(name, ws, f"B{r}")
     ws.merge_cells(f"B{r}:F{r}")
-    # --- what it reads from Plan ----------------------------------------------------------------
-    r += 2
-    ctx.put(ws, f"A{r}", "Plan quantities the timeline uses (change them on Plan)", S.SECTION)
+    # --- what it reads from Plan (right of the summary) ---------------------------------------------
     from udfs import plan as P
 
+    ctx.put(ws, "H5", "Plan quantities the timeline uses (change them on Plan)", S.SECTION)
     for k, name in enumerate(USES):
         q = P.INPUT_BY_NAME.get(name) or P.LINE_BY_NAME[name]
-        rr = r + 1 + k % 7
-        lc, vc = ("A", "B") if k < 7 else ("D", "G")
-        ctx.put(ws, f"{lc}{rr}", q.label)
-        ctx.formula(ws, f"{vc}{rr}", Sym(name), _plain(ctx.values[name]), S.FORMULA, S.number_format(q.unit))
-        if lc == "D":
-            ws.merge_cells(f"D{rr}:F{rr}")
+        rr = 6 + k
+        ctx.put(ws, f"H{rr}", q.label)
+        ws.merge_cells(f"H{rr}:K{rr}")
+        ctx.formula(ws, f"L{rr}", Sym(name), _plain(ctx.values[name]), S.FORMULA, S.number_format(q.unit))
     # --- the timeline -----------------------------------------------------------------------------
     ctx.put(ws, f"A{HEAD - 1}", "Timeline (one column per month)", S.SECTION)
     prev_sym: Optional[dict] = None
@@ -211,8 +210,11 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
             c[key] = Sym(coord)
         prev_sym = c
     ws.freeze_panes = f"{first}{HEAD + 1}"
-    _charts(ws, n, row_of, HEAD + len(rows) + 2)
-    ws.print_area = f"A1:{last}{HEAD + len(rows) + 40}"
+    _charts(ws, n, row_of, CHART_ROW)
+    ws.print_area = f"A1:{last}{HEAD + len(rows) - 1}"
+    # a year of months per printed page width, the labels repeated on every page
+    ws.page_setup.fitToWidth = max(1, -(-n // MONTHS_PER_PAGE))
+    ws.print_title_cols = "A:B"
 
 
 def _series(ws, row: int, n: int, title: str, color: str) -> Series:
@@ -245,4 +247,4 @@ def _charts(ws, n: int, row_of: dict, top: int) -> None:
         ch.legend.position = "b"
         ch.x_axis.delete = ch.y_axis.delete = False
     ws.add_chart(gpus, f"A{top}")
-    ws.add_chart(cost, f"H{top}")
+    ws.add_chart(cost, f"G{top}")
