@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from . import finance as _finance
 from . import plan as _plan
 from .args import LedgerInputError
 from .hfconfig import Architecture, load_config, parse
@@ -462,5 +463,6 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
         v.update({name: getattr(g, name) for name in GPU_INPUTS if getattr(g, name) is not None})
         v["gpu_memory_bytes"] = g.memory_runtime_bytes
         v["peak_flops"] = peak_flops(g, wd)
+        v.update(_finance.gpu_cost_inputs(g.id))  # server price and power (udfs/data/gpu_costs.csv)
     v.update(overrides)
     return v

@@ -24,6 +24,7 @@ import numpy as np
 from . import ledger as L
 from . import engines as E
 from . import whatif as Q
+from . import finance as FI
 from .expr import minimum
 from .args import ARGS, Arg, LedgerInputError
 from .expr import Sym, where, le, ge, and_
@@ -132,6 +133,26 @@ INPUTS: tuple[Input, ...] = (
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),
     _inp("target_qps", "Target QPS", "requests/s", 20, "Requests per second the service must sustain at peak (sizes replicas by Little's law).", "target", arg="qps"),
+    # finance: own vs rent, and the timeline's growth (udfs.finance; GPU rows from udfs/data/gpu_costs.csv)
+    _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", 33750, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
+    _inp("gpu_power_w", "GPU power (TDP)", "W", 700, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
+    _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", 575, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
+    _inp("gpus_per_server", "GPUs per server", "GPUs", 8, "GPUs in one server: purchases come in whole servers (HGX / DGX: 8).", "finance", lo=1, hi=1024, integer=True),
+    _inp("depreciation_years", "Depreciation years", "years", 5, "Years the capex is recovered over (servers are commonly depreciated over 4-6 years).", "finance", lo=0, hi=50, lo_inclusive=False),
+    _inp("cost_of_capital", "Cost of capital", "fraction/year", 0.08, "Yearly rate the capex is financed at (WACC): the annuity and the timeline's NPV use it.", "finance", lo=0, hi=1, lo_inclusive=False),
+    _inp("pue", "PUE", "x", 1.4, "Facility power / IT power (The Green Grid); Uptime Institute 2023 survey average 1.58, hyperscale ~1.1.", "finance", lo=1, hi=5),
+    _inp("electricity_price", "Electricity price", "$/kWh", 0.08, "Price of a kWh at the facility (US EIA 2023 industrial average ~8 cents/kWh).", "finance", lo=0, hi=10),
+    _inp("hosting_per_kw_month", "Hosting per kW-month", "$/kW-month", 150, "Colocation charge per kW of IT load per month, power excluded (CBRE data-center trends: ~$150-250/kW-month).", "finance", lo=0, hi=1e5),
+    _inp("support_fraction", "Support and software per year", "fraction/year", 0.1, "Support contracts and software per year as a share of capex (NVIDIA DGX support list ~20% of base price a year; OEM less).", "finance", lo=0, hi=1),
+    _inp("utilization", "Utilization", "fraction", 0.6, "Share of the hours an owned or reserved GPU does useful work (on demand and spot bill only used hours).", "finance", lo=0, hi=1, lo_inclusive=False),
+    _inp("reserved_1y_discount", "1-year reserved discount", "fraction", 0.3, "Off on demand for a 1-year commitment (RunPod H100 reserved $1.94 vs $2.69: 28%; providers quote 30-55%).", "finance", lo=0, hi=0.99),
+    _inp("reserved_3y_discount", "3-year reserved discount", "fraction", 0.45, "Off on demand for a 3-year commitment (the upper half of the 30-55% providers quote, computingpower.org 2026).", "finance", lo=0, hi=0.99),
+    _inp("spot_discount", "Spot discount", "fraction", 0.6, "Off on demand on spot / preemptible capacity (50-80% quoted; interruptible).", "finance", lo=0, hi=0.99),
+    _inp("use_spot", "Count spot in the cheapest option", "1/0", 0, "1 = spot may be the cheapest option (only for work that survives interruption).", "finance", lo=0, hi=1, integer=True),
+    _inp("growth", "Demand growth per month", "fraction/month", 0.05, "Compound monthly growth of the target QPS and requests per day (Forecast sheet).", "finance", lo=-0.5, hi=5),
+    _inp("headroom_target", "Headroom over the peak", "fraction", 0.2, "Spare capacity the forecast provisions above each month's peak QPS.", "finance", lo=0, hi=10),
+    _inp("lead_time_months", "Server lead time", "months", 3, "Months from order to service: purchases arrive no earlier.", "finance", lo=0, hi=120, integer=True),
+    _inp("servers_owned_start", "Servers owned at the start", "servers", 0, "Servers already in service in month 1.", "finance", lo=0, hi=1e6, integer=True),
 )
 
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
@@ -357,6 +378,25 @@ def _lines() -> tuple[Line, ...]:
         Line("monthly_cost_qps", "Monthly cost for the target QPS", "$/month", K,
              "GPUs for the target QPS x price x 730 h.",
              lambda v: L.monthly_cost(v.price_per_gpu_hour, v.gpus_for_qps)),
+        # --- finance: own vs rent (udfs.finance) -----------------------------------
+        Line("power_kw_per_gpu", "IT power per GPU", "kW", "finance", "GPU TDP + its share of the server, in kW.", lambda v: FI.power_kw(v.gpu_power_w, v.server_power_w_per_gpu)),
+        Line("capital_recovery_factor", "Capital recovery factor", "1/year", "finance", "Annuity per 1 of capex: r / (1 - (1 + r)^-years).", lambda v: FI.capital_recovery_factor(v.cost_of_capital, v.depreciation_years)),
+        Line("owned_fixed_cost_per_gpu_year", "Owned GPU: fixed cost per year", "$/GPU-year", "finance", "Capex x CRF + capex x support share + kW x hosting x 12: paid whether the GPU works or not.", lambda v: FI.owned_fixed_cost_per_year(v.server_price_per_gpu, v.capital_recovery_factor, v.support_fraction, v.power_kw_per_gpu, v.hosting_per_kw_month)),
+        Line("owned_energy_cost_per_gpu_hour", "Owned GPU: energy per working hour", "$/GPU-h", "finance", "kW x PUE x price per kWh.", lambda v: FI.energy_cost_per_hour(v.power_kw_per_gpu, v.pue, v.electricity_price)),
+        Line("owned_cost_per_gpu_hour", "Owned cost per used GPU-hour", "$/GPU-h", "finance", "Fixed cost / (8760 h x utilization) + energy.", lambda v: FI.owned_cost_per_gpu_hour(v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.utilization)),
+        Line("owned_cost_per_million_output_tokens", "Owned cost per million output tokens", "$/Mtok", "finance", "The plan's $/Mtok at the owned cost per used GPU-hour.", lambda v: FI.cost_per_million_tokens(v.owned_cost_per_gpu_hour, v.tp, v.tokens_per_second)),
+        Line("breakeven_utilization", "Break-even utilization (own vs on demand)", "fraction", "finance", "Utilization above which owning costs less per used hour than on demand; negative or over 100%: never.", lambda v: FI.breakeven_utilization(v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.price_per_gpu_hour)),
+        Line("owned_beats_rent", "Owning beats on demand", "1/0", "finance", "1 when the utilization reaches the break-even.", lambda v: FI.own_beats_rent(v.utilization, v.breakeven_utilization)),
+        Line("owned_running_cost_per_gpu_month", "Owned GPU: running cash per month", "$/month", "finance", "Support / 12 + kW x hosting + energy x 730 h x utilization: what it costs once bought.", lambda v: FI.running_cost_per_month(v.server_price_per_gpu, v.support_fraction, v.power_kw_per_gpu, v.hosting_per_kw_month, v.owned_energy_cost_per_gpu_hour, v.utilization)),
+        Line("payback_months", "Months of use for owning to pay back", "months", "finance", "Server price / (on-demand bill - running cash) per month at this utilization; undiscounted; negative: never.", lambda v: FI.payback_months(v.server_price_per_gpu, v.owned_running_cost_per_gpu_month, v.price_per_gpu_hour, v.utilization)),
+        Line("reserved_1y_price_per_gpu_hour", "1-year reserved rate", "$/GPU-h", "finance", "On demand x (1 - 1-year discount), paid for every hour.", lambda v: FI.discounted(v.price_per_gpu_hour, v.reserved_1y_discount)),
+        Line("reserved_3y_price_per_gpu_hour", "3-year reserved rate", "$/GPU-h", "finance", "On demand x (1 - 3-year discount), paid for every hour.", lambda v: FI.discounted(v.price_per_gpu_hour, v.reserved_3y_discount)),
+        Line("spot_price_per_gpu_hour", "Spot rate", "$/GPU-h", "finance", "On demand x (1 - spot discount), paid per used hour; interruptible.", lambda v: FI.discounted(v.price_per_gpu_hour, v.spot_discount)),
+        Line("reserved_1y_cost_per_gpu_hour", "1-year reserved per used GPU-hour", "$/GPU-h", "finance", "Reserved rate / utilization.", lambda v: FI.committed_cost_per_used_hour(v.reserved_1y_price_per_gpu_hour, v.utilization)),
+        Line("reserved_3y_cost_per_gpu_hour", "3-year reserved per used GPU-hour", "$/GPU-h", "finance", "Reserved rate / utilization.", lambda v: FI.committed_cost_per_used_hour(v.reserved_3y_price_per_gpu_hour, v.utilization)),
+        Line("best_cost_per_gpu_hour", "Cheapest cost per used GPU-hour", "$/GPU-h", "finance", "The least of on demand, 1- and 3-year reserved, owned (and spot when counted).", lambda v: FI.cheapest_option(v.price_per_gpu_hour, v.reserved_1y_cost_per_gpu_hour, v.reserved_3y_cost_per_gpu_hour, v.owned_cost_per_gpu_hour, v.spot_price_per_gpu_hour, v.use_spot)),
+        Line("best_cost_per_million_output_tokens", "Cheapest cost per million output tokens", "$/Mtok", "finance", "The plan's $/Mtok at the cheapest cost per used GPU-hour.", lambda v: FI.cost_per_million_tokens(v.best_cost_per_gpu_hour, v.tp, v.tokens_per_second)),
+        Line("owned_monthly_cost_qps", "Monthly cost of owning the QPS fleet", "$/month", "finance", "GPUs for the target QPS x (fixed cost / 12 + energy x 730 h x utilization).", lambda v: FI.monthly_fleet_cost(v.gpus_for_qps, v.owned_fixed_cost_per_gpu_year, v.owned_energy_cost_per_gpu_hour, v.utilization)),
     )
 
 

@@ -34,6 +34,9 @@ GLU_MATRICES = Const(3, "GLU_MATRICES", "weight matrices of a gated MLP / expert
 ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-reduces twice per layer, after attention and after the MLP (Megatron-LM, arXiv:1909.08053 s3)", "all-reduces/layer")
 RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
 GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
+# finance (udfs.finance)
+MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
+W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -58,6 +61,8 @@ CONSTANTS: tuple[Const, ...] = (
     ALLREDUCES_PER_LAYER,
     RING_ALLREDUCE_FACTOR,
     GPUS_PER_NODE,
+    MONTHS_PER_YEAR,
+    W_PER_KW,
 )
 
 

@@ -51,6 +51,9 @@ class Ctx:
     engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1
+    currency_code: str = "USD"  # the currency every money format shows (amounts are not converted)
+    currency_symbol: str = "$"
+    forecast_months: int = 36  # columns of the Forecast sheet's timeline
     cached: dict[tuple[str, str], Any] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
 

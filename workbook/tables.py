@@ -17,6 +17,8 @@ The mapping mirrors ``udfs.catalog.plan_inputs`` (a test holds them equal):
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
   weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers), or of the weight format
   where it is wider (an FP32 checkpoint keeps them in FP32);
+* an input named like a GPU costs field (``server_price_per_gpu``, ``gpu_power_w``,
+  ``server_power_w_per_gpu``) reads the chosen GPU's row of ``udfs/data/gpu_costs.csv``;
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
   (FP8 weights compute at ``fp8_flops``), falling back to ``bf16_flops`` where the chip
   has no such unit (A100 has no FP8).
@@ -31,6 +33,7 @@ from typing import Any, Callable, Optional
 from udfs import ledger as L
 from udfs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from udfs.expr import Sym, gt, maximum, where
+from udfs.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
 #: inside every lookup range and dropdown.
@@ -124,7 +127,7 @@ def _columns(cls, declared) -> list[Column]:
 
 
 def load_tables() -> dict[str, Table]:
-    """GPUs, Models and Dtypes from :mod:`udfs.catalog`, in file order."""
+    """GPUs, Models and Dtypes from :mod:`udfs.catalog`, GPU costs from :mod:`udfs.finance`, in file order."""
     from udfs import catalog as cat
 
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
@@ -143,6 +146,8 @@ def load_tables() -> dict[str, Table]:
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
                         _columns(cat.Model, cat.MODEL_FIELDS), list(cat.load_models())),
         "Dtypes": dtypes,
+        "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
+                           _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }
 
 
@@ -171,7 +176,7 @@ def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
         return ("dtype", _DTYPE_BYTES[name])
     if name in _RENAMED:
         return ("field",) + _RENAMED[name]
-    for sheet, key in (("Models", "model"), ("GPUs", "gpu")):
+    for sheet, key in (("Models", "model"), ("GPUs", "gpu"), ("GPU costs", "gpu")):
         if tables[sheet].has(name) and name != "id":
             return ("field", sheet, key, name)
     return None

@@ -14,12 +14,36 @@ import click
 
 from inference_ledger.commands.options import write_options
 from inference_ledger.commands.plan import plan_options
+from udfs.args import LedgerInputError
+from udfs.finance import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"
 
 
+def _currency(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Check --currency / --currency-symbol as the workbook will (one line naming the option)."""
+    if value is None:
+        return value
+    try:
+        if param.name == "currency":
+            return finance_options(None, value, None)[1]
+        finance_options(None, None, value)
+    except LedgerInputError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
 def build_options(f: Callable) -> Callable:
-    """The plan's options (--model, --gpu, --weight-dtype, --kv-dtype, every input) and --scenarios."""
+    """The plan's options (--model, --gpu, --weight-dtype, --kv-dtype, every input), --scenarios, and the
+    finance view's --forecast-months, --currency and --currency-symbol."""
+    f = click.option("--currency-symbol", metavar="SYMBOL", callback=_currency,
+                     help="Symbol every money format shows (default: the currency's, e.g. EUR -> €).")(f)
+    f = click.option("--currency", metavar="CODE", callback=_currency,
+                     help="ISO 4217 code of the workbook's one currency (default USD). Amounts are not converted: "
+                          "give prices in that currency.")(f)
+    f = click.option("--forecast-months", type=click.IntRange(*MONTHS_RANGE), metavar="N",
+                     help=f"Months in the Forecast sheet's timeline (default {DEFAULT_MONTHS}; "
+                          f"{MONTHS_RANGE[0]}-{MONTHS_RANGE[1]}). The growth per month is --growth.")(f)
     f = click.option("--scenarios", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False),
                      help="Scenario rows for the what-if grid: columns label, model, gpu, weight_dtype, kv_dtype "
                           "and any plan input name (default: ~20 built-in comparisons).")(f)

@@ -18,6 +18,7 @@ import click
 
 from udfs import catalog, engines
 from udfs.args import LedgerInputError
+from udfs.finance import GPU_COST_INPUTS
 from udfs.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from udfs.report import human, plan_json, plan_table
 from udfs.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
@@ -32,7 +33,7 @@ OPTION_NAMES = {
 
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = {*catalog.MODEL_INPUTS, *catalog.GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes",
-                "gpu_memory_bytes", "peak_flops"}
+                "gpu_memory_bytes", "peak_flops", *GPU_COST_INPUTS}
 
 #: What --engine sets (its values for the GPU and TP) when neither --gpu nor --tp is given: the shown defaults.
 ENGINE_DEFAULTS = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=INPUT_BY_NAME["gpu_memory_bytes"].default,
