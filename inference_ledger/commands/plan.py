@@ -48,7 +48,6 @@ _SUFFIXES: dict[str, dict[str, float]] = {
     "params": {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12},
     "s": {"s": 1, "ms": 1e-3, "us": 1e-6},
     "fraction": {"%": 1e-2},
-    "$/GPU-h": {"/gpu-h": 1},
 }
 _NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(\S*)$", re.IGNORECASE)
 #: Words a code input takes besides its number (kv_budget_rule: 1 vLLM, 2 SGLang, 3 TensorRT-LLM).
@@ -70,7 +69,8 @@ def parse_quantity(text: str, unit: str, name: str = "") -> float:
     if unit.startswith("$") and t.startswith("$"):
         t = t[1:]
     t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", t)
-    table = {**_SUFFIXES.get(unit, {}), **({unit.lower(): 1} if unit else {})}
+    table = {**_SUFFIXES.get(unit, {}), **({unit.lower(): 1} if unit else {}),
+             **({unit[1:].lower(): 1} if unit.startswith("$") else {})}  # $2.50/GPU-h, $0.08/kWh
     m = _NUMBER.match(t)
     if not m or (m.group(2) and m.group(2).lower() not in table):
         ok = f" (suffixes: {', '.join(table)})" if table else ""
