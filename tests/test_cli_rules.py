@@ -221,10 +221,15 @@ def test_read_only_as_this_user_and_as_a_normal_user(tmp_path):
     if not IS_ROOT:
         return                      # this run is the normal user
     # and as an unprivileged user (nobody), in a forked child that keeps the loaded modules
-    import inference_ledger.commands.sweep  # noqa: F401  (imported before dropping privileges)
-    import workbook.sweep  # noqa: F401
     folder = Path(tempfile.mkdtemp(prefix="i14-ro-", dir="/tmp"))
     folder.chmod(0o777)
+    assert _as_nobody(lambda: _read_only_cases(folder)) == expected
+
+
+def _as_nobody(run):
+    """``run()`` in a forked child that dropped to the user nobody (65534); its JSON-able result."""
+    import inference_ledger.commands.sweep  # noqa: F401  (imported before dropping privileges)
+    import workbook.sweep  # noqa: F401
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (child)
@@ -232,38 +237,22 @@ def test_read_only_as_this_user_and_as_a_normal_user(tmp_path):
             os.close(r)
             os.setgid(65534)
             os.setuid(65534)
-            got = _read_only_cases(folder)
-            os.write(w, json.dumps(got).encode())
+            os.write(w, json.dumps(run()).encode())
         finally:
             os._exit(0)
     os.close(w)
     with os.fdopen(r) as f:
-        got = json.loads(f.read() or "null")
+        got = f.read()
     os.waitpid(pid, 0)
-    assert got == expected
+    return json.loads(got or "null")
 
 
 def test_unwritable_folder_as_a_normal_user(tmp_path):
     """A folder the user cannot write to: one line naming the path and 'permission denied', exit 1."""
     if IS_ROOT:   # root writes anywhere: run the command as nobody in a forked child
-        import inference_ledger.commands.sweep  # noqa: F401  (imported before dropping privileges)
-        import workbook.sweep  # noqa: F401
         folder = Path(tempfile.mkdtemp(prefix="i14-locked-", dir="/tmp"))
         folder.chmod(0o555)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover (child)
-            try:
-                os.close(r)
-                os.setgid(65534)
-                os.setuid(65534)
-                os.write(w, json.dumps(cli(*_argv("sweep-csv", folder / "s.csv", folder))).encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        with os.fdopen(r) as f:
-            code, _, err = json.loads(f.read() or "[null, null, null]")
-        os.waitpid(pid, 0)
+        code, _, err = _as_nobody(lambda: cli(*_argv("sweep-csv", folder / "s.csv", folder))) or (None, None, None)
     else:
         folder = tmp_path / "locked"
         folder.mkdir()
