@@ -36,6 +36,9 @@ RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sen
 GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
+# finance (inference_ledger.finance)
+MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
+W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -62,6 +65,8 @@ CONSTANTS: tuple[Const, ...] = (
     GPUS_PER_NODE,
     VERDICT_MISSES,
     VERDICT_MEETS,
+    MONTHS_PER_YEAR,
+    W_PER_KW,
 )
 
 
