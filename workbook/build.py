@@ -51,7 +51,7 @@ from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .scenarios_sheet import scenarios_sheet
 from .sensitivity import add_sensitivity_sheet
 from .start import DESCRIPTION, TITLE, start_sheet
-from .tables import load_tables, lookup
+from .tables import is_lookup, load_tables, lookup
 from .tco import add_tco_sheet
 
 #: The public names other modules and tests import from here.
@@ -75,6 +75,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     catalog_sheet("GPUs"),
     catalog_sheet("Models"),
     catalog_sheet("Dtypes"),
+    catalog_sheet("Engines"),
     catalog_sheet("GPU costs"),
 ]
 
@@ -120,8 +121,9 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
         m = dataclasses.replace(r.model, source=f"config.json given to the build ({Path(config).name})")
         models = tables["Models"]
         models.rows = [e for e in models.rows if e.id != m.id] + [m]
-    choice = {"model": r.model.id, "gpu": r.gpu.id, "weight_dtype": r.weight_dtype, "kv_dtype": r.kv_dtype}
     eng = engines.get_engine(r.engine)
+    choice = {"model": r.model.id, "gpu": r.gpu.id, "weight_dtype": r.weight_dtype, "kv_dtype": r.kv_dtype,
+              "engine": eng.id}
     if scenarios is None:
         scenarios = DEFAULT_SCENARIOS
     elif isinstance(scenarios, (str, os.PathLike)):
@@ -129,7 +131,7 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     over = {k: v for k, v in explicit.items() if lookup(k, tables, SELECTOR_NAMES, choice) is not None}
     ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=plan.evaluate(inputs),
               scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
-              engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng)),
+              engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng) and not is_lookup(n, tables)),
               explicit=explicit)
     ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
                                                                                    currency_symbol)

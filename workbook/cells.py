@@ -18,7 +18,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import catalog, plan, resolve
+from inference_ledger import catalog, engines, plan, resolve
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
@@ -27,9 +27,11 @@ from . import style
 from .context import Ctx, xname
 from .tables import Table
 
-#: Defined names of the four dropdown choices.
-SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype"}
-DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": None, "kv_dtype": "bf16"}
+#: Defined names of the dropdown choices (workbook.tables.SELECTORS).
+SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype",
+                  "engine": "engine_id"}
+DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": None, "kv_dtype": "bf16",
+                  "engine": engines.DEFAULT_ENGINE}
 
 #: The ledgers that have a sheet of their own: (ledger, sheet title).
 LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Bandwidth"))

@@ -33,6 +33,10 @@ HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_s
             "cost_per_million_output_tokens", "gpus_total")
 
 
+#: What the engine dropdown changes, and what the build filled for it.
+ENGINE_NOTE = ("Dropdown of the Engines sheet: its KV budget rule and fixed memory are looked up by name; its "
+               "defaults for this GPU and TP (memory fraction, batch limits, NCCL) were filled when built "
+               "(`build --engine ...`) and stay editable.")
 #: Plan rows: the verdict and the choices at the top beside the charts, then inputs | results.
 PLAN_TOP, PLAN_BODY = 5, 26
 
@@ -57,13 +61,9 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         ws.add_data_validation(dv)
         dv.add(coord)
         ctx.put(ws, f"C{r}", "id")
-        ctx.put(ws, f"E{r}", f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", style.NOTE)
+        ctx.put(ws, f"E{r}", ENGINE_NOTE if key == "engine" else
+                f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", style.NOTE)
         r += 1
-    ctx.put(ws, f"A{r}", "Serving engine")
-    ctx.put(ws, f"B{r}", ctx.engine)
-    ctx.put(ws, f"E{r}", "Its defaults for this GPU and TP filled the Engine inputs below when the workbook was "
-            "built (`inference-ledger build --engine ...`); they stay editable.", style.NOTE)
-    r += 1
     section(ctx, ws, f"A{r + 1}", "Headline")
     body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 3)
     plan_charts(ctx, ws, PLAN_TOP)
