@@ -66,6 +66,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     ledger_sheet("memory", "Memory"),
     ledger_sheet("compute", "Compute"),
     ledger_sheet("bandwidth", "Bandwidth"),
+    ledger_sheet("cost", "Cost"),
     scenarios_sheet,
     add_tco_sheet,
     add_forecast_sheet,

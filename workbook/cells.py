@@ -34,7 +34,7 @@ DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": N
                   "engine": engines.DEFAULT_ENGINE}
 
 #: The ledgers that have a sheet of their own: (ledger, sheet title).
-LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Bandwidth"))
+LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Bandwidth"), ("cost", "Cost"))
 
 
 # --- rendering helpers ---------------------------------------------------------------------

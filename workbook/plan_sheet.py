@@ -30,7 +30,12 @@ SUMMARY = ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu
            "tokens_per_second", "tokens_per_second_per_gpu")
 #: The handful a buyer reads first (top left of Plan).
 HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
-            "cost_per_million_output_tokens", "gpus_total")
+            "cost_per_million_output_tokens")
+#: The Plan's one monthly bill and the demand input it is for, side by side under the headline: the peak
+#: fleet, as TCO, Forecast and `recommend` size it.  The average-load bill (requests_per_day -> gpus_total
+#: -> monthly_cost, what `plan` and `email` print) is on the Cost sheet with every other cost line.
+DEMAND_INPUT = "target_qps"
+BILL = ("gpus_for_qps", "monthly_cost_qps")
 
 
 #: What the engine dropdown changes, and what the build filled for it.
@@ -46,9 +51,8 @@ def plan_sheet(wb, ctx: Ctx) -> None:
                                         "G": 34, "H": 16, "I": 12, "J": 11, "K": 56}, tab="FFC000")
     ctx.put(ws, "A3", "Yellow cells are inputs (pick the model, GPU and formats below the verdict); green cells come "
             "from the catalogs: type a number in Override to replace one. Every line's formula is on Memory, "
-            "Compute and Bandwidth.", style.NOTE)
+            "Compute, Bandwidth and Cost.", style.NOTE)
     ws.merge_cells("A3:K3")
-    keys = SELECTOR_NAMES
     r = _plan_verdict(ctx, ws, PLAN_TOP) + 1
     section(ctx, ws, f"A{r}", "Choose")
     r += 1
@@ -56,7 +60,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         coord = f"B{r}"
         ctx.put(ws, f"A{r}", label)
         ctx.put(ws, coord, ctx.choice[key], style.INPUT)
-        ctx.define(keys[key], ws, coord)
+        ctx.define(SELECTOR_NAMES[key], ws, coord)
         dv = list_validation(ctx.tables[sheet], label)
         ws.add_data_validation(dv)
         dv.add(coord)
@@ -65,36 +69,23 @@ def plan_sheet(wb, ctx: Ctx) -> None:
                 f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", style.NOTE)
         r += 1
     section(ctx, ws, f"A{r + 1}", "Headline")
-    body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 3)
+    r = _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 2
+    section(ctx, ws, f"A{r}", "Monthly bill for the peak demand")
+    _input_row(ctx, ws, r + 1, plan.INPUT_BY_NAME[DEMAND_INPUT])
+    body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", BILL) + 3)
     plan_charts(ctx, ws, PLAN_TOP)
     r = body
     section(ctx, ws, f"A{r}", "Inputs")
     r += 1
     header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
     group = None
-    for inp in plan.INPUTS:
+    for inp in [i for i in plan.INPUTS if i.name != DEMAND_INPUT]:
         r += 1
         if inp.group != group:
             group = inp.group
             ctx.put(ws, f"A{r}", group.capitalize()).font = Font(italic=True, bold=True, color="1F3864")
             r += 1
-        coord = f"B{r}"
-        ctx.put(ws, f"A{r}", inp.label)
-        ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
-        ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
-        fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
-        lk = lookup(inp.name, ctx.tables, keys, ctx.choice)
-        typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
-        dv = numeric_validation(inp, typed)
-        ws.add_data_validation(dv)
-        dv.add(typed)
-        if lk is None:
-            ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
-        else:
-            formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
-            ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
-            ctx.put(ws, typed, ctx.overrides.get(inp.name), style.INPUT, fmt)
-        ctx.define(named(inp.name), ws, coord)
+        _input_row(ctx, ws, r, inp)
     r += 2
     section(ctx, ws, f"A{r}", "Named constants")
     r += 1
@@ -109,6 +100,27 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     _plan_results(ctx, ws, body)
     ws.print_area = f"A1:K{ws.max_row}"
 
+
+
+def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
+    """label | value (typed, or a catalog lookup) | unit | override | what it is, and the input's defined name."""
+    coord = f"B{r}"
+    ctx.put(ws, f"A{r}", inp.label)
+    ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
+    ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
+    fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
+    lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, ctx.choice)
+    typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
+    dv = numeric_validation(inp, typed)
+    ws.add_data_validation(dv)
+    dv.add(typed)
+    if lk is None:
+        ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
+    else:
+        formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
+        ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
+        ctx.put(ws, typed, ctx.overrides.get(inp.name), style.INPUT, fmt)
+    ctx.define(named(inp.name), ws, coord)
 
 
 def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
@@ -145,14 +157,14 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         if also:
             ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), py_value(also[0](ctx.values[name])), style.FORMULA,
                         style.number_format(also[1]))
-        ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS + (("cost", "Plan: Cost"),)).get(getattr(q, "ledger", ""),
+        ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))
     return r
 
 
 
 def _plan_results(ctx: Ctx, ws, r: int) -> None:
-    """Summary of the three ledgers and the cost lines, right of the inputs."""
+    """Summary of the ledgers, and every ledger without a sheet of its own (finance), right of the inputs."""
     section(ctx, ws, f"G{r}", "Summary of the ledgers")
     r += 1
     header(ctx, ws, r, 7, ["Quantity", "Value", "Unit", "Also", "Ledger sheet"])
@@ -162,7 +174,7 @@ def _plan_results(ctx: Ctx, ws, r: int) -> None:
     rows = [k for k in range(top + 1, r - 1) if ws[f"I{k}"].value == shown("B")][:5]
     if rows:
         bars(ws, f"H{rows[0]}:H{rows[-1]}")
-    # cost, and any ledger a later plan adds that has no sheet of its own
+    # any ledger without a sheet of its own (finance, and whatever a later plan adds)
     on_sheets = {k for k, _ in LEDGER_SHEETS} | {"fit"}
     for ledger in dict.fromkeys(l.ledger for l in plan.LINES if l.ledger not in on_sheets):
         section(ctx, ws, f"G{r}", ledger.capitalize())

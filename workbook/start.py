@@ -29,10 +29,10 @@ def start_sheet(wb, ctx: Ctx) -> None:
     ws.row_dimensions[r].height = 42
     r += 2
     section(ctx, ws, f"A{r}", "How to use it")
-    steps = ("Plan: pick the model, the GPU and the weight and KV formats in the yellow dropdowns.",
+    steps = ("Plan: pick the model, the GPU, the weight and KV formats and the serving engine in the yellow dropdowns.",
              "Plan: set TP (GPUs per model copy), prompt and output tokens, and peak concurrent sequences.",
-             "Plan: adjust memory utilization, efficiencies, price and the daily request forecast if you know better.",
-             "Read the verdict and charts on Plan; each line's formula and reason is on Memory, Compute, Bandwidth.",
+             "Plan: set the peak demand (target QPS, beside its monthly bill); adjust utilization, efficiencies and price.",
+             "Read the verdict and charts on Plan; each line's formula and reason is on Memory, Compute, Bandwidth, Cost.",
              "Compare options on Scenarios (copy the last row to add one); keep the master check at 1.",
              "Own or rent: TCO (cost per used GPU-hour), Forecast (what to buy month by month, NPV), "
              "Sensitivity (what drives the cost); their inputs are Plan's Finance group.")
