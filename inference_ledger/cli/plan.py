@@ -126,7 +126,11 @@ def title(values: dict[str, Any], desc: dict[str, Any]) -> str:
     model = desc["model_name"] or f"{values['num_params'] / 1e9:,.1f}B-parameter model"
     gpu = desc["gpu_name"] or "GPU"
     dtypes = f"weights {desc['weight_dtype'] or human(values['weight_bytes'], 'B/param')}, KV {desc['kv_dtype']}"
-    return f"{model} on {int(values['tp'])} x {gpu} (TP {int(values['tp'])}); {dtypes}"
+    layout = " x ".join(f"{k} {int(values[n])}" for k, n in (("TP", "tp"), ("DP attention", "dp_attention"),
+                                                            ("PP", "pp")) if n == "tp" or values.get(n, 1) > 1)
+    layout += f", EP {int(values['ep'])}" if values.get("ep", 1) > 1 else ""
+    gpus = int(values.get("gpus_per_replica", values["tp"]))
+    return f"{model} on {gpus} x {gpu} ({layout}); {dtypes}"
 
 
 @click.command("plan")
