@@ -135,7 +135,7 @@ def node_problem(gpu: Gpu, tp: int) -> Optional[str]:
     """Why tp GPUs are more than one node of this GPU (None when they fit one)."""
     if tp > gpu.gpus_per_node:
         return (f"TP {tp} spans more than one {gpu.gpus_per_node}-GPU node of {gpu.id} "
-                "(cross-node TP is not modelled)")
+                "(TP stays within a node: add PP stages or EP across nodes)")
     return None
 
 
