@@ -31,10 +31,11 @@ def expert_params(moe_layers, num_experts, hidden_size, intermediate_size):
     return moe_layers * num_experts * GLU_MATRICES * hidden_size * intermediate_size
 
 
-def weights_per_gpu(weights_bytes, expert_weights_bytes, tp, gpus_per_stage, pp):
+def weights_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage, pp):
     """Resident weights of one GPU: the stage's layers (1/pp); attention and dense parts split over TP
-    (each DP-attention rank keeps its own copy), routed experts split over every GPU of the stage."""
-    return ((weights_bytes - expert_weights_bytes) / tp + expert_weights_bytes / gpus_per_stage) / pp
+    (each DP-attention rank keeps its own copy), the resident routed experts (redundant copies included)
+    split over every GPU of the stage."""
+    return ((weights_bytes - expert_weights_bytes) / tp + resident_expert_bytes / gpus_per_stage) / pp
 
 
 def nodes(gpus, gpus_per_node):

@@ -10,7 +10,7 @@ are :mod:`inference_ledger.parallel`.  The memory lines of plan_lines read ``gpu
 from __future__ import annotations
 
 from inference_ledger import parallel
-from inference_ledger.expr import gt
+from inference_ledger.expr import gt, maximum
 from inference_ledger.line import BANDWIDTH, COMPUTE, COST, MEMORY, line
 
 
@@ -42,6 +42,12 @@ def expert_params(moe_layers, num_experts, hidden_size, intermediate_size):
       "Routed-expert parameters at the weight format (experts are quantized layers).")
 def expert_weights_bytes(expert_params, weight_bytes):
     return expert_params * weight_bytes
+
+
+@line("Resident routed-expert weights", "B", MEMORY,
+      "Routed-expert weights x (experts + redundant copies) / experts: what the EP ranks hold (EPLB).")
+def resident_expert_bytes(expert_weights_bytes, num_experts, redundant_experts):
+    return expert_weights_bytes * (num_experts + redundant_experts) / maximum(num_experts, 1)
 
 
 @line("Pipeline idle share (decode)", "fraction", BANDWIDTH,

@@ -34,9 +34,10 @@ def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate
 @line("Weights per GPU", "B", MEMORY,
       "Tensor parallelism splits every weight matrix evenly over the TP GPUs (routed experts over every GPU of a "
       "stage, layers over the PP stages); plus any MoE kernel padding.")
-def weights_bytes_per_gpu(weights_bytes, expert_weights_bytes, tp, gpus_per_stage, pp, moe_padding_bytes_per_gpu):
-    return parallel.weights_per_gpu(weights_bytes, expert_weights_bytes, tp, gpus_per_stage, pp) \
-        + moe_padding_bytes_per_gpu
+def weights_bytes_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage, pp,
+                          moe_padding_bytes_per_gpu):
+    return parallel.weights_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage,
+                                    pp) + moe_padding_bytes_per_gpu
 
 
 @line("Prefill chunk activations per GPU", "B", MEMORY,

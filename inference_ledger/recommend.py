@@ -45,15 +45,19 @@ def _powers_of_two(limit: int) -> list[int]:
 def layouts(model: Model, gpu: Gpu, tps: Sequence[int], max_gpus: int) -> list[dict[str, int]]:
     """The layouts the search tries for a model on a GPU, each one the resolver accepts, at most max_gpus GPUs.
 
-    * TP (within a node) x PP stages (powers of two): what vLLM and SGLang run for dense models across nodes;
+    * TP alone within a node; across nodes the largest TP of one node x PP stages (powers of two), the split
+      vLLM's distributed-serving guide gives ("tensor parallel size = GPUs per node, pipeline parallel size =
+      number of nodes");
     * for a MoE model, wide expert parallelism over a stage of S GPUs (S a power of two from 2): DP attention
       on every GPU (TP 1, SGLang/DeepSeek) or TP within the node times DP across nodes (vLLM), EP = S.
     """
     out = []
-    for tp in tps:
-        if resolve.tp_problem(model, gpu, tp):
-            continue
-        for pp in _powers_of_two(max_gpus // tp):
+    node_tps = [tp for tp in tps if resolve.tp_problem(model, gpu, tp) is None and tp <= max_gpus]
+    for tp in node_tps:
+        out.append({"tp": tp, "pp": 1, "ep": 1, "dp_attention": 1})
+    if node_tps:
+        tp = max(node_tps)
+        for pp in _powers_of_two(max_gpus // tp)[1:]:
             out.append({"tp": tp, "pp": pp, "ep": 1, "dp_attention": 1})
     if model.num_experts:
         for stage in _powers_of_two(max_gpus)[1:]:

@@ -145,12 +145,13 @@ def tp_problem(model: Optional[Model], gpu: Optional[Gpu], tp: int) -> Optional[
         (heads_problem(model, tp) if model is not None else None)
 
 
-def layout_problem(model: Optional[Model], pp: int, ep: int, dp_attention: int, tp: int) -> Optional[tuple[str, str]]:
+def layout_problem(model: Optional[Model], pp: int, ep: int, dp_attention: int, tp: int,
+                   redundant_experts: int = 0) -> Optional[tuple[str, str]]:
     """(setting, why) when the engines refuse this PP/EP/DP-attention layout (None when they run it).
 
     vLLM and SGLang split the layers over at most as many stages as there are layers; expert parallelism
-    places whole experts, so EP divides the routed experts (SGLang ``num_experts % ep_size``, vLLM
-    ``FusedMoE``) and the GPUs of a stage (SGLang: moe_tp = tp / ep; vLLM: EP = TP x DP); DP attention
+    places whole experts, so EP divides the routed experts and their redundant copies (SGLang
+    ``num_physical_experts % ep_size``, vLLM ``FusedMoE``) and the GPUs of a stage (SGLang: moe_tp = tp / ep; vLLM: EP = TP x DP); DP attention
     shares MoE layers between attention ranks, so a dense model's DP ranks are separate replicas.
     """
     if model is None:
@@ -163,8 +164,12 @@ def layout_problem(model: Optional[Model], pp: int, ep: int, dp_attention: int, 
         if dp_attention > 1:
             return "dp_attention", (f"DP attention {dp_attention} needs a mixture-of-experts model: {model.id} is dense "
                                     "(its DP ranks are separate replicas)")
-    if model.num_experts % ep:
-        return "ep", f"EP {ep} does not divide the {model.num_experts} routed experts of {model.id}"
+        if redundant_experts:
+            return "redundant_experts", f"redundant experts need a mixture-of-experts model: {model.id} is dense"
+    physical = model.num_experts + redundant_experts
+    if physical % ep:
+        extra = f" + {redundant_experts} redundant" if redundant_experts else ""
+        return "ep", f"EP {ep} does not divide the {model.num_experts}{extra} routed experts of {model.id}"
     if (tp * dp_attention) % ep:
         return "ep", (f"EP {ep} does not divide the {tp * dp_attention} GPUs of a pipeline stage "
                       f"(TP {tp} x DP attention {dp_attention})")
@@ -308,7 +313,8 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)
-    layout = layout_problem(m, int(inputs["pp"]), int(inputs["ep"]), int(inputs["dp_attention"]), int(inputs["tp"]))
+    layout = layout_problem(m, int(inputs["pp"]), int(inputs["ep"]), int(inputs["dp_attention"]), int(inputs["tp"]),
+                            int(inputs["redundant_experts"]))
     if layout:
         raise ChoiceError(*layout)
     problem = context_problem(m, inputs["input_tokens"] + inputs["output_tokens"])

@@ -131,7 +131,7 @@ def test_native_fp8_is_listed_once():
 def test_layouts_searched_for_deepseek_on_h100_up_to_16_gpus():
     got = {(lay["tp"], lay["pp"], lay["ep"], lay["dp_attention"])
            for lay in layouts(catalog.get_model("deepseek-v3"), catalog.get_gpu("h100-sxm"), [1, 2, 4, 8], 16)}
-    tp_pp = {(tp, pp, 1, 1) for tp in (1, 2, 4, 8) for pp in (1, 2, 4, 8, 16) if tp * pp <= 16}
+    tp_pp = {(tp, 1, 1, 1) for tp in (1, 2, 4, 8)} | {(8, 2, 1, 1)}   # across nodes: TP 8 (one node) x PP
     # wide EP over stages of 2..16 GPUs: DP attention on every GPU, or TP within the node x DP across nodes
     wide = {(1, 1, s, s) for s in (2, 4, 8, 16)} | {(s, 1, s, 1) for s in (2, 4, 8)} | {(8, 1, 16, 2)}
     assert got == tp_pp | wide
