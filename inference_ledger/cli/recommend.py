@@ -51,6 +51,9 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 @click.option("--max-gpus", type=click.IntRange(1, 100_000), default=DEFAULT_MAX_GPUS, show_default=True,
               help="GPUs per replica the layout search may use: TP within a node x PP stages, and wide expert "
                    "parallelism with DP attention for MoE models (--pp/--ep/--dp-attention pin one layout instead).")
+@click.option("--disaggregated", is_flag=True, help="Also find the cheapest disaggregated deployment (separate "
+              "prefill and decode pools, each its own layout) per GPU and format, and compare it with aggregated "
+              "serving by $/month.")
 @click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
 @click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
 @click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
@@ -60,7 +63,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 @click.option("--output", "-o", metavar="PATH", help="Also write the plans as a workbook (.xlsx, live formulas) or .csv.")
 @input_options((SWEPT - {"input_tokens"}) | set(TARGETS.values()), scope="every plan")
 def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[float], gpu: Optional[str], tp: str,
-                  max_gpus: int, weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
+                  max_gpus: int, disaggregated: bool, weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
                   **numbers: Optional[float]) -> None:
     """Deployments that meet the QPS, TTFT and TPOT targets, cheapest per month first: one per model, GPU and
     replica size (GPUs per replica), each with why it is the cheapest of its kind.
@@ -88,13 +91,24 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
         raise LedgerInputError(
             f"no plan meets {t['target_qps']:g} QPS with TTFT <= {t['ttft_target']:g} s and TPOT <= {t['tpot_target']:g} s "
             f"({candidates.n_rows} GPU/TP/format combinations checked): relax a target or add GPUs/formats")
+    pools = []
+    if disaggregated:
+        from inference_ledger.cli.disaggregated import disaggregated_text, recommend_disaggregated
+        pools = recommend_disaggregated(split_list("model", model, ids=True), gpus, split_list("tp", tp, int),
+                                        split_list("weight-dtype", weight_dtype), kv_dtype, engine, fixed, max_gpus,
+                                        found)
     if output:
         write_with_progress(plans_table(found, candidates), output, "recommend")
     if as_json:
         doc = {"targets": {k: candidates.fixed[n] for k, n in TARGETS.items()},
                "plans": [summary(r) | {"plan": plan_json(r.values, **r.labels)} for r in found[:top]]}
+        if disaggregated:
+            doc["disaggregated"] = pools[:top]
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(_text(found, top, len({r.labels["model"] for r in found}) > 1))
+        if disaggregated:
+            click.echo("\ndisaggregated (prefill pool + decode pool, the cheapest layout of each):\n"
+                       + (disaggregated_text(pools[:top]) if pools else "none meets the targets"))
         if output:
             click.echo(f"wrote {output}: {len(found)} plans")
