@@ -12,7 +12,6 @@ from typing import Any, Mapping, Optional
 import click
 
 from inference_ledger import catalog, disaggregated, resolve
-from inference_ledger.cli.plan import PREFILL, option_hint
 from inference_ledger.plan import INPUT_BY_NAME
 from inference_ledger.recommend import layout_words, layouts
 from inference_ledger.report import human
@@ -50,7 +49,7 @@ def plan_disaggregated(options: Mapping[str, Any], prefill: Mapping[str, Optiona
     gpu, wd, kd, engine, context = (o.pop(k, None) for k in ("gpu", "weight_dtype", "kv_dtype", "engine", "context"))
     numbers = {k: v for k, v in o.items() if v is not None}
     decode = {k: int(numbers.pop(k)) for k in disaggregated.POOL_LAYOUT if k in numbers}
-    pre = decode | {k: int(v) for name, k in PREFILL.items() if (v := prefill.get(name)) is not None}
+    pre = decode | {name.removeprefix("prefill_"): int(v) for name, v in prefill.items() if v is not None}
     try:
         if context is not None:
             out = numbers.get("output_tokens", INPUT_BY_NAME["output_tokens"].default)
@@ -58,7 +57,7 @@ def plan_disaggregated(options: Mapping[str, Any], prefill: Mapping[str, Optiona
         pools = disaggregated.disaggregate(model, gpu, pre, decode, weight_dtype=wd, kv_dtype=kd or "bf16",
                                            engine=engine, numbers=numbers)
     except resolve.ChoiceError as e:
-        raise click.BadParameter(str(e), param_hint=option_hint(e.option)) from None
+        raise click.BadParameter(str(e), param_hint="'--" + e.option.replace("_", "-") + "'") from None
     if as_json:
         return json.dumps(pools.summary() | {"model": getattr(model, "id", model), "gpu": gpu}, indent=2)
     m, g = resolve.find_model(model), resolve.find_gpu(gpu)
