@@ -46,6 +46,7 @@ from . import checks
 from .calibration import add_calibration_sheet
 from . import style
 from .context import Ctx, SheetBuilder, absolute, xname
+from .disaggregated import disaggregated_sheet
 from .package import package, write_atomic
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, SELECTORS, TABLE_ROWS, UNIT_ROW, Table, load_tables, lookup
@@ -918,6 +919,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     plan_sheet,
     *[ledger_sheet(k, t) for k, t in LEDGER_SHEETS],
     scenarios_sheet,
+    disaggregated_sheet,
     checks_sheet,
     add_calibration_sheet,
     catalog_sheet("GPUs"),
