@@ -12,6 +12,7 @@ import pytest
 
 from inference_ledger import plan, resolve
 from inference_ledger.cli import run
+from udfs import excel
 
 
 def plan_of(model, gpu, **numbers):
@@ -109,3 +110,10 @@ def test_without_a_layout_nothing_changes():
     assert (v["gpus_per_replica"], v["nodes_per_replica"], v["parallel_seconds_per_step"],
             v["prefill_parallel_seconds"]) == (4, 1, 0, 0)
     assert v["weights_bytes_per_gpu"] == pytest.approx(v["weights_bytes"] / 4)
+
+
+def test_excel_plan_takes_the_layout():
+    # PLAN(model, gpu, key, tp, concurrency, input, output, weight, kv, engine, pp, ep, dp_attention)
+    assert excel.PLAN("deepseek-v3", "h100-sxm", "nodes_per_replica", 8, 16, 1024, 512, None, None, None, 2) == [[2.0]]
+    assert excel.PLAN("deepseek-v3", "h100-sxm", "gpus_per_replica", 1, 16, 1024, 512, None, None, None, 1, 16,
+                      16) == [[16.0]]
