@@ -12,6 +12,8 @@ import pytest
 
 from inference_ledger import plan, resolve
 from inference_ledger.cli import run
+from inference_ledger.recommend import cheapest_of_each_kind, recommend
+from inference_ledger.sweep import SweepSpec, build_sweep, evaluate_block
 from udfs import excel
 
 
@@ -117,3 +119,20 @@ def test_excel_plan_takes_the_layout():
     assert excel.PLAN("deepseek-v3", "h100-sxm", "nodes_per_replica", 8, 16, 1024, 512, None, None, None, 2) == [[2.0]]
     assert excel.PLAN("deepseek-v3", "h100-sxm", "gpus_per_replica", 1, 16, 1024, 512, None, None, None, 1, 16,
                       16) == [[16.0]]
+
+
+def test_recommend_finds_the_two_node_405b_plan():
+    found, _ = recommend(["llama-3.1-405b"], ["h100-sxm"], weight_dtype=["bf16"], max_gpus=64,
+                         fixed={"target_qps": 1})
+    top = cheapest_of_each_kind(found)[0]
+    # 811 GB of BF16 weights: no 8-GPU node holds them, two nodes at TP 8 x PP 2 do
+    assert (int(top.values["tp"]), int(top.values["pp"]), int(top.values["gpus_per_replica"])) == (8, 2, 16)
+    assert min(int(r.values["gpus_per_replica"]) for r in found) == 16
+
+
+def test_a_sweep_takes_the_layout_for_every_row():
+    table = build_sweep(SweepSpec(model=["deepseek-v3"], gpu=["h100-sxm", "h200"], tp=[8], concurrency=[1, 64],
+                                  context=[2048], fixed={"pp": 2}))
+    for labels, inputs in table.blocks():
+        v = evaluate_block(table, inputs)
+        assert set(v["gpus_per_replica"]) == {16} and set(v["nodes_per_replica"]) == {2}
