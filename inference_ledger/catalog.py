@@ -183,6 +183,7 @@ MODEL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("window", "Sliding window", "tokens"),
     ("num_experts", "Routed experts", "experts"),
     ("experts_per_token", "Experts per token", "experts"),
+    ("moe_layers", "MoE layers", "layers"),
     ("weight_dtype", "Checkpoint weight format", ""),
     ("max_position_embeddings", "Max context", "tokens"),
     ("params_official", "Official total", "params"),
