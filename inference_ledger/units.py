@@ -37,6 +37,9 @@ GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the la
 EP_PASSES = Const(2, "EP_PASSES", "expert parallelism moves each token twice per MoE layer: dispatch to its experts and combine back (DeepEP; DeepSeek-V3 report arXiv:2412.19437 s3.2.2)", "passes")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
+# finance (inference_ledger.finance)
+MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
+W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -64,6 +67,8 @@ CONSTANTS: tuple[Const, ...] = (
     EP_PASSES,
     VERDICT_MISSES,
     VERDICT_MEETS,
+    MONTHS_PER_YEAR,
+    W_PER_KW,
 )
 
 
