@@ -55,3 +55,20 @@ def test_totals_are_what_plan_disaggregated_computes(books):
     for n, key in (("prefill_instances", "prefill_instances"), ("decode_instances", "decode_instances"),
                    ("disagg_gpus", "gpus"), ("disagg_monthly_cost", "monthly_cost")):
         assert ws[names[n]].value == pytest.approx(pools.numbers[key], rel=1e-9), n
+
+
+def _named(wb, name):
+    sheet, coord = wb.defined_names[name].attr_text.split("!")
+    return wb[sheet.strip("'")][coord.replace("$", "")]
+
+
+@pytest.mark.libreoffice
+def test_a_layout_the_engines_refuse_fails_the_master_check(books, tmp_path):
+    path, recalculated = books
+    assert _named(openpyxl.load_workbook(recalculated, data_only=True), "master_check").value == 1
+    wb = openpyxl.load_workbook(path)
+    _named(wb, "ep").value = 3                     # 3 divides neither 256 experts nor the 8 GPUs of a stage
+    bad = tmp_path / "bad.xlsx"
+    wb.save(bad)
+    got = openpyxl.load_workbook(recalculate(bad, tmp_path / "lo"), data_only=True)
+    assert _named(got, "master_check").value == 0
