@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import finance_lines, plan_lines, whatif_lines
+from inference_ledger import finance_lines, parallel_lines, plan_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
@@ -76,6 +76,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("vocab_size", "Vocabulary", "tokens", 128256, "Logits per sequence: the sampler's working set is max_num_seqs x vocab.", "model", lo=1, hi=1e8, integer=True),
     _inp("num_experts", "Routed experts (0 = dense)", "experts", 0, "Experts per MoE layer; their matrices are padded to the MoE kernel's tile.", "model", lo=0, hi=1e5, integer=True),
     _inp("experts_per_token", "Experts per token (0 = dense)", "experts", 0, "Routed experts a token visits: each keeps its own MLP activations in prefill.", "model", lo=0, hi=1e4, integer=True),
+    _inp("moe_layers", "MoE layers (0 = dense)", "layers", 0, "Layers whose MLP is routed experts (DeepSeek's first layers and Llama-4 Maverick's every other layer are dense): what expert parallelism splits.", "model", lo=0, hi=1e4, integer=True),
     # precision
     _inp("weight_bytes", "Weight bytes per parameter", "B/param", 2, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
     _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", 2, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
@@ -85,9 +86,14 @@ INPUTS: tuple[Input, ...] = (
     _inp("hbm_bw", "HBM bandwidth", "B/s", 3.35e12, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
     _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", 989e12, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
     _inp("gpus_per_node", "GPUs per node", "GPUs", 8, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
+    _inp("scaleout_bw", "Scale-out bandwidth per GPU", "B/s", 50e9, "Network bandwidth per GPU per direction between nodes (400 Gb/s InfiniBand NDR = 50 GB/s): PP hand-offs, EP all-to-all and KV transfers that leave the node.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
     _inp("interconnect_bw", "Interconnect bandwidth", "B/s", 450e9, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
     # deployment
-    _inp("tp", "Tensor-parallel degree", "GPUs", 4, "GPUs one copy of the model is split across.", "deployment"),
+    _inp("tp", "Tensor-parallel degree", "GPUs", 4, "GPUs each layer's attention heads and dense matrices are split across (within one node).", "deployment"),
+    _inp("pp", "Pipeline stages", "stages", 1, "Pipeline-parallel degree: the layers split into this many stages, each on its own tp x dp_attention GPUs (vLLM/SGLang --pipeline-parallel-size).", "deployment", lo=1, hi=256, integer=True),
+    _inp("ep", "Expert-parallel degree", "GPUs", 1, "GPUs of a stage that hold whole experts (1 = experts split like dense layers); must divide the experts and the stage's GPUs.", "deployment", lo=1, hi=4096, integer=True),
+    _inp("redundant_experts", "Redundant experts (EPLB)", "experts", 0, "Extra copies of hot experts per MoE layer that expert-parallel load balancing places (DeepSeek: 32; SGLang --ep-num-redundant-experts, vLLM --num-redundant-experts): EP divides routed + redundant experts.", "deployment", lo=0, hi=1e5, integer=True),
+    _inp("dp_attention", "Attention data-parallel ranks", "ranks", 1, "DP-attention ranks per stage, each with its own sequences and attention weights, sharing the MoE layers (SGLang --enable-dp-attention, vLLM --data-parallel-size with expert parallelism).", "deployment", lo=1, hi=4096, integer=True),
     _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", 0.9, "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
     # engine (inference_ledger/data/engines.csv via inference_ledger.engines.engine_inputs; defaults: vLLM V1 on an H100)
     _inp("kv_budget_rule", "Engine KV budget rule", "code", 1, "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
@@ -108,6 +114,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("decode_compute_efficiency", "Decode compute efficiency", "fraction", 0.5, "Achieved share of dense peak in large-batch decode GEMMs.", "efficiency", arg="efficiency"),
     _inp("allreduce_latency_seconds", "All-reduce latency", "s", 15e-6, "Fixed cost of one small TP all-reduce (launch + synchronise over NVLink, ~10-20 us for NCCL/custom all-reduce); two per layer per decode step.", "efficiency", lo=0, hi=1),
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", 20e-6, "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
+    _inp("scaleout_latency_seconds", "Scale-out message latency", "s", 10e-6, "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
     _inp("step_overhead_seconds", "Per-step overhead", "s", 0.2e-3, "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
     # cost
     _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", 2.5, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
@@ -141,8 +148,10 @@ INPUTS: tuple[Input, ...] = (
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
-#: Every line, in display order (ledgers, then what-if); each is a function in plan_lines / whatif_lines.
-LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(whatif_lines) + lines_of(finance_lines)
+#: Every line, in display order (ledgers, layouts, what-if, then finance); each is a function in plan_lines /
+#: parallel_lines / whatif_lines / finance_lines.
+LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(parallel_lines) + lines_of(whatif_lines) \
+    + lines_of(finance_lines)
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 

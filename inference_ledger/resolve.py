@@ -11,7 +11,10 @@ names the setting, what cannot run:
 * a TP degree that does not divide the attention heads, or whose KV heads neither split nor
   replicate evenly (vLLM's rule; Megatron-LM splits heads evenly);
 * a TP degree larger than one node of the GPU (``gpus_per_node`` in the GPU catalog):
-  the plan has no inter-node term, engines run TP within a node and pipeline across;
+  engines run TP within a node and pipeline (``pp``) or expert-parallel (``ep``) across;
+* a layout the engines refuse (:func:`layout_problem`): more PP stages than layers, EP or
+  DP attention on a dense model, an EP degree that does not divide the routed experts or the
+  GPUs of a stage;
 * a context (input + output tokens) above the model's ``max_position_embeddings``.
 
 ``plan``, ``build`` (its Plan sheet and every Scenarios row), ``sweep``, ``recommend``,
@@ -135,7 +138,7 @@ def node_problem(gpu: Gpu, tp: int) -> Optional[str]:
     """Why tp GPUs are more than one node of this GPU (None when they fit one)."""
     if tp > gpu.gpus_per_node:
         return (f"TP {tp} spans more than one {gpu.gpus_per_node}-GPU node of {gpu.id} "
-                "(cross-node TP is not modelled)")
+                "(TP stays within a node: add PP stages or EP across nodes)")
     return None
 
 
@@ -143,6 +146,37 @@ def tp_problem(model: Optional[Model], gpu: Optional[Gpu], tp: int) -> Optional[
     """Why this model cannot run at TP ``tp`` on this GPU (None when it can)."""
     return (node_problem(gpu, tp) if gpu is not None else None) or \
         (heads_problem(model, tp) if model is not None else None)
+
+
+def layout_problem(model: Optional[Model], pp: int, ep: int, dp_attention: int, tp: int,
+                   redundant_experts: int = 0) -> Optional[tuple[str, str]]:
+    """(setting, why) when the engines refuse this PP/EP/DP-attention layout (None when they run it).
+
+    vLLM and SGLang split the layers over at most as many stages as there are layers; expert parallelism
+    places whole experts, so EP divides the routed experts and their redundant copies (SGLang
+    ``num_physical_experts % ep_size``, vLLM ``FusedMoE``) and the GPUs of a stage (SGLang: moe_tp = tp / ep; vLLM: EP = TP x DP); DP attention
+    shares MoE layers between attention ranks, so a dense model's DP ranks are separate replicas.
+    """
+    if model is None:
+        return None
+    if pp > model.num_layers:
+        return "pp", f"PP {pp} is more stages than the {model.num_layers} layers of {model.id}"
+    if model.num_experts == 0:
+        if ep > 1:
+            return "ep", f"EP {ep} needs a mixture-of-experts model: {model.id} is dense"
+        if dp_attention > 1:
+            return "dp_attention", (f"DP attention {dp_attention} needs a mixture-of-experts model: {model.id} is dense "
+                                    "(its DP ranks are separate replicas)")
+        if redundant_experts:
+            return "redundant_experts", f"redundant experts need a mixture-of-experts model: {model.id} is dense"
+    physical = model.num_experts + redundant_experts
+    if physical % ep:
+        extra = f" + {redundant_experts} redundant" if redundant_experts else ""
+        return "ep", f"EP {ep} does not divide the {model.num_experts}{extra} routed experts of {model.id}"
+    if (tp * dp_attention) % ep:
+        return "ep", (f"EP {ep} does not divide the {tp * dp_attention} GPUs of a pipeline stage "
+                      f"(TP {tp} x DP attention {dp_attention})")
+    return None
 
 
 def context_problem(model: Optional[Model], context: float) -> Optional[str]:
@@ -283,6 +317,10 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)
+    layout = layout_problem(m, int(inputs["pp"]), int(inputs["ep"]), int(inputs["dp_attention"]), int(inputs["tp"]),
+                            int(inputs["redundant_experts"]))
+    if layout:
+        raise ChoiceError(*layout)
     problem = context_problem(m, inputs["input_tokens"] + inputs["output_tokens"])
     if problem:
         raise ChoiceError("context", problem)

@@ -229,9 +229,10 @@ def min_gpus_to_fit(tp, gpus_per_node, fits_tp1, fits_tp2, fits_tp4, fits_tp8):
 
 @line("Fixed decode time per step", "s", BANDWIDTH,
       "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.")
-def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw):
+def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw,
+                         parallel_fixed_seconds):
     return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds, 0,
-                                                                     interconnect_bw)
+                                                                     interconnect_bw) + parallel_fixed_seconds
 
 
 @line("All-reduce time per sequence", "s", BANDWIDTH,
@@ -244,17 +245,18 @@ def allreduce_seconds_per_sequence(tp, num_layers, hidden_size, unquantized_byte
       "What one more sequence adds to a step, as bytes read at the achieved bandwidth: its KV share, plus its "
       "all-reduce time expressed in bytes.")
 def decode_bytes_per_sequence_per_gpu(kv_bytes_per_sequence, kv_shards, allreduce_seconds_per_sequence, hbm_bw,
-                                      bw_efficiency):
-    return kv_bytes_per_sequence / kv_shards + allreduce_seconds_per_sequence * hbm_bw * bw_efficiency
+                                      bw_efficiency, parallel_seconds_per_sequence):
+    return kv_bytes_per_sequence / kv_shards \
+        + (allreduce_seconds_per_sequence + parallel_seconds_per_sequence) * hbm_bw * bw_efficiency
 
 
 @line("FLOPs per sequence per decode step per GPU", "FLOP", BANDWIDTH,
       "What one more sequence adds to a step, as FLOPs at the achieved compute: 2 x N_active / TP, plus its "
       "all-reduce time expressed in FLOPs.")
 def decode_flops_per_sequence_per_gpu(decode_flops_per_step_per_gpu, concurrency, allreduce_seconds_per_sequence,
-                                      peak_flops, decode_compute_efficiency):
+                                      peak_flops, decode_compute_efficiency, parallel_seconds_per_sequence):
     return decode_flops_per_step_per_gpu / concurrency \
-        + allreduce_seconds_per_sequence * peak_flops * decode_compute_efficiency
+        + (allreduce_seconds_per_sequence + parallel_seconds_per_sequence) * peak_flops * decode_compute_efficiency
 
 
 @line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
@@ -285,9 +287,9 @@ def replicas_for_qps(target_qps, qps_per_replica):
 
 
 @line("GPUs for the target QPS", "GPUs", COST,
-      "Replicas x TP.")
-def gpus_for_qps(replicas_for_qps, tp):
-    return replicas_for_qps * tp
+      "Replicas x GPUs per replica.")
+def gpus_for_qps(replicas_for_qps, gpus_per_replica):
+    return replicas_for_qps * gpus_per_replica
 
 
 @line("QPS the replicas sustain", "requests/s", COST,

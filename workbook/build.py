@@ -43,6 +43,7 @@ from .catalogs import catalog_sheet
 from .cells import DEFAULT_CHOICE, SELECTOR_NAMES, build_date, fit_rows, named, py_value
 from .checks import check_rows, checks_sheet, master_value
 from .context import Ctx, SheetBuilder
+from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet
 from .ledgers import ledger_sheet
 from .package import package
@@ -68,6 +69,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     ledger_sheet("bandwidth", "Bandwidth"),
     ledger_sheet("cost", "Cost"),
     scenarios_sheet,
+    disaggregated_sheet,
     add_tco_sheet,
     add_forecast_sheet,
     add_sensitivity_sheet,

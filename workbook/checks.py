@@ -138,9 +138,24 @@ def windows_within_layers(sliding_layers, num_layers):
     return le(sliding_layers, num_layers)
 
 
+def tp_within_node(tp, gpus_per_node):
+    return le(tp, gpus_per_node)
+
+
+def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_attention):
+    """The resolver's layout rules (inference_ledger.resolve.layout_problem) as one condition."""
+    moe_or_plain = or_(gt(num_experts, 0), and_(eq(ep, 1), eq(dp_attention, 1), eq(redundant_experts, 0)))
+    return and_(le(pp, num_layers), moe_or_plain, eq(mod(num_experts + redundant_experts, ep), 0),
+                eq(mod(tp * dp_attention, ep), 0))
+
+
 PLAN_INTEGRITY: tuple[Check, ...] = (
     Check("TP valid for the KV heads", "KV heads split evenly over TP, or TP is a multiple of them (or MLA).",
           tp_splits_kv_heads),
+    Check("TP within one node", "Tensor parallelism stays inside the GPU's NVLink/xGMI domain (gpus_per_node); "
+          "across nodes use PP stages or EP.", tp_within_node),
+    Check("Parallel layout runs", "PP stages <= layers; EP and DP attention only on a MoE model; EP divides the "
+          "routed + redundant experts and the GPUs of a stage (TP x DP attention).", layout_runs),
     Check("Active parameters <= total parameters", "A token cannot use more weights than the model has.",
           active_within_total),
     Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),

@@ -49,13 +49,13 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
 #: The grid's visible groups, left to right: (group header, columns); a column is a dropdown choice
 #: (workbook.tables.SELECTORS), a plan input or a plan line.
 GROUPS = (
-    ("Choice", ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "tp")),
+    ("Choice", ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "tp", "pp", "ep", "dp_attention")),
     ("Workload", ("input_tokens", "output_tokens", "concurrency")),
     ("Memory per GPU", ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
-                        "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "max_concurrency", "gpus_needed")),
+                        "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "max_concurrency")),
     ("Speed", ("ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu")),
-    ("Cost", ("cost_per_million_output_tokens", "gpus_for_qps", "monthly_cost_qps")),
-    ("Verdict", ("verdict", "fits", "kv_fits", "ttft_ok", "tpot_ok")),
+    ("Cost", ("gpus_per_replica", "cost_per_million_output_tokens", "gpus_for_qps", "monthly_cost_qps")),
+    ("Verdict", ("verdict", "fits", "ttft_ok", "tpot_ok")),
 )
 #: Rows of the grid's header and its first scenario.
 GROUP_ROW, LABEL_ROW, UNIT_ROW, NAME_ROW, FIRST = 5, 6, 7, 8, 9
