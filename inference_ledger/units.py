@@ -36,6 +36,14 @@ RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sen
 GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
+# steady-state serving (inference_ledger.serving)
+BATCHING_STATIC = Const(2, "BATCHING_STATIC", "batching code: static, one batch prefilled then decoded together (1 = continuous)", "code")
+RAMP_MEAN_DIVISOR = Const(2, "RAMP_MEAN_DIVISOR", "the mean of a context growing by one token per step from S to S + T is S + T/2", "x")
+LIMIT_NONE = Const(0, "LIMIT_NONE", "binding-limit code: nothing caps the requested concurrency (bandwidth-bound)", "code")
+LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer sequences than requested", "code")
+LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
+LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
+LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -62,6 +70,13 @@ CONSTANTS: tuple[Const, ...] = (
     GPUS_PER_NODE,
     VERDICT_MISSES,
     VERDICT_MEETS,
+    BATCHING_STATIC,
+    RAMP_MEAN_DIVISOR,
+    LIMIT_NONE,
+    LIMIT_KV,
+    LIMIT_MAX_NUM_SEQS,
+    LIMIT_TPOT,
+    LIMIT_COMPUTE,
 )
 
 

@@ -251,9 +251,9 @@ def decode_bytes_per_sequence_per_gpu(kv_bytes_per_sequence, kv_shards, allreduc
 @line("FLOPs per sequence per decode step per GPU", "FLOP", BANDWIDTH,
       "What one more sequence adds to a step, as FLOPs at the achieved compute: 2 x N_active / TP, plus its "
       "all-reduce time expressed in FLOPs.")
-def decode_flops_per_sequence_per_gpu(decode_flops_per_step_per_gpu, concurrency, allreduce_seconds_per_sequence,
-                                      peak_flops, decode_compute_efficiency):
-    return decode_flops_per_step_per_gpu / concurrency \
+def decode_flops_per_sequence_per_gpu(decode_flops_per_step_per_gpu, effective_concurrency,
+                                      allreduce_seconds_per_sequence, peak_flops, decode_compute_efficiency):
+    return decode_flops_per_step_per_gpu / effective_concurrency \
         + allreduce_seconds_per_sequence * peak_flops * decode_compute_efficiency
 
 
@@ -273,9 +273,9 @@ def serving_concurrency(max_concurrency, tpot_max_batch):
 
 
 @line("QPS per replica", "requests/s", BANDWIDTH,
-      "Little's law: concurrency / (TTFT + output tokens x TPOT).")
-def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
-    return whatif.qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds)
+      "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
+def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
+    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens - 1, tpot_seconds)
 
 
 @line("Replicas for the target QPS", "replicas", COST,

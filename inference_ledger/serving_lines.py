@@ -1,0 +1,146 @@
+"""The steady-state serving lines: effective concurrency, decode context, prefill mix, MoE distinct experts, the step.
+
+One plain function per line, like :mod:`inference_ledger.plan_lines`; the formulas (with their
+sources and the queueing model) are in :mod:`inference_ledger.serving`.  The plan's existing keys
+``tpot_seconds``, ``ttft_seconds``, ``tokens_per_second`` and ``qps_per_replica`` are computed from
+these lines (their definitions stay in plan_lines / whatif_lines).
+"""
+
+from __future__ import annotations
+
+from inference_ledger import ledger, serving
+from inference_ledger.expr import ceil, eq, where
+from inference_ledger.line import BANDWIDTH, COMPUTE, FIT, MEMORY, line
+from inference_ledger.units import BATCHING_STATIC
+
+
+@line("Mean context of the decode steps", "tokens", MEMORY,
+      "S + T/2: step j of the T - 1 decode steps attends over S + j - 1 tokens. TPOT and its floor are priced here.")
+def decode_context_tokens(input_tokens, output_tokens):
+    return serving.decode_context(input_tokens, output_tokens)
+
+
+@line("KV per sequence at the decode context", "B", MEMORY,
+      "KV of one sequence at the mean decode context (sliding-window layers at most the window).")
+def kv_bytes_per_sequence_decode(kv_elements_per_token_layer, kv_bytes, num_layers, decode_context_tokens,
+                                 sliding_layers, window):
+    return ledger.kv_sequence_bytes(kv_elements_per_token_layer, kv_bytes, num_layers, decode_context_tokens,
+                                    sliding_layers, window)
+
+
+@line("Effective concurrency", "sequences", FIT,
+      "Sequences decoding together: min(requested concurrency, sequences the KV budget holds at full context, "
+      "max_num_seqs), at least 1; the rest queue.")
+def effective_concurrency(concurrency, max_concurrency, max_num_seqs):
+    return serving.effective_concurrency(concurrency, max_concurrency, max_num_seqs)
+
+
+@line("Prompt tokens per decode step", "tokens", COMPUTE,
+      "Continuous batching: the other sequences' prompts, (B - 1) x S / T per step, in chunks; static: 0.")
+def prefill_tokens_per_step(batching, effective_concurrency, input_tokens, output_tokens):
+    return serving.prefill_tokens_per_step(batching, effective_concurrency, input_tokens, output_tokens)
+
+
+@line("Tokens per step", "tokens", COMPUTE,
+      "Decode tokens (one per sequence) + prompt tokens mixed in.")
+def step_tokens(effective_concurrency, prefill_tokens_per_step):
+    return effective_concurrency + prefill_tokens_per_step
+
+
+@line("Distinct experts per layer per step", "experts", BANDWIDTH,
+      "E x (1 - (1 - k/E)^tokens): every expert any token of the step routes to is read (0 for a dense model).")
+def moe_distinct_experts(num_experts, experts_per_token, step_tokens):
+    return serving.distinct_experts(num_experts, experts_per_token, step_tokens)
+
+
+@line("Weights read per step per GPU", "B", BANDWIDTH,
+      "Active weights + the routed experts beyond one token's k that the step's tokens touch, over TP.")
+def step_weight_bytes_per_gpu(weights_read_bytes, moe_distinct_experts, experts_per_token, num_layers, hidden_size,
+                              intermediate_size, weight_bytes, num_params, active_params, tp):
+    return (weights_read_bytes + serving.extra_expert_bytes(moe_distinct_experts, experts_per_token, num_layers,
+                                                            hidden_size, intermediate_size, weight_bytes, num_params,
+                                                            active_params)) / tp
+
+
+@line("KV read per step per GPU", "B", BANDWIDTH,
+      "Every decoding sequence's KV at the decode context, over its KV split.")
+def step_kv_bytes_per_gpu(kv_bytes_per_sequence_decode, kv_shards, effective_concurrency):
+    return kv_bytes_per_sequence_decode / kv_shards * effective_concurrency
+
+
+@line("FLOPs per step per GPU", "FLOP", COMPUTE,
+      "2 x N_active x tokens per step (decode + prompt chunks), over TP.")
+def step_flops_per_gpu(active_params, step_tokens, tp):
+    return serving.step_flops(active_params, step_tokens) / tp
+
+
+@line("Step is compute-bound", "1/0", COMPUTE,
+      "1 when the step's FLOPs at the compute efficiency take longer than streaming its weights.")
+def step_compute_bound(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
+                       decode_compute_efficiency):
+    return serving.compute_bound(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
+                                 decode_compute_efficiency)
+
+
+@line("Linear layers per step", "s", BANDWIDTH,
+      "max(weights / (BW x weight-streaming efficiency), FLOPs / (peak x compute efficiency)).")
+def step_linear_seconds(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
+                        decode_compute_efficiency):
+    return serving.linear_seconds(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
+                                  decode_compute_efficiency)
+
+
+@line("Attention KV reads per step", "s", BANDWIDTH,
+      "KV read per step / (BW x KV-read efficiency): attention's own kernels, after the linear layers.")
+def step_kv_seconds(step_kv_bytes_per_gpu, hbm_bw, kv_read_efficiency):
+    return step_kv_bytes_per_gpu / (hbm_bw * kv_read_efficiency)
+
+
+@line("Prompt tokens a TTFT waits for", "tokens", COMPUTE,
+      "Continuous: the request's own prompt S; static: the whole batch's B x S.")
+def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
+    return serving.prefill_batch_tokens(batching, effective_concurrency, input_tokens)
+
+
+@line("Prefill chunks", "chunks", COMPUTE,
+      "Forward passes the prompt tokens take at max_num_batched_tokens per pass.")
+def prefill_chunks(prefill_batch_tokens, max_num_batched_tokens):
+    return ceil(prefill_batch_tokens / max_num_batched_tokens)
+
+
+@line("Distinct experts per layer per prefill chunk", "experts", BANDWIDTH,
+      "E x (1 - (1 - k/E)^chunk tokens): a prefill chunk reads nearly every expert.")
+def prefill_distinct_experts(num_experts, experts_per_token, prefill_batch_tokens, prefill_chunks):
+    return serving.distinct_experts(num_experts, experts_per_token, prefill_batch_tokens / prefill_chunks)
+
+
+@line("Prefill time", "s", COMPUTE,
+      "max(chunks x weights read per chunk / (BW x e_w), 2 N_active x prompt tokens / TP / (peak x prefill "
+      "efficiency)).")
+def prefill_service_seconds(prefill_chunks, weights_read_bytes, prefill_distinct_experts, experts_per_token,
+                            num_layers, hidden_size, intermediate_size, weight_bytes, num_params, active_params, tp,
+                            prefill_batch_tokens, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency):
+    weights = prefill_chunks * (weights_read_bytes + serving.extra_expert_bytes(
+        prefill_distinct_experts, experts_per_token, num_layers, hidden_size, intermediate_size, weight_bytes,
+        num_params, active_params)) / tp
+    return serving.linear_seconds(weights, serving.step_flops(active_params, prefill_batch_tokens) / tp, hbm_bw,
+                                  peak_flops, bw_efficiency, prefill_efficiency)
+
+
+@line("TTFT without queueing", "s", COMPUTE,
+      "Prefill time; continuous batching adds one step (the step in flight, and the mixed step that finishes the "
+      "prompt).")
+def ttft_service_seconds(batching, prefill_service_seconds, tpot_seconds):
+    return prefill_service_seconds + where(eq(batching, BATCHING_STATIC), 0, tpot_seconds)
+
+
+@line("Wait for a slot", "s", COMPUTE,
+      "Closed loop at the given concurrency: (concurrency - effective concurrency) / QPS per replica.")
+def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
+    return serving.queue_seconds(concurrency, effective_concurrency, qps_per_replica)
+
+
+@line("Binding limit", "code", FIT,
+      "What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound).")
+def binding_limit(concurrency, max_concurrency, max_num_seqs, tpot_ok, step_compute_bound):
+    return serving.binding_limit(concurrency, max_concurrency, max_num_seqs, tpot_ok, step_compute_bound)
