@@ -271,7 +271,10 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     """
     if config is not None and model is not None:
         raise ChoiceError("model", "give a model or a config, not both")
-    explicit = {k: check_number(k, v) for k, v in (numbers or {}).items() if v is not None}
+    numbers = dict(numbers or {})
+    if isinstance(numbers.get("batching"), str):  # the word, as options and CSV cells give it
+        batching = numbers.pop("batching")
+    explicit = {k: check_number(k, v) for k, v in numbers.items() if v is not None}
     if batching is not None:
         explicit["batching"] = float(batching_code(batching))
     if context is not None:

@@ -120,9 +120,10 @@ def effective_concurrency(concurrency, kv_limit, max_num_seqs):
     return maximum(minimum(concurrency, kv_limit, max_num_seqs), 1)
 
 
-def prefill_tokens_per_step(batching, effective_concurrency, input_tokens, output_tokens):
-    """Prompt tokens mixed into each decode step a sequence sees: (B - 1) x S / T continuous, 0 static."""
-    return where(eq(batching, BATCHING_STATIC), 0, (effective_concurrency - 1) * input_tokens / output_tokens)
+def prompt_per_sequence(batching, input_tokens, output_tokens):
+    """Prompt tokens each other sequence mixes into a step: S / T continuous (a new prompt per T steps), 0 static."""
+    return where(eq(batching, BATCHING_STATIC), 0, input_tokens / output_tokens)
+
 
 
 def binding_limit(concurrency, kv_limit, max_num_seqs, tpot_ok, compute_bound):
@@ -189,3 +190,16 @@ def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):
 def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
     """Closed-loop wait for a slot: (C - B) / QPS (Little's law on the C - B clients in line; 0 when all run)."""
     return maximum(concurrency - effective_concurrency, 0) / qps_per_replica
+
+
+def tpot_max_batch(time_budget, weight_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
+                   allreduce_seconds_per_token, prompt_per_sequence):
+    """Largest decode batch B whose step meets a time budget (the TPOT target less the fixed time), 0 if none.
+
+    With p prompt tokens per extra sequence a step carries u = B (1 + p) - p tokens, and takes
+    max(W, u f) + B k + u a (weights W, compute f and all-reduce a per token, KV k per sequence):
+    both B (k + (1 + p) a) <= budget - W + p a and B ((1 + p)(f + a) + k) <= budget + p (f + a)."""
+    p, f, a, k = prompt_per_sequence, flops_seconds_per_token, allreduce_seconds_per_token, kv_seconds_per_sequence
+    bandwidth = (time_budget - weight_seconds + p * a) / (k + (1 + p) * a)
+    compute = (time_budget + p * (f + a)) / ((1 + p) * (f + a) + k)
+    return maximum(floor(minimum(bandwidth, compute)), 0)

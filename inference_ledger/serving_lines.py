@@ -35,10 +35,16 @@ def effective_concurrency(concurrency, max_concurrency, max_num_seqs):
     return serving.effective_concurrency(concurrency, max_concurrency, max_num_seqs)
 
 
+@line("Prompt tokens per other sequence per step", "tokens", COMPUTE,
+      "Continuous batching: each other sequence starts a new S-token prompt every T steps, S / T per step; static: 0.")
+def prompt_per_sequence(batching, input_tokens, output_tokens):
+    return serving.prompt_per_sequence(batching, input_tokens, output_tokens)
+
+
 @line("Prompt tokens per decode step", "tokens", COMPUTE,
-      "Continuous batching: the other sequences' prompts, (B - 1) x S / T per step, in chunks; static: 0.")
-def prefill_tokens_per_step(batching, effective_concurrency, input_tokens, output_tokens):
-    return serving.prefill_tokens_per_step(batching, effective_concurrency, input_tokens, output_tokens)
+      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T.")
+def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence):
+    return (effective_concurrency - 1) * prompt_per_sequence
 
 
 @line("Tokens per step", "tokens", COMPUTE,

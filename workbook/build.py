@@ -539,7 +539,7 @@ def _batch_columns() -> list[str]:
         need.add(n)
         todo.extend(plan.dependencies(n))
     varies = {"concurrency"}
-    for line in plan.LINES:
+    for line in plan.EVALUATION_ORDER:
         if line.name in need and varies & set(plan.dependencies(line)):
             varies.add(line.name)
     return [l.name for l in plan.LINES if l.name in varies and l.name in need]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve
+from inference_ledger import engines, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
@@ -28,6 +28,9 @@ OPTION_NAMES = {
     "gpu_memory_bytes": "gpu-memory",
     "workspace_bytes_per_gpu": "workspace",
 }
+
+#: Plan inputs given as words (an option of their own, not a number).
+WORD_INPUTS = ("batching",)
 
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = resolve.FROM_CATALOG
@@ -77,7 +80,8 @@ def _help(inp: Input) -> str:
 
 def plan_options(f: Callable) -> Callable:
     """Decorate a click command with --model/--config/--gpu, dtypes, --context and every plan input."""
-    numeric = [click.option(option_name(i), i.name, type=Quantity(i), default=None, help=_help(i)) for i in INPUTS]
+    numeric = [click.option(option_name(i), i.name, type=Quantity(i), default=None, help=_help(i)) for i in INPUTS
+               if i.name not in WORD_INPUTS]
     named = [
         click.option("--model", "-m", metavar="ID", help="Model from the catalog: id, alias or Hugging Face repo "
                      "(see `inference-ledger models`)."),
@@ -91,6 +95,9 @@ def plan_options(f: Callable) -> Callable:
         click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False),
                      default=engines.DEFAULT_ENGINE, show_default=True,
                      help="Serving engine whose memory budget and batching defaults apply (inference_ledger/data/engines.csv)."),
+        click.option("--batching", type=click.Choice(list(serving.BATCHING), case_sensitive=False), default=None,
+                     help="continuous (default): a client keeps the concurrency in flight, prompts prefilled in chunks "
+                          "between decode steps; static: one batch prefilled, then decoded together."),
         click.option("--context", type=click.IntRange(1, 10**9), metavar="TOKENS",
                      help="Tokens per sequence (prompt + output): sets input tokens = context - output tokens."),
     ]
