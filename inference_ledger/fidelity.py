@@ -220,16 +220,16 @@ def load_measured(path: str | Path | None = None) -> list[Row]:
 def row_inputs(row: Row, decode: bool = False) -> Optional[dict[str, Any]]:
     """Plan inputs for a row (None when its model is not in the catalog).
 
-    ``decode=True`` sizes each sequence's KV at the mean context of the decode steps
-    (prompt + (output - 1) / 2, rounded down, + 1) instead of the peak, so the floor and the
-    expected TPOT compare with a TPOT averaged over the generation.
+    ``decode=True`` runs the row as a static batch: its decode steps (priced at their mean
+    context S + T/2, as every plan's are) carry no other request's prompt, as in a latency
+    benchmark, so the floor and the expected TPOT compare with a TPOT averaged over the generation.
     """
     if not row.model_id:
         return None
     prompt, out = row.in_len or 1, row.out_len or 1
-    tokens = {"input_tokens": prompt + (out - 1) // 2, "output_tokens": 1} if decode else \
-        {"input_tokens": prompt, "output_tokens": out}
-    overrides: dict[str, Any] = {"concurrency": row.batch, **tokens}
+    overrides: dict[str, Any] = {"concurrency": row.batch, "input_tokens": prompt, "output_tokens": out}
+    if decode:  # one batch timed through its decode steps: nothing else prefills in between
+        overrides["batching"] = 2
     if row.gpu_memory_utilization is not None:
         overrides["gpu_memory_utilization"] = row.gpu_memory_utilization
     if row.total_gpu_memory_gib:

@@ -9,9 +9,8 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger import ledger, serving
-from inference_ledger.expr import ceil, eq, where
+from inference_ledger.expr import ceil
 from inference_ledger.line import BANDWIDTH, COMPUTE, FIT, MEMORY, line
-from inference_ledger.units import BATCHING_STATIC
 
 
 @line("Mean context of the decode steps", "tokens", MEMORY,
@@ -120,10 +119,10 @@ def prefill_distinct_experts(num_experts, experts_per_token, prefill_batch_token
     return serving.distinct_experts(num_experts, experts_per_token, prefill_batch_tokens / prefill_chunks)
 
 
-@line("Prefill time", "s", COMPUTE,
-      "max(chunks x weights read per chunk / (BW x e_w), 2 N_active x prompt tokens / TP / (peak x prefill "
-      "efficiency)).")
-def prefill_service_seconds(prefill_chunks, weights_read_bytes, prefill_distinct_experts, experts_per_token,
+@line("TTFT without queueing", "s", COMPUTE,
+      "Prefill of the prompt tokens a TTFT waits for: max(chunks x weights read per chunk / (BW x e_w), "
+      "2 N_active x prompt tokens / TP / (peak x prefill efficiency)).")
+def ttft_service_seconds(prefill_chunks, weights_read_bytes, prefill_distinct_experts, experts_per_token,
                             num_layers, hidden_size, intermediate_size, weight_bytes, num_params, active_params, tp,
                             prefill_batch_tokens, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency):
     weights = prefill_chunks * (weights_read_bytes + serving.extra_expert_bytes(
@@ -131,13 +130,6 @@ def prefill_service_seconds(prefill_chunks, weights_read_bytes, prefill_distinct
         num_params, active_params)) / tp
     return serving.linear_seconds(weights, serving.step_flops(active_params, prefill_batch_tokens) / tp, hbm_bw,
                                   peak_flops, bw_efficiency, prefill_efficiency)
-
-
-@line("TTFT without queueing", "s", COMPUTE,
-      "Prefill time; continuous batching adds one step (the step in flight, and the mixed step that finishes the "
-      "prompt).")
-def ttft_service_seconds(batching, prefill_service_seconds, tpot_seconds):
-    return prefill_service_seconds + where(eq(batching, BATCHING_STATIC), 0, tpot_seconds)
 
 
 @line("Wait for a slot", "s", COMPUTE,

@@ -34,7 +34,8 @@ ARGUMENTS = {
     "GPUS_NEEDED": {"total_bytes": lambda v: v["weights_bytes"] + v["kv_bytes_peak"],
                     "workspace_bytes": "workspace_bytes_per_gpu"},
     "RIDGE_BATCH": {"bytes_per_param": lambda v: v["weights_read_bytes"] / v["active_params"]},
-    "TOKENS_PER_SECOND": {"batch": "concurrency"},
+    "QPS_PER_REPLICA": {"concurrency": "effective_concurrency", "ttft_seconds": "ttft_service_seconds",
+                        "output_tokens": lambda v: v["output_tokens"] - 1},
     "COST_PER_HOUR": {"num_gpus": "tp"},
     "COST_PER_MILLION_OUTPUT_TOKENS": {"num_gpus": "tp"},
     "REPLICAS_NEEDED": {"tokens_per_second_per_replica": "tokens_per_second"},
@@ -45,6 +46,9 @@ ARGUMENTS = {
 }
 #: The seed's four keep their names and meaning (WEIGHTS_BYTES is N x bytes, the plan's line is mixed-precision).
 SEED_MEANING = {"WEIGHTS_BYTES"}
+#: TOKENS_PER_SECOND(batch, tpot) stays the seed's B / TPOT (a batch decoding together); the plan line of that name is
+#: the steady state (QPS x T, prefill and queueing included: issue 11), checked against QPS_PER_REPLICA below.
+SEED_MEANING |= {"TOKENS_PER_SECOND"}
 SAME_NAME = [f for f in excel.FUNCTIONS if f.__name__.lower() in plan.LINE_BY_NAME and f.__name__ not in SEED_MEANING]
 
 

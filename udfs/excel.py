@@ -197,8 +197,8 @@ LINE_FUNCTIONS = (
 PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens")
 PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine", "batching")
 #: Keys of plan --json that are not plan quantities.
-PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "batching", "verdict_words",
-               "binding_limit_words")
+PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words", "binding_limit_words",
+               "batching_words")
 
 
 def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine,
@@ -208,8 +208,9 @@ def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weigh
                         engine=engine or engines.DEFAULT_ENGINE, numbers=numbers, batching=batching)
     values = plan.evaluate(r.inputs)
     d = r.describe()
-    labels = {k: d[k] for k in PLAN_LABELS[:6]} | {"verdict_words": verdict.words_of(values["verdict"]),
-                                                   "binding_limit_words": serving.limit_words(values["binding_limit"])}
+    labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"]),
+                                                   "binding_limit_words": serving.limit_words(values["binding_limit"]),
+                                                   "batching_words": d["batching"]}
     return values, labels
 
 
