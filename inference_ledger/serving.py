@@ -47,7 +47,7 @@ from pathlib import Path
 
 from .expr import eq, floor, gt, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
-                    LIMIT_NONE, LIMIT_TPOT, RAMP_MEAN_DIVISOR)
+                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR)
 
 EFFICIENCIES_CSV = Path(__file__).with_name("data") / "efficiencies.csv"
 
@@ -146,7 +146,10 @@ def distinct_experts(num_experts, experts_per_token, tokens):
     """Expected distinct routed experts per layer when each of ``tokens`` picks k of E: E (1 - (1 - k/E)^tokens).
 
     Mixtral (E 8, k 2) at 64 tokens: 8 x (1 - 0.75^64) = 7.99999; 0 for a dense model (E = 0)."""
-    return where(gt(num_experts, 0), num_experts * (1 - (1 - experts_per_token / maximum(num_experts, 1)) ** tokens), 0)
+    e = maximum(num_experts, 1)
+    touched = where(gt(tokens * experts_per_token, e * MOE_SATURATION), e,
+                    e * (1 - (1 - experts_per_token / e) ** tokens))
+    return where(gt(num_experts, 0), touched, 0)
 
 
 def extra_expert_bytes(distinct_experts, experts_per_token, num_layers, hidden_size, intermediate_size, weight_bytes,
@@ -192,14 +195,20 @@ def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
     return maximum(concurrency - effective_concurrency, 0) / qps_per_replica
 
 
-def tpot_max_batch(time_budget, weight_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
-                   allreduce_seconds_per_token, prompt_per_sequence):
-    """Largest decode batch B whose step meets a time budget (the TPOT target less the fixed time), 0 if none.
+def tpot_batch_bandwidth(time_budget, weight_seconds, kv_seconds_per_sequence, allreduce_seconds_per_token,
+                         prompt_per_sequence):
+    """Batch where a weight-streaming step meets a time budget.
 
-    With p prompt tokens per extra sequence a step carries u = B (1 + p) - p tokens, and takes
-    max(W, u f) + B k + u a (weights W, compute f and all-reduce a per token, KV k per sequence):
-    both B (k + (1 + p) a) <= budget - W + p a and B ((1 + p)(f + a) + k) <= budget + p (f + a)."""
-    p, f, a, k = prompt_per_sequence, flops_seconds_per_token, allreduce_seconds_per_token, kv_seconds_per_sequence
-    bandwidth = (time_budget - weight_seconds + p * a) / (k + (1 + p) * a)
-    compute = (time_budget + p * (f + a)) / ((1 + p) * (f + a) + k)
-    return maximum(floor(minimum(bandwidth, compute)), 0)
+    With p prompt tokens per extra sequence a step carries u = B (1 + p) - p tokens and takes
+    max(W, u f) + B k + u a (weights W, compute f and all-reduce a per token, KV k per sequence);
+    streaming: W + B k + u a <= budget, so B <= (budget - W + p a) / (k + (1 + p) a)."""
+    p, a, k = prompt_per_sequence, allreduce_seconds_per_token, kv_seconds_per_sequence
+    return (time_budget - weight_seconds + p * a) / (k + (1 + p) * a)
+
+
+def tpot_batch_compute(time_budget, flops_seconds_per_token, kv_seconds_per_sequence, allreduce_seconds_per_token,
+                       prompt_per_sequence):
+    """Batch where a compute-bound step meets a time budget: u (f + a) + B k <= budget,
+    so B <= (budget + p (f + a)) / ((1 + p)(f + a) + k)."""
+    p, fa, k = prompt_per_sequence, flops_seconds_per_token + allreduce_seconds_per_token, kv_seconds_per_sequence
+    return (time_budget + p * fa) / ((1 + p) * fa + k)

@@ -119,17 +119,22 @@ def prefill_distinct_experts(num_experts, experts_per_token, prefill_batch_token
     return serving.distinct_experts(num_experts, experts_per_token, prefill_batch_tokens / prefill_chunks)
 
 
-@line("TTFT without queueing", "s", COMPUTE,
-      "Prefill of the prompt tokens a TTFT waits for: max(chunks x weights read per chunk / (BW x e_w), "
-      "2 N_active x prompt tokens / TP / (peak x prefill efficiency)).")
-def ttft_service_seconds(prefill_chunks, weights_read_bytes, prefill_distinct_experts, experts_per_token,
-                            num_layers, hidden_size, intermediate_size, weight_bytes, num_params, active_params, tp,
-                            prefill_batch_tokens, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency):
-    weights = prefill_chunks * (weights_read_bytes + serving.extra_expert_bytes(
+@line("Weights read by the prefill", "B", BANDWIDTH,
+      "Chunks x (active weights + the experts a chunk touches beyond k), over TP.")
+def prefill_weight_bytes_per_gpu(prefill_chunks, weights_read_bytes, prefill_distinct_experts, experts_per_token,
+                                 num_layers, hidden_size, intermediate_size, weight_bytes, num_params, active_params, tp):
+    return prefill_chunks * (weights_read_bytes + serving.extra_expert_bytes(
         prefill_distinct_experts, experts_per_token, num_layers, hidden_size, intermediate_size, weight_bytes,
         num_params, active_params)) / tp
-    return serving.linear_seconds(weights, serving.step_flops(active_params, prefill_batch_tokens) / tp, hbm_bw,
-                                  peak_flops, bw_efficiency, prefill_efficiency)
+
+
+@line("TTFT without queueing", "s", COMPUTE,
+      "Prefill of the prompt tokens a TTFT waits for: max(weights read / (BW x e_w), 2 N_active x prompt tokens / TP "
+      "/ (peak x prefill efficiency)).")
+def ttft_service_seconds(prefill_weight_bytes_per_gpu, active_params, prefill_batch_tokens, tp, hbm_bw, peak_flops,
+                         bw_efficiency, prefill_efficiency):
+    return serving.linear_seconds(prefill_weight_bytes_per_gpu, serving.step_flops(active_params, prefill_batch_tokens)
+                                  / tp, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency)
 
 
 @line("Wait for a slot", "s", COMPUTE,

@@ -9,7 +9,7 @@ formula stays short enough to audit.
 from __future__ import annotations
 
 from inference_ledger import engine_ledger, ledger, serving, whatif
-from inference_ledger.expr import minimum
+from inference_ledger.expr import floor, maximum, minimum
 from inference_ledger.line import BANDWIDTH, COST, FIT, MEMORY, line
 
 
@@ -262,14 +262,27 @@ def weight_seconds_all_experts(weights_read_bytes, num_experts, experts_per_toke
     return (weights_read_bytes + extra) / tp / (hbm_bw * bw_efficiency)
 
 
+@line("Batch meeting the TPOT target, streaming", "sequences", BANDWIDTH,
+      "Decode batch whose weight-streaming step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
+def tpot_batch_bandwidth(tpot_target, decode_fixed_seconds, weight_seconds_all_experts, kv_seconds_per_sequence,
+                         allreduce_seconds_per_sequence, prompt_per_sequence):
+    return serving.tpot_batch_bandwidth(tpot_target - decode_fixed_seconds, weight_seconds_all_experts,
+                                        kv_seconds_per_sequence, allreduce_seconds_per_sequence, prompt_per_sequence)
+
+
+@line("Batch meeting the TPOT target, compute-bound", "sequences", BANDWIDTH,
+      "Decode batch whose compute-bound step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
+def tpot_batch_compute(tpot_target, decode_fixed_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
+                       allreduce_seconds_per_sequence, prompt_per_sequence):
+    return serving.tpot_batch_compute(tpot_target - decode_fixed_seconds, flops_seconds_per_token,
+                                      kv_seconds_per_sequence, allreduce_seconds_per_sequence, prompt_per_sequence)
+
+
 @line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
-      "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) with TPOT <= target, prompt chunks "
-      "included (0 = none; MoE: with every expert read, a lower bound).")
-def tpot_max_batch(tpot_target, decode_fixed_seconds, weight_seconds_all_experts, flops_seconds_per_token,
-                   kv_seconds_per_sequence, allreduce_seconds_per_sequence, prompt_per_sequence):
-    return serving.tpot_max_batch(tpot_target - decode_fixed_seconds, weight_seconds_all_experts,
-                                  flops_seconds_per_token, kv_seconds_per_sequence, allreduce_seconds_per_sequence,
-                                  prompt_per_sequence)
+      "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) meeting both bounds (0 = none; MoE: "
+      "with every expert read, a lower bound).")
+def tpot_max_batch(tpot_batch_bandwidth, tpot_batch_compute):
+    return maximum(floor(minimum(tpot_batch_bandwidth, tpot_batch_compute)), 0)
 
 
 @line("Concurrency meeting memory and TPOT", "sequences", BANDWIDTH,
