@@ -45,7 +45,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expr import eq, floor, gt, lt, maximum, minimum, where
+from .expr import eq, floor, gt, is_sym, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
                     LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR)
 
@@ -133,8 +133,13 @@ def binding_limit(concurrency, kv_limit, max_num_seqs, tpot_ok, compute_bound):
                  where(eq(tpot_ok, 0), LIMIT_TPOT, where(eq(compute_bound, 1), LIMIT_COMPUTE, LIMIT_NONE)))
 
 
-def limit_words(code: float) -> str:
-    return LIMIT_WORDS[int(code)]
+def limit_words(code):
+    """The binding limit's words: a text for a number, an IF formula for a Sym."""
+    if not is_sym(code):
+        return LIMIT_WORDS[int(code)]
+    return where(eq(code, LIMIT_KV), LIMIT_WORDS[1], where(eq(code, LIMIT_MAX_NUM_SEQS), LIMIT_WORDS[2],
+                 where(eq(code, LIMIT_TPOT), LIMIT_WORDS[3], where(eq(code, LIMIT_COMPUTE), LIMIT_WORDS[4],
+                                                                   LIMIT_WORDS[0]))))
 
 
 # ---------------------------------------------------------------------------------

@@ -189,3 +189,19 @@ def test_plan_accepts_replicated_kv_heads():
     from inference_ledger.resolve import heads_problem
     assert heads_problem(get_model("llama-3.1-70b"), 16) is None
     assert heads_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split
+
+
+def test_plan_batching_static_and_continuous(capsys):
+    out = {}
+    for word in ("continuous", "static"):
+        code, text, _ = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4",
+                            "--batching", word, "--json")
+        assert code == 0
+        out[word] = json.loads(text)
+    assert (out["continuous"]["batching"], out["static"]["batching"]) == (1, 2)
+    assert out["static"]["batching_words"] == "static" and out["static"]["prefill_tokens_per_step"] == 0
+    # 15 other sequences x 1,024 / 512 prompt tokens mixed into each continuous step
+    assert out["continuous"]["prefill_tokens_per_step"] == 30
+    assert out["continuous"]["binding_limit_words"].startswith("none")
+    code, _, err = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--batching", "bursty")
+    assert code == 2 and "--batching" in err

@@ -384,3 +384,30 @@ def test_build_into_a_missing_folder_fails_in_one_line_and_creates_nothing(tmp_p
     err = capfd.readouterr().err
     assert e.value.code == 1 and err.count("\n") == 1 and "folder" in err and "does not exist" in err
     assert not (tmp_path / "typo").exists()
+
+
+def test_load_sheet_recalculates_to_the_plan_at_each_concurrency(books):
+    """The Load sheet after LibreOffice: each row is `plan --concurrency C`; throughput flattens at the KV plateau."""
+    _, _, recalc = books
+    ws = recalc["Load"]
+    head = {ws.cell(5, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(5, c).value}
+    tok = head[plan.LINE_BY_NAME["tokens_per_second"].label]
+    tpot = head[plan.LINE_BY_NAME["tpot_seconds"].label]
+    base = resolve.resolve("llama-3.1-70b", "h100-sxm").inputs
+    kv = plan.evaluate(base)["max_concurrency"]
+    plateau = []
+    for r in range(7, 18):
+        c = ws.cell(r, 1).value
+        want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"concurrency": c}).inputs)
+        assert _close(ws.cell(r, tok).value, float(want["tokens_per_second"])), c
+        assert _close(ws.cell(r, tpot).value, float(want["tpot_seconds"])), c
+        if c >= kv:
+            plateau.append(ws.cell(r, tok).value)
+    # 512 and 1,024 requested, 267 run: the same throughput (the rest queue)
+    assert kv == 267 and len(plateau) == 2 and _close(plateau[0], plateau[1])
+    # the markers: x = max_concurrency, y = the TPOT target
+    marks = {ws.cell(r, 1).value: r for r in range(18, 26) if ws.cell(r, 1).value}
+    assert ws.cell(marks["KV plateau"], 2).value == kv and ws.cell(marks["TPOT target"], 4).value == 0.05
+    # the Plan says which limit binds (16 sequences, bandwidth-bound: none)
+    assert "none" in recalc["Plan"]["B" + str(next(r for r in range(1, 40)
+                                                    if recalc["Plan"][f"A{r}"].value == "Limit that binds"))].value

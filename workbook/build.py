@@ -44,6 +44,7 @@ from inference_ledger.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S, VERDICT_M
 
 from . import checks
 from .calibration import add_calibration_sheet
+from .load_chart import binding_limit_row, load_sheet, varying_columns
 from . import style
 from .context import Ctx, SheetBuilder, absolute, xname
 from .package import package, write_atomic
@@ -405,6 +406,8 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     _verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
             "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
+    r += 1
+    binding_limit_row(ctx, ws, r)
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = _line_row(ctx, ws, r, "A", line)
@@ -529,20 +532,8 @@ def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
 
 
 def _batch_columns() -> list[str]:
-    """Plan lines that change with the batch and lead to the plotted targets, in plan order."""
-    need: set[str] = set()
-    todo = [t for t in BATCH_TARGETS if t in plan.LINE_BY_NAME]
-    while todo:
-        n = todo.pop()
-        if n in need or n not in plan.LINE_BY_NAME:
-            continue
-        need.add(n)
-        todo.extend(plan.dependencies(n))
-    varies = {"concurrency"}
-    for line in plan.EVALUATION_ORDER:
-        if line.name in need and varies & set(plan.dependencies(line)):
-            varies.add(line.name)
-    return [l.name for l in plan.LINES if l.name in varies and l.name in need]
+    """Plan lines that change with the batch and lead to the plotted targets."""
+    return varying_columns(BATCH_TARGETS)
 
 
 def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
@@ -918,6 +909,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     plan_sheet,
     *[ledger_sheet(k, t) for k, t in LEDGER_SHEETS],
     scenarios_sheet,
+    load_sheet,
     checks_sheet,
     add_calibration_sheet,
     catalog_sheet("GPUs"),
