@@ -114,7 +114,8 @@ def infer_mapping(r: dict[str, str]) -> dict[str, str]:
     The model is tried as written, then its parenthesised architecture ('(Qwen2.5-14B arch)'),
     then without -Instruct/-chat/-hf/-FP8 suffixes; the GPU is the longest catalog alias the
     text contains; the engine is SGLang/TensorRT-LLM by name, vLLM V0 for 0.5-0.7 or '(V0)',
-    otherwise vLLM (V1); the format is the first dtype id or alias in the dtype column.
+    vLLM (V1, the current profile) from 0.19, vllm-0.9 for any other V1 text; the format is the first dtype id
+    or alias in the dtype column.
     """
     return {"model_id": _model_id(r.get("model", "")), "gpu_id": _gpu_id(r.get("gpu", "")),
             "engine_id": _engine_id(r.get("engine", "")), "weight_dtype": _dtype_id(r.get("dtype", ""))}
@@ -160,7 +161,9 @@ def _engine_id(text: str) -> str:
         return "vllm-v0"
     if version == (0, 8):
         return "vllm-0.8"
-    return "vllm"
+    if version and version >= (0, 19):
+        return "vllm"
+    return "vllm-0.9"  # V1 0.9-0.18, or a V1 log that names no version (this file's are from 2025)
 
 
 def _dtype_id(text: str, use: str = "weight") -> str:

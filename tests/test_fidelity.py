@@ -130,8 +130,9 @@ def test_bad_file_is_one_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("text,engine", [("vLLM ~0.6.5 (V0)", "vllm-v0"), ("vLLM 0.5.3", "vllm-v0"),
-                                         ("vLLM (V1, ~0.8.x)", "vllm-0.8"), ("vLLM 0.10.1", "vllm"),
-                                         ("vLLM (V1, Aug 2025)", "vllm"), ("SGLang (mid-2025)", "sglang"),
+                                         ("vLLM (V1, ~0.8.x)", "vllm-0.8"), ("vLLM 0.10.1", "vllm-0.9"),
+                                         ("vLLM 0.19.0", "vllm"),
+                                         ("vLLM (V1, Aug 2025)", "vllm-0.9"), ("SGLang (mid-2025)", "sglang"),
                                          ("TensorRT-LLM 0.17", "trtllm"), ("gpt-fast (torch.compile)", "")])
 def test_engine_version_read_from_text(text, engine):
     assert fidelity.infer_mapping({"engine": text})["engine_id"] == engine
@@ -142,5 +143,5 @@ def test_fp8_kv_cache_halves_the_kv_bytes_per_token(tmp_path):
     p.write_text("model,gpu,tp,dtype,kv_dtype,engine\n"
                  "meta-llama/Llama-3.1-8B-Instruct,H100 80GB,1,bf16,fp8,vLLM 0.10\n")
     row = fidelity.load_measured(p)[0]
-    assert (row.model_id, row.gpu_id, row.kv_dtype, row.engine_id) == ("llama-3.1-8b", "h100-sxm", "fp8", "vllm")
+    assert (row.model_id, row.gpu_id, row.kv_dtype, row.engine_id) == ("llama-3.1-8b", "h100-sxm", "fp8", "vllm-0.9")
     assert plan.evaluate(fidelity.row_inputs(row))["kv_bytes_per_token_per_gpu"] == 65_536   # 2 x 32 x 8 x 128 x 1 B
