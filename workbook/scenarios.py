@@ -14,6 +14,7 @@ from pathlib import Path
 
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME
+from inference_ledger.serving import batching_code
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
             for k, v in row.items():
                 if k in INPUT_BY_NAME and v not in (None, ""):
                     try:
+                        if k == "batching" and not v.strip().replace(".", "", 1).isdigit():
+                            v = batching_code(v)  # the word, as plan --batching takes it
                         inputs[k] = INPUT_BY_NAME[k].arg.check(float(v))
                     except ValueError as e:
                         raise LedgerInputError(f"{path.name} line {n}: {e}") from None
