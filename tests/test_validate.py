@@ -113,3 +113,17 @@ def test_load_row_by_hand_nim_plateau():
     assert v["effective_concurrency"] == b < 250 and v["binding_limit"] == 1
     qps = b / (v["ttft_service_seconds"] + 499 * v["tpot_seconds"])
     assert v["ttft_seconds"] == pytest.approx(v["ttft_service_seconds"] + (250 - b) / qps, rel=1e-12)
+
+
+def test_load_rows_floor_stays_a_floor_and_errors_do_not_grow():
+    """Under load the TPOT floor (100% bandwidth at the decode context S + T/2) stays below every measured TPOT,
+    and the medians stay at or below what issue 11 measured (README): a guard, not a target."""
+    from inference_ledger import load_fidelity
+    from inference_ledger.load_measurements import load_measured_load
+    for row in load_measured_load():
+        tpot = row.tpot_ms if row.tpot_ms is not None else row.itl_ms
+        if tpot is not None:
+            assert load_fidelity.row_values(row)["tpot_floor_seconds"] * 1e3 <= tpot, row.id
+    med = {(s.metric, s.regime): s.median_abs_error for s in load_fidelity.summarize(load_fidelity.compare())}
+    assert med[("output_tok_s", "static")] <= 0.26 and med[("output_tok_s", "continuous")] <= 0.11
+    assert med[("tpot_ms", "continuous")] <= 0.23
