@@ -53,7 +53,7 @@ class Arg:
 
 
 def _fmt(v: float) -> str:
-    if v == int(v) and abs(v) < 1e15:
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
         return str(int(v))
     return f"{v:g}"
 

@@ -46,6 +46,7 @@ __all__ = [
     "mod",
     "abs_",
     "isnumber",
+    "isblank",
     "PORTABLE_FUNCTIONS",
 ]
 
@@ -328,3 +329,10 @@ def isnumber(x):
     if is_sym(x):
         return _call("ISNUMBER", x)
     return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+
+
+def isblank(x):
+    """ISBLANK(x): True for an empty cell (None in Python)."""
+    if is_sym(x):
+        return _call("ISBLANK", x)
+    return x is None

@@ -88,15 +88,37 @@ class Row:
     source: str = ""
 
 
-def _float(text: str) -> Optional[float]:
-    """The leading number of a cell ('0.93 (mem-fraction-static)' -> 0.93), None if blank."""
-    m = re.match(r"\s*(-?[\d.]+(?:e-?\d+)?)", text or "")
-    return float(m.group(1)) if m else None
+class _Cells:
+    """Numbers from one row's cells; a cell that is not blank must start with a number in its column's range.
 
+    A note after the number is allowed, as the public file writes it ('0.93 (mem-fraction-static)');
+    anything else is an error naming the row and the column (never a silent default).
+    """
 
-def _int(text: str) -> Optional[int]:
-    v = _float(text)
-    return int(v) if v is not None else None
+    WHOLE = {"tp": 1, "pp": 1, "batch": 1, "in_len": 1, "out_len": 1, "max_model_len": 1, "started": 0, "kv_tokens": 0}
+
+    def __init__(self, r: dict[str, str], where: str):
+        self.r, self.where = r, where
+
+    def float(self, col: str) -> Optional[float]:
+        text = (self.r.get(col) or "").strip()
+        if not text:
+            return None
+        m = re.match(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])", text)
+        v = float(m.group(1)) if m else math.nan
+        if not math.isfinite(v):
+            raise LedgerInputError(f"{self.where}, column '{col}': {text!r} is not a number")
+        lo = self.WHOLE.get(col)
+        if lo is not None and (v != int(v) or v < lo or (col == "started" and v > 1)):
+            allowed = "0 or 1" if col == "started" else f"a whole number >= {lo}"
+            raise LedgerInputError(f"{self.where}, column '{col}': {text!r} is not {allowed}")
+        if col == "gpu_mem_util" and not 0 < v <= 1:
+            raise LedgerInputError(f"{self.where}, column '{col}': {text!r} is not a fraction in (0, 1]")
+        return v
+
+    def int(self, col: str) -> Optional[int]:
+        v = self.float(col)
+        return int(v) if v is not None else None
 
 
 def _not_checked(text: str) -> dict[str, str]:
@@ -177,42 +199,53 @@ def _dtype_id(text: str, use: str = "weight") -> str:
     return ""
 
 
-def _row(r: dict[str, str]) -> Row:
+def _row(r: dict[str, str], where: str = "row") -> Row:
+    cells = _Cells(r, where)
     inferred = infer_mapping(r)
     pick = {k: (r.get(k) or "").strip() or v for k, v in inferred.items()}
-    total = _float(r.get("total_gpu_memory_gib", ""))
+    total = cells.float("total_gpu_memory_gib")
     if total is None:  # the public file prints the runtime total inside the GPU text: '(23.58GiB)'
         m = re.search(r"([\d.]+)\s*GiB", r.get("gpu", ""))
         total = float(m.group(1)) if m else None
-    measured = {k: _float(r.get(k, "")) for k in ("weights_gib", "activation_gib", "non_torch_gib", "kv_cache_gib",
+    measured = {k: cells.float(k) for k in ("weights_gib", "activation_gib", "non_torch_gib", "kv_cache_gib",
                                                  "kv_tokens", "tpot_ms", "ttft_ms")}
     measured = {k: v for k, v in measured.items() if v is not None}
-    started = _int(r.get("started", ""))
+    started = cells.int("started")
     if started is None and (measured.get("kv_cache_gib", 0) < 0 or "FAILED" in r.get("notes", "")):
         started = 0
     elif started is None and ("kv_cache_gib" in measured or "kv_tokens" in measured):
         started = 1  # it logged its KV cache: it got that far
     not_checked = _not_checked(r.get("not_checked", ""))
-    if (_int(r.get("pp", "")) or 1) > 1:
+    if (cells.int("pp") or 1) > 1:
         not_checked.setdefault("all", "pipeline parallelism splits layers over stages; the plan models TP only")
     return Row(id=r.get("id") or r.get("model", ""), model_id=pick["model_id"], weight_dtype=pick["weight_dtype"],
-               kv_dtype=_dtype_id(r.get("kv_dtype", ""), "kv") or "bf16", gpu_id=pick["gpu_id"], engine_id=pick["engine_id"], tp=_int(r.get("tp", "")) or 1,
-               total_gpu_memory_gib=total, gpu_memory_utilization=_float(r.get("gpu_mem_util", "")),
-               max_model_len=_int(r.get("max_model_len", "")),
-               measured=measured, batch=_int(r.get("batch", "")) or 1,
-               in_len=_int(r.get("in_len", "")), out_len=_int(r.get("out_len", "")), started=started,
+               kv_dtype=_dtype_id(r.get("kv_dtype", ""), "kv") or "bf16", gpu_id=pick["gpu_id"], engine_id=pick["engine_id"], tp=cells.int("tp") or 1,
+               total_gpu_memory_gib=total, gpu_memory_utilization=cells.float("gpu_mem_util"),
+               max_model_len=cells.int("max_model_len"),
+               measured=measured, batch=cells.int("batch") or 1,
+               in_len=cells.int("in_len"), out_len=cells.int("out_len"), started=started,
                not_checked=not_checked, source=r.get("source", ""))
 
 
 def load_measured(path: str | Path | None = None) -> list[Row]:
     """Rows of a measured CSV ('#' comment lines skipped): this project's copy by default."""
     p = Path(path) if path is not None else MEASURED_CSV
-    with p.open(encoding="utf-8", newline="") as fh:
-        lines = [ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
-    rows = list(csv.DictReader(lines))
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise LedgerInputError(f"{p}: not a UTF-8 text CSV (byte {e.start + 1} cannot be decoded)") from None
+    lines = [ln for ln in text.splitlines(keepends=True) if ln.strip() and not ln.lstrip().startswith("#")]
+    try:
+        rows = list(csv.DictReader(lines))
+    except csv.Error as e:
+        raise LedgerInputError(f"{p}: not a readable CSV ({e})") from None
     if not rows or "model" not in rows[0] and "model_id" not in rows[0]:
         raise LedgerInputError(f"{p}: not a measured-deployments CSV (needs a 'model' or 'model_id' column)")
-    return [_row({k: (v or "") for k, v in r.items() if k is not None}) for r in rows]
+    out = []
+    for n, r in enumerate(rows, start=1):
+        r = {k: (v if isinstance(v, str) else "") for k, v in r.items() if k is not None}
+        out.append(_row(r, f"{p.name} row {n}" + (f" ({r['id']})" if r.get("id") else "")))
+    return out
 
 
 # ----------------------------------------------------------------------------------------

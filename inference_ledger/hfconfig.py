@@ -86,13 +86,20 @@ def load_config(path: str | Path) -> dict:
     """Read a config.json; every failure is one LedgerInputError line naming the file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise LedgerInputError(f"cannot read config {p}: {e.strerror or e}") from None
+        raw = p.read_bytes()
+    except OSError as e:  # the file system failed, not the input: an OSError (exit 1 in the CLI)
+        raise OSError(f"cannot read config {p}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise LedgerInputError(f"config {p.name} is not UTF-8 text (byte {e.start + 1} cannot be decoded; "
+                               "expected a Hugging Face config.json)") from None
     if not text.strip():
         raise LedgerInputError(f"config {p.name} is empty (expected a Hugging Face config.json object)")
     try:
         cfg = json.loads(text)
+    except RecursionError:
+        raise LedgerInputError(f"config {p.name} is nested too deeply to be a config.json") from None
     except json.JSONDecodeError as e:
         raise LedgerInputError(f"config {p.name} is not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     if not isinstance(cfg, dict):
@@ -109,14 +116,16 @@ class _Fields:
     def has(self, key: str) -> bool:
         return self.cfg.get(key) is not None
 
-    def int(self, key: str, default: int | None = None, *, lo: int = 0) -> int:
+    def int(self, key: str, default: int | None = None, *, lo: int = 0, hi: int = 10**15) -> int:
         v = self.cfg.get(key)
         if v is None:
             if default is None:
                 raise LedgerInputError(f"{self.where}: missing field '{key}'")
             return default
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < lo:
-            raise LedgerInputError(f"{self.where}: field '{key}' must be a whole number >= {lo} (got {v!r})")
+        if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v)
+                or not lo <= v <= hi):
+            raise LedgerInputError(f"{self.where}: field '{key}' must be a whole number >= {lo} and <= {hi:,} "
+                                   f"(got {v!r})")
         return int(v)
 
     def first_int(self, keys: tuple[str, ...], default: int | None = None, *, lo: int = 0) -> int:
@@ -245,7 +254,7 @@ def parse(cfg: Mapping[str, Any], where: str = "config.json") -> Architecture:
     """Derive the architecture and parameter counts of one config.json (a dict)."""
     cfg = with_defaults(_text_fields(cfg))
     f = _Fields(cfg, where)
-    L = f.int("num_hidden_layers", lo=1)
+    L = f.int("num_hidden_layers", lo=1, hi=10_000)   # the plan's range for num_layers (udfs/args.py)
     H = f.int("hidden_size", lo=1)
     nh = f.int("num_attention_heads", lo=1)
     kv = f.int("num_key_value_heads", nh, lo=1)

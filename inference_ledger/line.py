@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
 
-MEMORY, COMPUTE, BANDWIDTH, COST, FIT = "memory", "compute", "bandwidth", "cost", "fit"
+MEMORY, COMPUTE, BANDWIDTH, COST, FIT, FINANCE = "memory", "compute", "bandwidth", "cost", "fit", "finance"
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Line:
     name: str
     label: str
     unit: str
-    ledger: str  # memory | compute | bandwidth | cost | fit
+    ledger: str  # memory | compute | bandwidth | cost | fit | finance
     doc: str
     fn: Callable[..., Any] = field(repr=False)
     params: tuple[str, ...] = ()

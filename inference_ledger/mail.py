@@ -30,7 +30,6 @@ import re
 import smtplib
 import socket
 import ssl
-import tempfile
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.policy import SMTP as SMTP_POLICY
@@ -38,10 +37,10 @@ from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from inference_ledger import verdict
+from inference_ledger import PASSWORD_ENV, verdict
+from inference_ledger.files import write_bytes
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-PASSWORD_ENV = "INFERENCE_LEDGER_SMTP_PASSWORD"
 SECURITY_MODES = ("plain", "starttls", "ssl")
 
 
@@ -153,17 +152,8 @@ def recipients(msg: EmailMessage) -> list[str]:
 
 
 def write_eml(msg: EmailMessage, path: str | os.PathLike) -> Path:
-    """Write the message as it would be sent (CRLF lines) to an .eml file, atomically."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent.resolve())
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(msg.as_bytes(policy=SMTP_POLICY))
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return path.resolve()
+    """Write the message as it would be sent (CRLF lines) to an .eml file, atomically (inference_ledger.files)."""
+    return write_bytes(path, msg.as_bytes(policy=SMTP_POLICY), "eml", option="--eml").resolve()
 
 
 # --- sending --------------------------------------------------------------------------------

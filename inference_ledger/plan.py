@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import plan_lines, serving_lines, whatif_lines
+from inference_ledger import finance_lines, plan_lines, serving_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
@@ -121,13 +121,34 @@ INPUTS: tuple[Input, ...] = (
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),
     _inp("target_qps", "Target QPS", "requests/s", 20, "Requests per second the service must sustain at peak (sizes replicas by Little's law).", "target", arg="qps"),
+    # finance: own vs rent, and the timeline's growth (inference_ledger.finance; GPU rows from data/gpu_costs.csv)
+    _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", 33750, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
+    _inp("gpu_power_w", "GPU power (TDP)", "W", 700, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
+    _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", 575, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
+    _inp("gpus_per_server", "GPUs per server", "GPUs", 8, "GPUs in one server: purchases come in whole servers (HGX / DGX: 8).", "finance", lo=1, hi=1024, integer=True),
+    _inp("depreciation_years", "Depreciation years", "years", 5, "Years the capex is recovered over (servers are commonly depreciated over 4-6 years).", "finance", lo=0, hi=50, lo_inclusive=False),
+    _inp("cost_of_capital", "Cost of capital", "fraction/year", 0.08, "Yearly rate the capex is financed at (WACC): the annuity and the timeline's NPV use it.", "finance", lo=0, hi=1, lo_inclusive=False),
+    _inp("pue", "PUE", "x", 1.4, "Facility power / IT power (The Green Grid); Uptime Institute 2023 survey average 1.58, hyperscale ~1.1.", "finance", lo=1, hi=5),
+    _inp("electricity_price", "Electricity price", "$/kWh", 0.08, "Price of a kWh at the facility (US EIA 2023 industrial average ~8 cents/kWh).", "finance", lo=0, hi=10),
+    _inp("hosting_per_kw_month", "Hosting per kW-month", "$/kW-month", 150, "Colocation charge per kW of IT load per month, power excluded (CBRE data-center trends: ~$150-250/kW-month).", "finance", lo=0, hi=1e5),
+    _inp("support_fraction", "Support and software per year", "fraction/year", 0.1, "Support contracts and software per year as a share of capex (NVIDIA DGX support list ~20% of base price a year; OEM less).", "finance", lo=0, hi=1),
+    _inp("utilization", "Utilization", "fraction", 0.6, "Share of the hours an owned or reserved GPU does useful work (on demand and spot bill only used hours).", "finance", lo=0, hi=1, lo_inclusive=False),
+    _inp("reserved_1y_discount", "1-year reserved discount", "fraction", 0.3, "Off on demand for a 1-year commitment (RunPod H100 reserved $1.94 vs $2.69: 28%; providers quote 30-55%).", "finance", lo=0, hi=0.99),
+    _inp("reserved_3y_discount", "3-year reserved discount", "fraction", 0.45, "Off on demand for a 3-year commitment (the upper half of the 30-55% providers quote, computingpower.org 2026).", "finance", lo=0, hi=0.99),
+    _inp("spot_discount", "Spot discount", "fraction", 0.6, "Off on demand on spot / preemptible capacity (50-80% quoted; interruptible).", "finance", lo=0, hi=0.99),
+    _inp("use_spot", "Count spot in the cheapest option", "1/0", 0, "1 = spot may be the cheapest option (only for work that survives interruption).", "finance", lo=0, hi=1, integer=True),
+    _inp("growth", "Demand growth per month", "fraction/month", 0.05, "Compound monthly growth of the target QPS and requests per day (Forecast sheet).", "finance", lo=-0.5, hi=5),
+    _inp("headroom_target", "Headroom over the peak", "fraction", 0.2, "Spare capacity the forecast provisions above each month's peak QPS.", "finance", lo=0, hi=10),
+    _inp("lead_time_months", "Server lead time", "months", 3, "Months from order to service: purchases arrive no earlier.", "finance", lo=0, hi=120, integer=True),
+    _inp("servers_owned_start", "Servers owned at the start", "servers", 0, "Servers already in service in month 1.", "finance", lo=0, hi=1e6, integer=True),
 )
 
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
 #: Every line, in display order (ledgers, then what-if); each is a function in plan_lines / whatif_lines.
-LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(whatif_lines)
+LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(whatif_lines) \
+    + lines_of(finance_lines)
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 
@@ -214,6 +235,11 @@ def render(line: Line | str, ref: Callable[[str], str]) -> tuple[str, list[str]]
 def dependencies(line: Line | str) -> list[str]:
     """The inputs and lines a line uses: its function's parameters."""
     return list((LINE_BY_NAME[line] if isinstance(line, str) else line).params)
+
+
+def depends_on(line: Line | str, name: str) -> bool:
+    """Whether a line uses ``name`` (an input or a line), directly or through other lines."""
+    return any(d == name or (d in LINE_BY_NAME and depends_on(d, name)) for d in dependencies(line))
 
 
 def plan_keys() -> Iterable[str]:

@@ -16,8 +16,8 @@ from . import serving, verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
-LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit")
-INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target")
+LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance")
+INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance")
 TERA, MEGA = 1e12, 1e6
 KIB, MIB = 2**10, 2**20
 
@@ -97,6 +97,8 @@ def human(v: Any, unit: str) -> str:
         return "yes" if x else "NO"
     if unit == "fraction":
         return f"{x * 100:.1f}%"
+    if unit.startswith("fraction/"):  # a rate: 8.0%/year, 5.0%/month
+        return f"{x * 100:.1f}%/{unit.split('/', 1)[1]}"
     if unit.startswith("$/"):
         return f"{_money(x)}/{unit[2:]}"
     if unit == "params":
@@ -106,7 +108,7 @@ def human(v: Any, unit: str) -> str:
 
 
 def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool = True) -> str:
-    """The plan as text: inputs by group, then the five ledgers, one labelled line each."""
+    """The plan as text: inputs by group, then the ledgers (finance last), one labelled line each."""
     rows: list[tuple[str, str, str]] = []  # (label, value, json key); label '' + value = section title
 
     def section(name: str) -> None:

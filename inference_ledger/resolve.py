@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import catalog, engines, plan, serving
+from inference_ledger import catalog, engines, finance, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 
@@ -35,7 +35,7 @@ MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in d
 GPU_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Gpu)})
 #: Inputs the catalog fills when a model or a GPU is chosen.
 FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes",
-                          "gpu_memory_bytes", "peak_flops"})
+                          "gpu_memory_bytes", "peak_flops", *finance.GPU_COST_INPUTS})
 #: Derived model fields model_spec also answers.
 MODEL_DERIVED = ("kv_bytes_per_token", "weights_bytes")
 #: A weight format meaning "the checkpoint's own".
@@ -93,8 +93,11 @@ def find_dtype(name: str, use: str) -> Dtype:
         raise ChoiceError(f"{use}_dtype", f"{use}_dtype is empty: give a format id (bf16, fp8, ...)")
     d = catalog.get_dtype(name)
     if use not in d.use.split("|"):
+        fits = [x.id for x in catalog.load_dtypes() if use in x.use.split("|")]
+        near = [x for x in fits if x.startswith(d.id)]
+        hint = f"; did you mean {', '.join(near)}?" if near else f" ({use} formats: {', '.join(fits)})"
         raise ChoiceError(f"{use}_dtype", f"{use} dtype {d.id!r} is not a {use} format "
-                                          f"(it is for: {d.use.replace('|', ', ')})")
+                                          f"(it is for: {d.use.replace('|', ', ')}){hint}")
     return d
 
 
@@ -220,6 +223,7 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
         v.update({name: getattr(g, name) for name in GPU_INPUTS if getattr(g, name) is not None})
         v["gpu_memory_bytes"] = g.memory_runtime_bytes
         v["peak_flops"] = peak_flops(g, wd)
+        v.update(finance.gpu_cost_inputs(g.id))  # server price and power (inference_ledger/data/gpu_costs.csv)
     v.update(overrides)
     return v
 

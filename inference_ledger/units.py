@@ -45,6 +45,9 @@ LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer se
 LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
 LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
 LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
+# finance (inference_ledger.finance)
+MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
+W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
 
 #: Every constant, in the order the workbook lists them.
 CONSTANTS: tuple[Const, ...] = (
@@ -79,6 +82,8 @@ CONSTANTS: tuple[Const, ...] = (
     LIMIT_MAX_NUM_SEQS,
     LIMIT_TPOT,
     LIMIT_COMPUTE,
+    MONTHS_PER_YEAR,
+    W_PER_KW,
 )
 
 

@@ -15,7 +15,8 @@ workbook=${1:-templates/inference-ledger.xlsx}
 folder=${2:-docs/img}
 dpi=${DPI:-80}
 height=${HEIGHT:-0.5}
-sheets=(Start Plan Memory Compute Bandwidth Scenarios Checks)
+# a sheet may keep its own share of the page (NAME:SHARE): Forecast's charts sit under its summary
+sheets=(Start Plan Memory Compute Bandwidth Scenarios Checks Forecast:0.8)
 
 for tool in soffice pdftoppm pdftotext pdfinfo; do
     command -v "$tool" >/dev/null || { echo "render_sheets.sh: $tool is required (LibreOffice, poppler-utils)" >&2; exit 1; }
@@ -31,15 +32,19 @@ soffice --headless "-env:UserInstallation=file://$tmp/profile" --convert-to pdf 
 
 info=$(pdfinfo "$tmp/book.pdf")
 pages=$(awk '/^Pages:/ {print $2}' <<<"$info")
-# page size in points -> the pixel box kept: full width, the top HEIGHT of the page
-read -r width_px height_px < <(awk -v d="$dpi" -v h="$height" '/^Page size:/ {printf "%d %d\n", $3 / 72 * d, $5 / 72 * d * h; exit}' <<<"$info")
+# page size in points -> the pixel box kept: full width, the top HEIGHT (or the sheet's SHARE) of the page
+box() { awk -v d="$dpi" -v h="$1" '/^Page size:/ {printf "%d %d\n", $3 / 72 * d, $5 / 72 * d * h; exit}' <<<"$info"; }
 declare -A first
 for ((p = 1; p <= pages; p++)); do
     text=$(pdftotext -f "$p" -l "$p" "$tmp/book.pdf" -)
     name=$(awk 'NF {print $1; exit}' <<<"$text")
     if [[ -n $name && -z ${first[$name]:-} ]]; then first[$name]=$p; fi
 done
-for sheet in "${sheets[@]}"; do
+for entry in "${sheets[@]}"; do
+    sheet=${entry%%:*}
+    share=$height
+    [[ $entry == *:* ]] && share=${entry#*:}
+    read -r width_px height_px < <(box "$share")
     page=${first[$sheet]:-}
     [[ -n $page ]] || { echo "render_sheets.sh: no page headed $sheet in the PDF" >&2; exit 1; }
     out="$folder/$(tr '[:upper:]' '[:lower:]' <<<"$sheet")"

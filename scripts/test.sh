@@ -6,9 +6,14 @@ cd "$(dirname "$0")/.."
 
 if ! command -v soffice >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
     echo "test.sh: installing LibreOffice Calc (headless) and poppler-utils with apt-get" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends libreoffice-calc-nogui poppler-utils >/dev/null
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { echo "test.sh: run as root or install sudo to install LibreOffice" >&2; exit 1; }
+        sudo="sudo"
+    fi
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        libreoffice-calc-nogui poppler-utils >/dev/null
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'

@@ -137,9 +137,9 @@ def test_usage_errors_exit_2_one_line(capsys, argv, needle):
     (("plan", "--model", "llama-3.1-7b"), "did you mean llama-3.1-70b"),
     (("plan", "--weight-dtype", "fp9"), "did you mean fp8"),
 ])
-def test_unknown_ids_exit_1_with_suggestions(capsys, argv, needle):
+def test_unknown_ids_exit_2_with_suggestions(capsys, argv, needle):
     code, _, err = cli(capsys, *argv)
-    assert code == 1 and err.count("\n") == 1 and needle in err
+    assert code == 2 and err.count("\n") == 1 and needle in err
 
 
 @pytest.mark.parametrize("content, needle", [
@@ -153,7 +153,7 @@ def test_bad_config_one_line(capsys, tmp_path, content, needle):
     p = tmp_path / "config.json"
     p.write_text(content)
     code, _, err = cli(capsys, "plan", "--config", str(p))
-    assert code == 1 and err.count("\n") == 1 and needle in err
+    assert code == 2 and err.count("\n") == 1 and needle in err
 
 
 def test_models_and_gpus_one_line_each(capsys):

@@ -1,11 +1,83 @@
-"""The README's Python examples run and print what the README says."""
+"""The README's examples run and print what the README says, so they cannot go stale.
+
+* Python examples: doctest.
+* A ```bash block holding one ``inference-ledger`` command followed by a ```text block: the
+  command's output is that block, exactly (``recommend``'s table is one).
+* A ```bash block whose command is followed by ``# inference-ledger: error: ...``: that is its error line.
+* The sheet table names every sheet of the workbook.
+
+After an intended change, ``python tests/test_readme.py`` rewrites the output blocks from the commands.
+"""
+
+from __future__ import annotations
 
 import doctest
+import re
+import shlex
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+OUTPUT_BLOCK = re.compile(r"```bash\n(inference-ledger (?:[^`\n]|\\\n)*?)\n```\n```text\n(.*?)\n```", re.S)
+ERROR_LINE = re.compile(r"^(inference-ledger [^\n#]*?)\s*\n# (inference-ledger: error: .*)$", re.M)
+
+
+def _cli(command: str) -> tuple[int, str, str]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_cli_rules import cli
+
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[0] == "inference-ledger"
+    return cli(*argv[1:])
 
 
 def test_readme_examples():
-    readme = Path(__file__).resolve().parent.parent / "README.md"
-    result = doctest.testfile(str(readme), module_relative=False, optionflags=doctest.ELLIPSIS)
+    result = doctest.testfile(str(README), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 4
     assert result.failed == 0
+
+
+def test_command_outputs_are_what_the_commands_print():
+    blocks = OUTPUT_BLOCK.findall(README.read_text())
+    assert any("inference-ledger recommend" in cmd for cmd, _ in blocks)
+    for cmd, shown in blocks:
+        code, out, err = _cli(cmd)
+        assert code == 0, err
+        assert out.rstrip("\n") == shown, f"README output of `{cmd}` is stale: run python tests/test_readme.py"
+
+
+def test_error_examples_are_the_errors_printed():
+    examples = ERROR_LINE.findall(README.read_text())
+    assert examples
+    for cmd, line in examples:
+        code, _, err = _cli(cmd)
+        assert code != 0 and err.strip() == line, (cmd, err)
+
+
+def test_sheet_table_lists_every_sheet():
+    import openpyxl
+
+    text = README.read_text()
+    table = text[text.index("| sheet | what it holds |"):]
+    table = table[:table.index("\n\n")]
+    named = {n.strip() for row in table.splitlines()[2:] for n in row.split("|")[1].split(",")}
+    shipped = openpyxl.load_workbook(ROOT / "templates" / "inference-ledger.xlsx", read_only=True).sheetnames
+    assert named == set(shipped)
+
+
+def update() -> None:
+    """Rewrite every output block of the README from its command."""
+    text = README.read_text()
+
+    def fresh(m: re.Match) -> str:
+        code, out, err = _cli(m.group(1))
+        if code:
+            raise SystemExit(f"`{m.group(1)}` failed: {err}")
+        return f"```bash\n{m.group(1)}\n```\n```text\n{out.rstrip(chr(10))}\n```"
+
+    README.write_text(OUTPUT_BLOCK.sub(fresh, text))
+
+
+if __name__ == "__main__":
+    update()

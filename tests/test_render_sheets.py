@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHEETS = ("start", "plan", "memory", "compute", "bandwidth", "scenarios", "checks")
+SHEETS = ("start", "plan", "memory", "compute", "bandwidth", "scenarios", "checks", "forecast")
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

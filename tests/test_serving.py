@@ -33,7 +33,7 @@ def test_batching_words_are_the_same_everywhere(tmp_path):
     p.write_text("label,model,gpu,tp,batching\na,llama-3.1-70b,h100-sxm,4,static\nb,llama-3.1-70b,h100-sxm,4,1\n")
     assert [s.inputs["batching"] for s in read_scenarios(p)] == [2, 1]
     p.write_text("label,model,gpu,tp,batching\na,llama-3.1-70b,h100-sxm,4,bursty\n")
-    with pytest.raises(LedgerInputError, match="line 2: batching must be one of continuous, static"):
+    with pytest.raises(LedgerInputError, match="line 2, column 'batching': batching must be one of continuous, static"):
         read_scenarios(p)
     with pytest.raises(resolve.ChoiceError, match="batching must be one of continuous, static"):
         resolve.resolve("llama-3.1-70b", "h100-sxm", batching="bursty")

@@ -318,7 +318,7 @@ def test_cli_build_runs_with_no_arguments(tmp_path):
     assert "fits" in out.stdout
     bad = subprocess.run([sys.executable, "-m", "inference_ledger", "build", "--gpu", "h10"], cwd=tmp_path,
                          capture_output=True, text=True)
-    assert bad.returncode == 1
+    assert bad.returncode == 2   # an unknown id is wrong input, as in every command
     assert bad.stderr.strip().count("\n") == 0 and "h100-sxm" in bad.stderr  # one line, with suggestions
 
 

@@ -40,14 +40,19 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from inference_ledger import __version__, catalog, engines, plan, resolve, verdict
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym, where
+from inference_ledger.files import check_target, write_bytes
+from inference_ledger.finance import finance_options
 from inference_ledger.units import BYTES_PER_GIB, CONSTANTS, MS_PER_S, VERDICT_MEETS
 
 from . import checks
 from .calibration import add_calibration_sheet
 from .load_chart import binding_limit_row, load_sheet, varying_columns
 from . import style
+from .forecast import add_forecast_sheet
+from .sensitivity import add_sensitivity_sheet
+from .tco import add_tco_sheet, finance_checks
 from .context import Ctx, SheetBuilder, absolute, xname
-from .package import package, write_atomic
+from .package import package
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, SELECTORS, TABLE_ROWS, UNIT_ROW, Table, load_tables, lookup
 
@@ -225,7 +230,9 @@ def start_sheet(wb, ctx: Ctx) -> None:
              "Plan: set TP (GPUs per model copy), prompt and output tokens, and peak concurrent sequences.",
              "Plan: adjust memory utilization, efficiencies, price and the daily request forecast if you know better.",
              "Read the verdict and charts on Plan; each line's formula and reason is on Memory, Compute, Bandwidth.",
-             "Compare options on Scenarios (copy the last row to add one); keep the master check at 1.")
+             "Compare options on Scenarios (copy the last row to add one); keep the master check at 1.",
+             "Own or rent: TCO (cost per used GPU-hour), Forecast (what to buy month by month, NPV), "
+             "Sensitivity (what drives the cost); their inputs are Plan's Finance group.")
     for i, s in enumerate(steps, 1):
         r += 1
         ctx.put(ws, f"A{r}", f"Step {i}")
@@ -772,6 +779,7 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
         found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
         rows.append(("Integrity", f"{label} is in the {sheet} catalog", "The dropdown choice matches a catalog id.",
                      found, int(any(e.id == ctx.choice[key] for e in t.rows))))
+    rows += finance_checks(ctx)
     for sheet, field in checks.POSITIVE_FIELDS:
         t = ctx.tables[sheet]
         if not t.has(field):
@@ -910,11 +918,15 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     *[ledger_sheet(k, t) for k, t in LEDGER_SHEETS],
     scenarios_sheet,
     load_sheet,
+    add_tco_sheet,
+    add_forecast_sheet,
+    add_sensitivity_sheet,
     checks_sheet,
     add_calibration_sheet,
     catalog_sheet("GPUs"),
     catalog_sheet("Models"),
     catalog_sheet("Dtypes"),
+    catalog_sheet("GPU costs"),
 ]
 
 
@@ -954,7 +966,9 @@ def build_date(tables: Mapping[str, Table]) -> datetime:
 
 
 def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, config=None, context=None,
-                 engine=None, scenarios: Optional[Sequence[Scenario] | str | os.PathLike] = None, **numbers) -> Ctx:
+                 engine=None, scenarios: Optional[Sequence[Scenario] | str | os.PathLike] = None,
+                 forecast_months: Optional[int] = None, currency: Optional[str] = None,
+                 currency_symbol: Optional[str] = None, **numbers) -> Ctx:
     """The plan the workbook opens on, assembled as ``inference-ledger plan`` does.
 
     Catalog lookups and defaults, then the engine's defaults for this GPU and TP
@@ -984,6 +998,8 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
               scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
               engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng)),
               explicit=explicit)
+    ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
+                                                                                   currency_symbol)
     ctx.master_value = master_value(ctx)
     return ctx
 
@@ -1022,8 +1038,12 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     wb.remove(wb.active)
     ctx.wb = wb
     style.register(wb)
-    for builder in list(SHEET_BUILDERS) + list(extra_sheets):
-        builder(wb, ctx)
+    style.set_currency(ctx.currency_code, ctx.currency_symbol)
+    try:
+        for builder in list(SHEET_BUILDERS) + list(extra_sheets):
+            builder(wb, ctx)
+    finally:
+        style.set_currency("USD", "$")
     for ws in wb.worksheets:
         _fit_rows(ws)
     wb.active = 1  # open on Plan
@@ -1052,10 +1072,11 @@ def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_s
     any plan input name (tp=2, concurrency=32 ...) to override its default or catalog value.
     A path ending in .xltx is written as an Excel template.
     """
+    check_target(path, "xlsx")   # a wrong name or a target that must not be replaced fails before any work
     path = Path(path)
     if template is None:
         template = path.suffix.lower() == ".xltx"
     ctx = make_context(**options)
     data = render_workbook(ctx, extra_sheets, template=template)
-    write_atomic(path, data)
+    write_bytes(path, data, "xlsx")
     return path, {k: _num(v) for k, v in ctx.values.items()}

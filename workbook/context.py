@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional
 
+from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -50,6 +51,9 @@ class Ctx:
     engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1
+    currency_code: str = "USD"  # the currency every money format shows (amounts are not converted)
+    currency_symbol: str = "$"
+    forecast_months: int = 36  # columns of the Forecast sheet's timeline
     cached: dict[tuple[str, str], Any] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
 
@@ -84,9 +88,17 @@ class Ctx:
         self.formula(ws, coord, text, value, style.CHECK)
 
     # --- cells -------------------------------------------------------------------
-    def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None):
+    def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,
+            *, is_formula: bool = False):
+        """A cell's value; a string is always a text cell (a label '=HYPERLINK(..)' stays text), unless is_formula."""
         c = ws[coord]
-        c.value = value
+        try:
+            c.value = value
+        except IllegalCharacterError:
+            raise ValueError(f"{ws.title}!{coord}: the text {value!r} has a control character a worksheet "
+                             "cannot hold") from None
+        if isinstance(value, str) and not is_formula:
+            c.data_type = "s"
         if style:
             c.style = style
         if fmt:
@@ -104,7 +116,7 @@ class Ctx:
         if value is None:
             raise ValueError(f"{ws.title}!{coord}: no value for {text}")
         self.cached[(ws.title, coord)] = value
-        return self.put(ws, coord, text, style, fmt)
+        return self.put(ws, coord, text, style, fmt, is_formula=True)
 
     def define(self, name: str, ws: Worksheet, coord: str) -> str:
         """A workbook-scoped defined name for one cell or range ('$'-absolute)."""

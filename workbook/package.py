@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -312,29 +310,3 @@ def zip_info(name: str, stamp: tuple) -> zipfile.ZipInfo:
     info.external_attr = 0o644 << 16
     info.create_system = 3
     return info
-
-
-def check_folder(path: Path) -> None:
-    """Refuse to write into a folder that does not exist (a typo must not create folders)."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: folder {folder} does not exist")
-
-
-def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write bytes via a temporary file in the same folder, then os.replace (never a half file)."""
-    path = Path(path)
-    check_folder(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path

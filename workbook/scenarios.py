@@ -9,9 +9,12 @@ Plan sheet, so changing an efficiency there moves every row.
 from __future__ import annotations
 
 import csv
+import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inference_ledger import resolve
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME
 from inference_ledger.serving import batching_code
@@ -26,6 +29,9 @@ class Scenario:
     kv_dtype: str
     inputs: dict[str, float] = field(default_factory=dict)  # plan input name -> value
 
+
+#: Characters a worksheet cannot hold (XML 1.0 allows tab, LF and CR only below U+0020).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 #: CSV columns besides plan input names.
 KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype")
@@ -64,33 +70,61 @@ DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
 
 
 def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
-    """Scenarios from a CSV: columns label, model, gpu, weight_dtype, kv_dtype and any plan input names."""
+    """Scenarios from a CSV: columns label, model, gpu, weight_dtype, kv_dtype and any plan input names.
+
+    Every problem is one LedgerInputError naming the file, and the line and column where it has one.
+    """
     path = Path(path)
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        reader = csv.DictReader(f)
-        cols = reader.fieldnames or []
-        missing = [k for k in ("model", "gpu") if k not in cols]
-        if missing:
-            raise LedgerInputError(f"{path.name}: missing column(s) {', '.join(missing)}; "
-                                   f"expected {', '.join(KEYS)} and plan input names")
-        unknown = [c for c in cols if c not in KEYS and c not in INPUT_BY_NAME]
-        if unknown:
-            raise LedgerInputError(f"{path.name}: unknown column {unknown[0]!r}; "
-                                   f"use {', '.join(KEYS)} or a plan input name")
-        out = []
-        for n, row in enumerate(reader, start=2):
-            inputs = {}
-            for k, v in row.items():
-                if k in INPUT_BY_NAME and v not in (None, ""):
-                    try:
-                        if k == "batching" and not v.strip().replace(".", "", 1).isdigit():
-                            v = batching_code(v)  # the word, as plan --batching takes it
-                        inputs[k] = INPUT_BY_NAME[k].arg.check(float(v))
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise LedgerInputError(f"{path.name}: not a UTF-8 text CSV (byte {e.start + 1} cannot be decoded)") from None
+    try:
+        return _scenarios(path.name, csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise LedgerInputError(f"{path.name}: not a readable CSV ({e})") from None
+
+
+def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
+    cols = reader.fieldnames or []
+    missing = [k for k in ("model", "gpu") if k not in cols]
+    if missing:
+        raise LedgerInputError(f"{name}: missing column(s) {', '.join(missing)}; "
+                               f"expected {', '.join(KEYS)} and plan input names")
+    unknown = [c for c in cols if c not in KEYS and c not in INPUT_BY_NAME]
+    if unknown:
+        raise LedgerInputError(f"{name}: unknown column {unknown[0]!r}; "
+                               f"use {', '.join(KEYS)} or a plan input name")
+    out = []
+    for n, row in enumerate(reader, start=2):
+        row = {k: v if isinstance(v, str) else "" for k, v in row.items() if k is not None}
+        for k, v in row.items():
+            bad = _CONTROL.search(v)
+            if bad:
+                raise LedgerInputError(f"{name} line {n}, column '{k}': control character U+{ord(bad.group()):04X} "
+                                       "cannot be written to a worksheet")
+        for k in ("model", "gpu"):
+            if not row[k].strip():
+                raise LedgerInputError(f"{name} line {n}, column '{k}': {resolve.EMPTY_ID[k]}")
+        inputs = {}
+        for k, v in row.items():
+            if k in INPUT_BY_NAME and v.strip():
+                try:
+                    x = float(v)
+                except ValueError:
+                    if k != "batching":
+                        raise LedgerInputError(f"{name} line {n}, column '{k}': {v!r} is not a number") from None
+                    try:  # the word, as plan --batching takes it
+                        x = float(batching_code(v))
                     except ValueError as e:
-                        raise LedgerInputError(f"{path.name} line {n}: {e}") from None
-            label = row.get("label") or f"{row['model']} on {row['gpu']}"
-            out.append(Scenario(label, row["model"], row["gpu"], row.get("weight_dtype") or "",
-                                row.get("kv_dtype") or "bf16", inputs))
+                        raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
+                try:
+                    inputs[k] = INPUT_BY_NAME[k].arg.check(x)
+                except ValueError as e:
+                    raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
+        label = row.get("label") or f"{row['model']} on {row['gpu']}"
+        out.append(Scenario(label, row["model"], row["gpu"], row.get("weight_dtype") or "",
+                            row.get("kv_dtype") or "bf16", inputs))
     if not out:
-        raise LedgerInputError(f"{path.name}: no scenario rows")
+        raise LedgerInputError(f"{name}: no scenario rows")
     return tuple(out)

@@ -79,7 +79,35 @@ _FORMATS = {
     "W": '#,##0" W"',
     "GB": '#,##0.00" GB"',
     "GiB": '#,##0.00" GiB"',
+    # finance (inference_ledger.finance)
+    "$/GPU": '"$"#,##0',
+    "$/GPU-year": '"$"#,##0',
+    "$/kWh": '"$"0.000',
+    "$/kW-month": '"$"#,##0.00',
+    "$": '"$"#,##0',
+    "kW": '0.000" kW"',
+    "fraction/year": "0.0%",
+    "fraction/month": "0.0%",
+    "1/year": "0.0000",
+    "months": "0.0",
+    "years": "0.0",
+    "servers": "#,##0",
 }
+#: The currency every money format shows (set per build with :func:`set_currency`; amounts are not converted).
+CURRENCY = {"code": "USD", "symbol": "$"}
+_MONEY = '"$"'
+
+
+def set_currency(code: str, symbol: str) -> None:
+    """Show every money format with this symbol (the workbook's currency input; amounts stay one currency)."""
+    CURRENCY["code"], CURRENCY["symbol"] = code, symbol
+
+
+def money(fmt: str) -> str:
+    """A number format with the build's currency symbol in place of '$'."""
+    return fmt.replace(_MONEY, '"' + CURRENCY["symbol"].replace('"', "") + '"')
+
+
 _INTEGER_UNITS = {"tokens", "sequences", "layers", "heads", "elements", "GPUs", "replicas", "bit", "x"}
 
 
@@ -90,7 +118,7 @@ def number_format(unit: str, value: float | None = None) -> str:
     if unit == "s" and value is not None and 0 < abs(value) < 1e-3:
         return '0.00E+00" s"'
     if unit in _FORMATS:
-        return _FORMATS[unit]
+        return money(_FORMATS[unit])
     if unit in _INTEGER_UNITS:
         return "#,##0"
     return "General"
@@ -100,5 +128,6 @@ def shown_as(unit: str, value: float | None = None) -> str:
     """The unit a reader sees once the number format has scaled the value."""
     if unit == "B" and value is not None and abs(value) < 1e6:
         return "B"
-    return {"B": "GB (1e9 B)", "B/s": "TB/s", "FLOP/s": "TFLOP/s", "OP/s": "TOP/s", "params": "bn params",
-            "fraction": "%"}.get(unit, unit)
+    shown = {"B": "GB (1e9 B)", "B/s": "TB/s", "FLOP/s": "TFLOP/s", "OP/s": "TOP/s", "params": "bn params",
+             "fraction": "%"}.get(unit, unit)
+    return shown.replace("$", CURRENCY["code"]) if shown.startswith("$") and CURRENCY["symbol"] != "$" else shown

@@ -21,9 +21,7 @@ The .xlsx is written by a small streaming SpreadsheetML writer rather than openp
 
 from __future__ import annotations
 
-import csv
 import os
-import tempfile
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -35,12 +33,14 @@ import numpy as np
 from inference_ledger import __version__, plan, verdict
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym
+from inference_ledger.files import check_name, write_with
 from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
                                     build_sweep, columns, evaluate_block)
 from inference_ledger.units import CONSTANTS
 
 from .build import build_date
-from .package import MissingCachedValue, check_folder, zip_info
+from .package import MissingCachedValue, zip_info
+from .sweep_csv import write_csv
 from .style import AMBER, GREEN, RED, number_format, shown_as
 from .tables import load_tables
 
@@ -56,42 +56,14 @@ _VERDICT_DXF = {verdict.WORDS[3]: 0, verdict.WORDS[2]: 1, verdict.WORDS[1]: 1, v
 
 def write(table: Table, path: str | os.PathLike, *, cached: bool = True,
           progress: Optional[Callable[[int], None]] = None) -> Path:
-    """Write a .xlsx (live formulas) or .csv (values) atomically; returns the path."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".xlsx", ".csv"):
-        raise LedgerInputError(f"-o {path.name}: write a .xlsx or a .csv")
-    if suffix == ".xlsx" and table.n_rows > XLSX_MAX_ROWS:
+    """Write a .xlsx (live formulas) or .csv (values) atomically, under the file policy of
+    :mod:`inference_ledger.files`; returns the path."""
+    path = check_name(path, "table")
+    if path.suffix.lower() == ".xlsx" and table.n_rows > XLSX_MAX_ROWS:
         raise LedgerInputError(f"{table.n_rows:,} rows do not fit one .xlsx sheet (at most {XLSX_MAX_ROWS:,}): write a .csv")
-    check_folder(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        if suffix == ".csv":
-            _write_csv(table, tmp, progress)
-        else:
-            _write_xlsx(table, tmp, cached, progress)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)          # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-def _write_csv(table: Table, tmp: str, progress) -> None:
-    cols = columns(table)
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow([c.key for c in cols])
-        for labels, inputs in table.blocks():
-            vals = evaluate_block(table, inputs)
-            data = [labels[c.key] if c.kind == "label" else vals[c.key].tolist() for c in cols]
-            w.writerows(zip(*data))
-            if progress:
-                progress(len(data[0]))
+    if path.suffix.lower() == ".csv":
+        return write_with(path, "table", lambda tmp: write_csv(table, tmp, progress))
+    return write_with(path, "table", lambda tmp: _write_xlsx(table, tmp, cached, progress))
 
 
 def col_letter(i: int) -> str:
@@ -143,9 +115,22 @@ def _styles_xml(formats: list[str]) -> str:
             f'<dxfs count="3">{dxf}</dxfs></styleSheet>')
 
 
+def _xml_text(text) -> str:
+    """Text for an inline string, exactly: markup escaped, a carriage return kept as &#13; (XML reads a bare one as LF)."""
+    return escape(str(text), {"\r": "&#13;"})
+
+
+def _t_open(text) -> str:
+    """``<t>`` with its text; ``xml:space="preserve"`` only where edge whitespace must survive (the
+    ISO/IEC 29500 schema does not declare the attribute, so it is written only when needed)."""
+    text = str(text)
+    keep = text != text.strip(" \t\n")
+    return ('<t xml:space="preserve">' if keep else "<t>") + _xml_text(text)
+
+
 def _text_cell(ref: str, text: str, style: int = 0) -> str:
     s = f' s="{style}"' if style else ""
-    return f'<c r="{ref}"{s} t="inlineStr"><is><t>{escape(str(text))}</t></is></c>'
+    return f'<c r="{ref}"{s} t="inlineStr"><is>{_t_open(text)}</t></is></c>'
 
 
 def _num_cell(ref: str, value: float, style: int = 0) -> str:
@@ -274,8 +259,8 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             for c in cols:
                 pre, attrs = spans[c.key]
                 if c.kind == "label":
-                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is><t>',
-                                       [escape(str(x)) for x in labels[c.key][s:e]], "</t></is></c>"))
+                    data.append(_cells(pre, rows, attrs + ' t="inlineStr"><is>',
+                                       [_t_open(x) for x in labels[c.key][s:e]], "</t></is></c>"))
                 elif c.kind == "input":
                     data.append(_value_cells(pre, rows, attrs + ">", np.asarray(inputs[c.key][s:e], float)))
                 else:

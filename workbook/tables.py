@@ -17,6 +17,8 @@ The mapping mirrors ``inference_ledger.resolve.plan_inputs`` (a test holds them 
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
   weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers), or of the weight format
   where it is wider (an FP32 checkpoint keeps them in FP32);
+* an input named like a GPU costs field (``server_price_per_gpu``, ``gpu_power_w``,
+  ``server_power_w_per_gpu``) reads the chosen GPU's row of ``inference_ledger/data/gpu_costs.csv``;
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
   (FP8 weights compute at ``fp8_flops``), never below ``bf16_flops`` (BF16 where the chip
   has no such unit: A100 has no FP8).
@@ -30,7 +32,8 @@ from typing import Any, Callable, Optional
 
 from inference_ledger import catalog, ledger
 from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.expr import Sym, maximum
+from inference_ledger.expr import Sym, gt, maximum, where
+from inference_ledger.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
 #: inside every lookup range and dropdown.
@@ -124,7 +127,8 @@ def _columns(cls, declared) -> list[Column]:
 
 
 def load_tables() -> dict[str, Table]:
-    """GPUs, Models and Dtypes from :mod:`inference_ledger.catalog`, in file order."""
+    """GPUs, Models and Dtypes from :mod:`inference_ledger.catalog`, GPU costs from
+    :mod:`inference_ledger.finance`, in file order."""
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
                   Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),
                   Column("bytes_per_element", "Bytes per element", "B"), Column("use", "Use", ""),
@@ -141,6 +145,8 @@ def load_tables() -> dict[str, Table]:
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
                         _columns(catalog.Model, catalog.MODEL_FIELDS), list(catalog.load_models())),
         "Dtypes": dtypes,
+        "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
+                           _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }
 
 
@@ -169,7 +175,7 @@ def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
         return ("dtype", _DTYPE_BYTES[name])
     if name in _RENAMED:
         return ("field",) + _RENAMED[name]
-    for sheet, key in (("Models", "model"), ("GPUs", "gpu")):
+    for sheet, key in (("Models", "model"), ("GPUs", "gpu"), ("GPU costs", "gpu")):
         if tables[sheet].has(name) and name != "id":
             return ("field", sheet, key, name)
     return None

@@ -1,61 +1,107 @@
-"""The `inference-ledger` command: a thin adapter over udfs (formulas) and workbook (builder).
+"""The `inference-ledger` command: a thin adapter over the library (plan, recommend, sweep) and workbook (builder).
 
-Errors are one line and a non-zero exit: 2 for a wrong option or usage, 1 for bad
-input values or a failed action.  Never a traceback.
+Errors are one line and a non-zero exit, the same rule in every command:
+
+* exit 2: the input is wrong: a usage mistake, an option value out of range, an unknown id,
+  a file name with the wrong extension, a bad field or cell in a file you gave;
+* exit 1: the action failed: a file cannot be read or written (or must not be replaced),
+  the network or the mail server failed, or a check the command runs did not pass.
+
+Never a traceback.  Each command's module is imported only when that command runs, so
+``plan`` never loads the workbook writer (openpyxl) or the mail/TLS modules.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from inference_ledger import __version__
-from inference_ledger.args import LedgerInputError
+
+#: name -> (module, attribute, one-line help for the command list).  tests/test_cli_rules.py checks
+#: that each line is the first line of the command's own docstring.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plan": ("inference_ledger.cli.plan", "plan_cmd", "The memory, compute and bandwidth ledgers of one deployment."),
+    "models": ("inference_ledger.cli.catalog", "models_cmd", "The model catalog, one line each "
+               "(inference_ledger/data/models/: drop a config.json there to add one)."),
+    "gpus": ("inference_ledger.cli.catalog", "gpus_cmd", "The GPU catalog, one line each "
+             "(inference_ledger/data/gpus.csv: edit prices or append rows there)."),
+    "build": ("inference_ledger.cli.build", "build_cmd", "Write the workbook: Plan, the three ledgers, Scenarios, "
+              "Checks and the catalogs."),
+    "email": ("inference_ledger.cli.email", "email_cmd", "Email the plan workbook, with its verdict in the body, "
+              "to colleagues."),
+    "sweep": ("inference_ledger.cli.sweep", "sweep_cmd", "Every combination of the lists, one row each, with a "
+              "fit verdict."),
+    "recommend": ("inference_ledger.cli.recommend", "recommend_cmd", "Deployments that meet the QPS, TTFT and "
+                  "TPOT targets, cheapest per month first."),
+    "validate": ("inference_ledger.cli.validate", "validate_cmd", "Compare predictions with measured deployments "
+                 "(weights, KV cache, engine start, TPOT)."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """Subcommands imported on first use; the command list shows the one-line help of :data:`COMMANDS`."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, _, short) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="inference-ledger")
 def main() -> None:
-    """How many GPUs, how fast, what QPS: the memory, compute and bandwidth ledgers of LLM inference."""
+    """How many GPUs, how fast, what QPS: the memory, compute and bandwidth ledgers of LLM inference.
+
+    Exit codes: 0 done; 2 wrong input (option, value, unknown id, a bad field or cell in a
+    file you gave); 1 the action failed (a file cannot be read or written, the network).
+    """
 
 
-# --- subcommands (each module owns one command) -------------------------------------
-# registrations: keep one line per command
-from inference_ledger.cli.plan import plan_cmd; main.add_command(plan_cmd)  # noqa: E402,E702
-from inference_ledger.cli.catalog import models_cmd; main.add_command(models_cmd)  # noqa: E402,E702
-from inference_ledger.cli.catalog import gpus_cmd; main.add_command(gpus_cmd)  # noqa: E402,E702
-from inference_ledger.cli.build import build_cmd; main.add_command(build_cmd)  # noqa: E402,E702
-from inference_ledger.cli.email import email_cmd; main.add_command(email_cmd)  # noqa: E402,E702
-from inference_ledger.cli.sweep import sweep_cmd; main.add_command(sweep_cmd)  # noqa: E402,E702
-from inference_ledger.cli.recommend import recommend_cmd; main.add_command(recommend_cmd)  # noqa: E402,E702
-from inference_ledger.cli.validate import validate_cmd; main.add_command(validate_cmd)  # noqa: E402,E702
-# ----------------------------------------------------------------------------------------
+def error_line(e: BaseException) -> tuple[int, str]:
+    """(exit code, one-line message) for an exception that ends a command."""
+    if isinstance(e, click.UsageError):
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        return 2, f"{e.format_message()}{hint}"
+    if isinstance(e, click.ClickException):
+        return e.exit_code, e.format_message()
+    if isinstance(e, OSError):
+        from inference_ledger.files import FileFailed, reason
+
+        if isinstance(e, FileFailed) or not (e.strerror or e.errno):
+            return 1, str(e)
+        where = f"{e.filename}: " if e.filename else ""
+        return 1, f"{where}{reason(e)}"
+    if isinstance(e, KeyError):
+        return 2, str(e.args[0]) if e.args else "unknown key"
+    if isinstance(e, ValueError):
+        return 2, str(e)
+    raise e
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Console-script entry point: one-line errors, exit 2 for usage, 1 for bad values."""
+    """Console-script entry point: one-line errors; exit 2 for wrong input, 1 for a failed action."""
     try:
         rv = main.main(args=argv, prog_name="inference-ledger", standalone_mode=False)
-    except click.UsageError as e:
-        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
-        click.echo(f"inference-ledger: error: {e.format_message()}{hint}", err=True)
-        sys.exit(2)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.Abort:
         click.echo("inference-ledger: aborted", err=True)
         sys.exit(1)
-    except click.ClickException as e:
-        click.echo(f"inference-ledger: error: {e.format_message()}", err=True)
-        sys.exit(e.exit_code)
-    except LedgerInputError as e:
-        click.echo(f"inference-ledger: error: {e}", err=True)
-        sys.exit(1)
-    except (OSError, ValueError, KeyError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        click.echo(f"inference-ledger: error: {msg}", err=True)
-        sys.exit(1)
+    except (click.ClickException, OSError, ValueError, KeyError) as e:
+        code, line = error_line(e)
+        click.echo(f"inference-ledger: error: {' '.join(line.split())}", err=True)
+        sys.exit(code)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

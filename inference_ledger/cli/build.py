@@ -11,15 +11,39 @@ from typing import Any, Callable
 
 import click
 
-from inference_ledger.cli.plan import plan_options
 from inference_ledger import verdict
-from workbook.build import build_workbook
+from inference_ledger.args import LedgerInputError
+from inference_ledger.cli.options import write_options
+from inference_ledger.cli.plan import plan_options
+from inference_ledger.finance import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"
 
 
+def _currency(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Check --currency / --currency-symbol as the workbook will (one line naming the option)."""
+    if value is None:
+        return value
+    try:
+        if param.name == "currency":
+            return finance_options(None, value, None)[1]
+        finance_options(None, None, value)
+    except LedgerInputError as e:
+        raise click.BadParameter(str(e)) from None
+    return value
+
+
 def build_options(f: Callable) -> Callable:
-    """The plan's options (--model, --gpu, --weight-dtype, --kv-dtype, every input) and --scenarios."""
+    """The plan's options (--model, --gpu, --weight-dtype, --kv-dtype, every input), --scenarios, and the
+    finance view's --forecast-months, --currency and --currency-symbol."""
+    f = click.option("--currency-symbol", metavar="SYMBOL", callback=_currency,
+                     help="Symbol every money format shows (default: the currency's, e.g. EUR -> €).")(f)
+    f = click.option("--currency", metavar="CODE", callback=_currency,
+                     help="ISO 4217 code of the workbook's one currency (default USD). Amounts are not converted: "
+                          "give prices in that currency.")(f)
+    f = click.option("--forecast-months", type=click.IntRange(*MONTHS_RANGE), metavar="N",
+                     help=f"Months in the Forecast sheet's timeline (default {DEFAULT_MONTHS}; "
+                          f"{MONTHS_RANGE[0]}-{MONTHS_RANGE[1]}). The growth per month is --growth.")(f)
     f = click.option("--scenarios", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False),
                      help="Scenario rows for the what-if grid: columns label, model, gpu, weight_dtype, kv_dtype "
                           "and any plan input name (default: ~20 built-in comparisons).")(f)
@@ -27,9 +51,10 @@ def build_options(f: Callable) -> Callable:
 
 
 @click.command("build")
-@click.option("-o", "--output", metavar="FILE", type=click.Path(dir_okay=False), default=DEFAULT_OUTPUT,
+@click.option("-o", "--output", metavar="FILE", default=DEFAULT_OUTPUT,
               show_default=True, help="Workbook to write (.xlsx; .xltx writes an Excel template).")
 @build_options
+@write_options
 def build_cmd(output: str, **options: Any) -> None:
     """Write the workbook: Plan, the three ledgers, Scenarios, Checks and the catalogs.
 
@@ -42,6 +67,8 @@ def build_cmd(output: str, **options: Any) -> None:
     inference-ledger build -o plan.xlsx --model llama-3.1-70b --gpu h200 --tp 2 --weight-dtype fp8
     inference-ledger build --scenarios my-scenarios.csv
     """
+    from workbook.build import build_workbook  # openpyxl loads only for the commands that write workbooks
+
     path, values = build_workbook(output, **options)
     click.echo(f"wrote {path}: {verdict.words_of(values['verdict'])} ({values['total_bytes_per_gpu'] / 1e9:,.1f} GB per GPU of "
                f"{values['usable_bytes_per_gpu'] / 1e9:,.1f} GB usable)")

@@ -26,7 +26,7 @@ def _count(n: float) -> str:
     return f"{n / 1e9:,.2f}B"
 
 
-def model_line(m: catalog.Model) -> str:
+def model_line(m: catalog.Model, id_width: int = 16, name_width: int = 20) -> str:
     """id, name and the plan's facts about one model, with units and its config's provenance."""
     params = f"{_count(m.num_params)} params"
     if m.num_experts:
@@ -36,11 +36,11 @@ def model_line(m: catalog.Model) -> str:
     window = f", {m.sliding_layers} layers windowed at {m.window:,}" if m.sliding_layers else ""
     kv = resolve.model_spec(m.id, "kv_bytes_per_token")
     origin = f"{m.provenance + ' ' if m.provenance else ''}{m.source}"
-    return (f"{m.id:<16} {m.name:<20} {params}, {m.num_layers} layers, {attn}{window}, "
+    return (f"{m.id:<{id_width}} {m.name:<{name_width}} {params}, {m.num_layers} layers, {attn}{window}, "
             f"KV {kv:,.0f} B/token (BF16), {m.weight_dtype}, context {m.max_position_embeddings:,} tokens  [{origin}]")
 
 
-def gpu_line(g: catalog.Gpu) -> str:
+def gpu_line(g: catalog.Gpu, id_width: int = 10, name_width: int = 34) -> str:
     """id, name, memory (GB marketed and GiB at runtime), bandwidth, dense FLOP/s, power, price, source."""
     flops = f"BF16 {g.bf16_flops / TERA:,.0f}"
     for label, v in (("FP8", g.fp8_flops), ("FP4", g.fp4_flops)):
@@ -49,7 +49,7 @@ def gpu_line(g: catalog.Gpu) -> str:
     tdp = f", {g.tdp_w:,.0f} W" if g.tdp_w else ""
     price = (f", ${g.price_per_gpu_hour:,.2f}/GPU-h ({'placeholder' if 'placeholder' in g.price_source else g.price_date})"
              if g.price_per_gpu_hour is not None else "")
-    return (f"{g.id:<10} {g.name:<34} {g.memory_bytes / 1e9:,.0f} GB ({g.memory_runtime_bytes / BYTES_PER_GIB:,.2f} GiB "
+    return (f"{g.id:<{id_width}} {g.name:<{name_width}} {g.memory_bytes / 1e9:,.0f} GB ({g.memory_runtime_bytes / BYTES_PER_GIB:,.2f} GiB "
             f"runtime), {g.hbm_bw / TERA:,.3g} TB/s, {flops} TFLOP/s dense{tdp}{price}  [{_first_source(g.source)}]")
 
 
@@ -62,7 +62,11 @@ def _dump(items) -> str:
 def models_cmd(as_json: bool) -> None:
     """The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one)."""
     models = catalog.load_models()
-    click.echo(_dump(models) if as_json else "\n".join(model_line(m) for m in models))
+    if as_json:
+        click.echo(_dump(models))
+        return
+    widths = max(len(m.id) for m in models), max(len(m.name) for m in models)
+    click.echo("\n".join(model_line(m, *widths) for m in models))
 
 
 @click.command("gpus")
@@ -70,4 +74,8 @@ def models_cmd(as_json: bool) -> None:
 def gpus_cmd(as_json: bool) -> None:
     """The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there)."""
     gpus = catalog.load_gpus()
-    click.echo(_dump(gpus) if as_json else "\n".join(gpu_line(g) for g in gpus))
+    if as_json:
+        click.echo(_dump(gpus))
+        return
+    widths = max(len(g.id) for g in gpus), max(len(g.name) for g in gpus)
+    click.echo("\n".join(gpu_line(g, *widths) for g in gpus))

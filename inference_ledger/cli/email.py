@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from inference_ledger import mail
+from inference_ledger import PASSWORD_ENV
 from inference_ledger.cli.build import build_options
-from workbook.build import build_workbook, resolve_build
+from inference_ledger.cli.options import check_output, write_options
 
 
 @click.command("email")
@@ -25,16 +25,17 @@ from workbook.build import build_workbook, resolve_build
 @click.option("--smtp", metavar="HOST:PORT", help="SMTP server, e.g. smtp.example.com:587.")
 @click.option("--starttls", is_flag=True, help="Upgrade to TLS with STARTTLS (port 587); refuse a server without it.")
 @click.option("--ssl", "implicit_tls", is_flag=True, help="Implicit TLS from the first byte (port 465).")
-@click.option("--user", help=f"Log in as this user; the password comes ONLY from ${mail.PASSWORD_ENV}.")
+@click.option("--user", help=f"Log in as this user; the password comes ONLY from ${PASSWORD_ENV}.")
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False),
               help="Trust this CA bundle (PEM) for the server certificate; SSL_CERT_FILE works too.")
 @click.option("--insecure", is_flag=True, help="Do not verify the TLS certificate. Loopback test servers only.")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), default=30.0, show_default=True,
               help="Seconds to wait for the connection and for each server reply.")
-@click.option("--eml", type=click.Path(dir_okay=False), help="Write the message to this .eml file instead of sending.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("--eml", metavar="FILE.eml", help="Write the message to this .eml file instead of sending.")
+@click.option("-o", "--output", metavar="FILE.xlsx",
               help="Where to save the workbook (default: the attachment name in the current directory).")
 @build_options
+@write_options
 def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafile, insecure, timeout, eml,
               output, **build):
     """Email the plan workbook, with its verdict in the body, to colleagues.
@@ -44,6 +45,13 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
         --user planner@example.com --model llama-3.1-70b --gpu h100-sxm --tp 4
     inference-ledger email --to cfo@example.com --from me@example.com --eml plan.eml
     """
+    from inference_ledger import mail  # smtplib, ssl and email load only for this command
+    from workbook.build import build_workbook, resolve_build
+
+    if eml is not None:
+        check_output(eml, "eml", "--eml")
+    if output is not None:
+        check_output(output, "xlsx", "-o")
     try:
         recipients = mail.parse_addresses(to, "--to")
         copies = mail.parse_addresses(cc, "--cc") if cc else []
@@ -74,7 +82,7 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
                                                          "context", "engine") if k in choice}, numbers=choice)
     model, gpu = chosen.model, chosen.gpu
     name = mail.attachment_name(model.id, gpu.id, dt.date.today())
-    saved, plan = build_workbook(Path(output) if output else Path.cwd() / name, **build)
+    saved, plan = build_workbook(output if output is not None else Path.cwd() / name, **build)
     saved = Path(saved).resolve()
     verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id)
     msg = mail.compose(saved, verdict, sender=sender, to=recipients, cc=copies, subject=subject, filename=name)

@@ -20,6 +20,7 @@ from inference_ledger import engines, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
+from inference_ledger.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
 
 #: Option names that read better than the input names.
 OPTION_NAMES = {
@@ -35,18 +36,76 @@ WORD_INPUTS = ("batching",)
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = resolve.FROM_CATALOG
 
-# Suffixes each unit accepts (case-insensitive), value = multiplier to base units.
+#: What --engine sets (its values for the GPU and TP) when neither --gpu nor --tp is given: the shown defaults.
+ENGINE_DEFAULTS = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=INPUT_BY_NAME["gpu_memory_bytes"].default,
+                                        interconnect_bw=INPUT_BY_NAME["interconnect_bw"].default, gpu_id="",
+                                        tp=int(INPUT_BY_NAME["tp"].default))
+
+# Suffixes each unit accepts besides the unit itself (case-insensitive), value = multiplier to base units.
 _SUFFIXES: dict[str, dict[str, float]] = {
     "B": {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40},
     "B/s": {"b/s": 1, "gb/s": 1e9, "tb/s": 1e12},
     "FLOP/s": {"flops": 1, "flop/s": 1, "tflops": 1e12, "tflop/s": 1e12, "pflops": 1e15, "pflop/s": 1e15},
     "params": {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12},
+    "s": {"s": 1, "ms": 1e-3, "us": 1e-6},
+    "fraction": {"%": 1e-2},
 }
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*([a-z/]*)\s*$", re.IGNORECASE)
+_NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(\S*)$", re.IGNORECASE)
+#: Words a code input takes besides its number (kv_budget_rule: 1 vLLM, 2 SGLang, 3 TensorRT-LLM).
+CODE_WORDS: dict[str, dict[str, int]] = {
+    "kv_budget_rule": {str(k.doc).split(":", 1)[1].split(",")[0].strip(): int(k)
+                       for k in (KV_RULE_VLLM, KV_RULE_SGLANG, KV_RULE_TRTLLM)},
+}
+
+
+def parse_quantity(text: str, unit: str, name: str = "") -> float:
+    """'500ms' -> 0.5, '90%' -> 0.9, '80GB' -> 8e10, '1,024 tokens' -> 1024, 'vLLM' -> 1 (a code's word).
+
+    ValueError naming the unit and the suffixes it takes.
+    """
+    t = str(text).strip()
+    words = {w.lower(): v for w, v in CODE_WORDS.get(name, {}).items()}
+    if t.lower() in words:
+        return float(words[t.lower()])
+    if unit.startswith("$") and t.startswith("$"):
+        t = t[1:]
+    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", t)
+    table = {**_SUFFIXES.get(unit, {}), **({unit.lower(): 1} if unit else {}),
+             **({unit[1:].lower(): 1} if unit.startswith("$") else {})}  # $2.50/GPU-h, $0.08/kWh
+    m = _NUMBER.match(t)
+    if not m or (m.group(2) and m.group(2).lower() not in table):
+        ok = f" (suffixes: {', '.join(table)})" if table else ""
+        more = f"; or one of {', '.join(words)}" if words else ""
+        raise ValueError(f"{text!r} is not a number in {unit or 'plain numbers'}{ok}{more}")
+    return float(m.group(1)) * table.get(m.group(2).lower(), 1)
+
+
+def shown_default(x: float, unit: str) -> str:
+    """A default as the option itself accepts it: 500ms, 90%, 79.1875GiB, 3.35TB/s, 70B, $2.50/GPU-h."""
+    if unit == "code":
+        return f"{x:g}"
+    if unit == "B":
+        for suffix, mult in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6), ("KiB", 2**10)):
+            if abs(x) >= mult / 100 and abs(float(f"{x / mult:.6g}") * mult - x) <= 1e-8 * abs(x):
+                return f"{x / mult:.6g}{suffix}"
+        return f"{x / 1e9:.6g}GB" if abs(x) >= 1e9 else f"{x:.15g} B"
+    if unit == "B/s":
+        return f"{x / 1e12:.6g}TB/s"
+    if unit == "FLOP/s":
+        return f"{x / 1e12:.6g}TFLOP/s"
+    if unit == "s":
+        return f"{x * 1e3:.6g}ms" if abs(x) < 1 else f"{x:.6g}s"
+    if unit == "fraction":
+        return f"{x * 100:.6g}%"
+    if unit == "params":
+        return f"{x / 1e9:.6g}B"
+    if unit.startswith("$"):
+        return f"${x:,.2f}{unit[1:]}"
+    return f"{x:,.15g} {unit}".rstrip()
 
 
 class Quantity(click.ParamType):
-    """A number in an input's base unit, with the unit's suffixes (80GB, 79.19GiB, 3.35TB/s, 70B params)."""
+    """A number in an input's base unit, with the unit's suffixes (80GB, 79.19GiB, 3.35TB/s, 70B params, 500ms, 90%)."""
 
     def __init__(self, inp: Input):
         self.inp = inp
@@ -56,12 +115,10 @@ class Quantity(click.ParamType):
         if isinstance(value, (int, float)):
             x = float(value)
         else:
-            m = _NUMBER.match(str(value))
-            table = _SUFFIXES.get(self.inp.unit, {})
-            if not m or (m.group(2) and m.group(2).lower() not in table):
-                ok = f" (suffixes: {', '.join(table)})" if table else ""
-                self.fail(f"{value!r} is not a number in {self.inp.unit}{ok}", param, ctx)
-            x = float(m.group(1)) * table.get(m.group(2).lower(), 1) if m.group(2) else float(m.group(1))
+            try:
+                x = parse_quantity(value, self.inp.unit, self.inp.name)
+            except ValueError as e:
+                self.fail(str(e), param, ctx)
         try:
             return self.inp.arg.check(x)
         except LedgerInputError as e:
@@ -72,10 +129,30 @@ def option_name(inp: Input) -> str:
     return "--" + OPTION_NAMES.get(inp.name, inp.name.replace("_", "-"))
 
 
+def default_help(inp: Input, per_row: bool = False) -> str:
+    """' Default: ...' as the option accepts it, saying when the catalog or --engine supplies it; a code's words.
+
+    per_row: every row has a catalog model and GPU (sweep, recommend), so their values always apply.
+    """
+    codes = CODE_WORDS.get(inp.name)
+    words = f" Codes: {', '.join(f'{v} {w}' for w, v in codes.items())} (the words work too)." if codes else ""
+    if inp.name in ENGINE_DEFAULTS:
+        own = shown_default(ENGINE_DEFAULTS[inp.name], inp.unit)
+        return f" Default: set by --engine for the GPU and TP ({engines.DEFAULT_ENGINE}, no --gpu, " \
+               f"TP {INPUT_BY_NAME['tp'].default:g}: {own}).{words}"
+    if inp.default is None:
+        return words
+    own = shown_default(inp.default, inp.unit)
+    if inp.name in FROM_CATALOG:
+        src = ("--model/--config" if inp.name in resolve.MODEL_INPUTS else "--kv-dtype" if inp.name == "kv_bytes"
+               else "--weight-dtype" if inp.name in ("weight_bytes", "unquantized_bytes") else "--gpu")
+        return " Default: the catalog's value for each row's model and GPU." if per_row else \
+            f" Default: the catalog's value for {src} ({own} without it).{words}"
+    return f" Default: {own}.{words}"
+
+
 def _help(inp: Input) -> str:
-    origin = " (or from the catalog)" if inp.name in FROM_CATALOG else ""
-    default = "" if inp.default is None else f" Default: {human(inp.default, inp.unit)}{origin}."
-    return f"{inp.label} [{inp.unit}]. {inp.doc}{default}".replace("%", "%%")
+    return f"{inp.label} [{inp.unit}]. {inp.doc}{default_help(inp)}"
 
 
 def plan_options(f: Callable) -> Callable:

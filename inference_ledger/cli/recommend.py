@@ -18,11 +18,13 @@ from typing import Optional, Sequence
 import click
 
 from inference_ledger import catalog, engines
-from inference_ledger.args import LedgerInputError
+from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
 from inference_ledger.plan import INPUT_BY_NAME
 from inference_ledger.recommend import TARGETS, Recommendation, plans_table, recommend, summary
 from inference_ledger.report import human, plan_json
+
 
 def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
     head = (["model"] if multi_model else []) + ["GPU", "GPUs", "TP", "weights", "KV", "replicas", "batch",
@@ -41,9 +43,12 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 
 @click.command("recommend")
 @click.option("--model", "-m", required=True, metavar="IDS", help="Model(s), comma-separated.")
-@click.option("--qps", type=float, required=True, help="Requests per second to sustain (target QPS).")
-@click.option("--ttft", type=float, default=None, help="TTFT target in seconds (default 0.5).")
-@click.option("--tpot", type=float, default=None, help="TPOT target in seconds (default 0.05).")
+@click.option("--qps", type=Quantity(INPUT_BY_NAME["target_qps"]), required=True,
+              help="Requests per second to sustain (target QPS).")
+@click.option("--ttft", type=Quantity(INPUT_BY_NAME["ttft_target"]), default=None,
+              help=f"TTFT target [s] (500ms or 0.5s).{default_help(INPUT_BY_NAME['ttft_target'])}")
+@click.option("--tpot", type=Quantity(INPUT_BY_NAME["tpot_target"]), default=None,
+              help=f"TPOT target [s] (50ms or 0.05s).{default_help(INPUT_BY_NAME['tpot_target'])}")
 @click.option("--gpu", "-g", default=None, metavar="IDS", help="GPUs to consider (default: every GPU in the catalog).")
 @click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees to consider.")
 @click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
@@ -54,6 +59,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the targets and the plans, each with its full plan.")
 @click.option("--output", "-o", metavar="PATH", help="Also write the plans as a workbook (.xlsx, live formulas) or .csv.")
 @input_options((SWEPT - {"input_tokens"}) | set(TARGETS.values()), scope="every plan")
+@write_options
 def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[float], gpu: Optional[str], tp: str,
                   weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
                   **numbers: Optional[float]) -> None:
@@ -63,30 +69,29 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     inference-ledger recommend --model llama-3.1-70b --qps 20 --input-tokens 1024 --output-tokens 512 \\
         --ttft 0.5 --tpot 0.05 --gpu h100-sxm,h200,mi300x
     """
+    if output is not None:
+        check_output(output, "table")
     fixed = {k: v for k, v in numbers.items() if v is not None}
-    for opt, name in TARGETS.items():
+    for opt, name in TARGETS.items():   # checked by their Quantity type like every plan input
         value = {"qps": qps, "ttft": ttft, "tpot": tpot}[opt]
         if value is not None:
-            try:
-                fixed[name] = INPUT_BY_NAME[name].arg.check(value)
-            except LedgerInputError as e:
-                raise click.BadParameter(str(e), param_hint=f"'--{opt}'") from None
+            fixed[name] = value
     gpus = split_list("gpu", gpu, ids=True) if gpu is not None else [g.id for g in catalog.load_gpus()]
-    found, candidates = recommend(split_list("model", model, ids=True), gpus, tp=split_list("tp", tp, int),
+    found, candidates = recommend(split_list("model", model, ids=True), gpus, tp=split_list("tp", tp, int, "tp"),
                                   weight_dtype=split_list("weight-dtype", weight_dtype),
                                   kv_dtype=split_list("kv-dtype", kv_dtype), engine=engine, fixed=fixed)
     if not found:
         t = candidates.fixed
-        raise LedgerInputError(
+        raise click.ClickException(   # a valid question without an answer: exit 1, like grep without a match
             f"no plan meets {t['target_qps']:g} QPS with TTFT <= {t['ttft_target']:g} s and TPOT <= {t['tpot_target']:g} s "
             f"({candidates.n_rows} GPU/TP/format combinations checked): relax a target or add GPUs/formats")
-    if output:
-        write_with_progress(plans_table(found, candidates), output, "recommend")
+    if output is not None:
+        write_with_progress(plans_table(found[:top], candidates), output, "recommend")
     if as_json:
         doc = {"targets": {k: candidates.fixed[n] for k, n in TARGETS.items()},
                "plans": [summary(r) | {"plan": plan_json(r.values, **r.labels)} for r in found[:top]]}
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(_text(found, top, len({r.labels["model"] for r in found}) > 1))
-        if output:
-            click.echo(f"wrote {output}: {len(found)} plans")
+        if output is not None:
+            click.echo(f"wrote {output}: the top {min(top, len(found))} of {len(found)} plans")

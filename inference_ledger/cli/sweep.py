@@ -13,10 +13,11 @@ from typing import Any, Callable, Iterable, Optional
 
 import click
 
-from inference_ledger.cli.plan import Quantity, option_name
 from inference_ledger import engines
-from inference_ledger.plan import INPUTS
-from inference_ledger.report import human
+from inference_ledger.args import LedgerInputError
+from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.plan import Quantity, default_help, option_name
+from inference_ledger.plan import INPUT_BY_NAME, INPUTS
 from inference_ledger.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
 from workbook.sweep import write
 
@@ -24,9 +25,13 @@ from workbook.sweep import write
 SWEPT = {"tp", "input_tokens", "concurrency"} | {i.name for i in INPUTS if i.group in ("model", "precision", "gpu")}
 
 
-def split_list(option: str, text: str, kind: Callable[[str], Any] = str, ids: bool = False) -> list:
-    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list or a bad item (for ``ids``, an empty
-    list goes on to the resolver, which refuses an empty id as everywhere else)."""
+def split_list(option: str, text: str, kind: Callable[[str], Any] = str, check: Optional[str] = None,
+               ids: bool = False) -> list:
+    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list or a bad item.
+
+    check: a plan input whose range each item must be in (the same test and message as `plan`'s option).
+    ids: an empty list of ids goes on to the resolver, which refuses an empty id as everywhere else.
+    """
     items = [t.strip() for t in str(text).split(",") if t.strip()]
     if not items and ids:
         return []
@@ -35,9 +40,15 @@ def split_list(option: str, text: str, kind: Callable[[str], Any] = str, ids: bo
     out = []
     for t in items:
         try:
-            out.append(kind(t))
+            x = kind(t)
         except ValueError:
             raise click.BadParameter(f"{t!r} is not a whole number", param_hint=f"'--{option}'") from None
+        if check is not None:
+            try:
+                INPUT_BY_NAME[check].arg.check(x)
+            except LedgerInputError as e:
+                raise click.BadParameter(str(e), param_hint=f"'--{option}'") from None
+        out.append(x)
     return out
 
 
@@ -47,9 +58,8 @@ def input_options(exclude: Iterable[str], scope: str = "every row") -> Callable:
 
     def deco(f):
         for i in reversed([i for i in INPUTS if i.name not in skip]):
-            default = "" if i.default is None else f" Default: {human(i.default, i.unit)}."
             f = click.option(option_name(i), i.name, type=Quantity(i), default=None,
-                             help=f"{i.label} [{i.unit}], {scope}.{default}".replace("%", "%%"))(f)
+                             help=f"{i.label} [{i.unit}], {scope}.{default_help(i, per_row=True)}")(f)
         return f
     return deco
 
@@ -92,6 +102,7 @@ def report_skipped(table: Table, output: str) -> None:
 @click.option("--max-rows", type=click.IntRange(1), default=DEFAULT_MAX_ROWS, show_default=True,
               help="Refuse sweeps with more rows than this (an .xlsx sheet holds 1,048,575).")
 @input_options(SWEPT)
+@write_options
 def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, context: str, concurrency: str,
               engine: str, output: str, max_rows: int, **numbers: Optional[float]) -> None:
     """Every combination of the lists, one row each, with a fit verdict.
@@ -105,10 +116,12 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
     inference-ledger sweep --model llama-3.1-70b,qwen2.5-72b --gpu h100-sxm,h200,mi300x \\
         --tp 1,2,4,8 --weight-dtype bf16,fp8 --context 4096,32768 --concurrency 1,16,64 -o sweep.xlsx
     """
+    check_output(output, "table")
     spec = SweepSpec(
-        model=split_list("model", model, ids=True), gpu=split_list("gpu", gpu, ids=True), tp=split_list("tp", tp, int),
+        model=split_list("model", model, ids=True), gpu=split_list("gpu", gpu, ids=True),
+        tp=split_list("tp", tp, int, "tp"),
         weight_dtype=split_list("weight-dtype", weight_dtype), kv_dtype=split_list("kv-dtype", kv_dtype),
-        context=split_list("context", context, int), concurrency=split_list("concurrency", concurrency, int),
+        context=split_list("context", context, int), concurrency=split_list("concurrency", concurrency, int, "concurrency"),
         engine=engine, fixed={k: v for k, v in numbers.items() if v is not None})
     table = build_sweep(spec, max_rows=max_rows)
     write_with_progress(table, output, "sweep")

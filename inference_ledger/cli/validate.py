@@ -16,6 +16,9 @@ from typing import Optional
 import click
 
 from inference_ledger import fidelity
+from inference_ledger.files import csv_text
+
+
 def _fmt(metric: str, x: float) -> str:
     if metric == "started":
         return str(int(x))
@@ -68,8 +71,9 @@ def _markdown(rows: list[list[str]]) -> str:
 
 
 def _csv(rows: list[list[str]]) -> str:
+    """CSV; the first column (row ids and metric names, from data) as text no spreadsheet runs as a formula."""
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
+    csv.writer(buf, lineterminator="\n").writerows([[csv_text(r[0]), *r[1:]] for r in rows])
     return buf.getvalue().rstrip("\n")
 
 
