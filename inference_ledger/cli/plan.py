@@ -30,9 +30,6 @@ OPTION_NAMES = {
     "workspace_bytes_per_gpu": "workspace",
 }
 
-#: Plan inputs given as words (an option of their own, not a number).
-WORD_INPUTS = ("batching",)
-
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = resolve.FROM_CATALOG
 
@@ -55,6 +52,7 @@ _NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(\S*)$", re.I
 CODE_WORDS: dict[str, dict[str, int]] = {
     "kv_budget_rule": {str(k.doc).split(":", 1)[1].split(",")[0].strip(): int(k)
                        for k in (KV_RULE_VLLM, KV_RULE_SGLANG, KV_RULE_TRTLLM)},
+    "batching": dict(serving.BATCHING),   # continuous 1, static 2 (--batching static, as in =PLAN and scenarios)
 }
 
 
@@ -157,8 +155,7 @@ def _help(inp: Input) -> str:
 
 def plan_options(f: Callable) -> Callable:
     """Decorate a click command with --model/--config/--gpu, dtypes, --context and every plan input."""
-    numeric = [click.option(option_name(i), i.name, type=Quantity(i), default=None, help=_help(i)) for i in INPUTS
-               if i.name not in WORD_INPUTS]
+    numeric = [click.option(option_name(i), i.name, type=Quantity(i), default=None, help=_help(i)) for i in INPUTS]
     named = [
         click.option("--model", "-m", metavar="ID", help="Model from the catalog: id, alias or Hugging Face repo "
                      "(see `inference-ledger models`)."),
@@ -172,9 +169,6 @@ def plan_options(f: Callable) -> Callable:
         click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False),
                      default=engines.DEFAULT_ENGINE, show_default=True,
                      help="Serving engine whose memory budget and batching defaults apply (inference_ledger/data/engines.csv)."),
-        click.option("--batching", type=click.Choice(list(serving.BATCHING), case_sensitive=False), default=None,
-                     help="continuous (default): a client keeps the concurrency in flight, prompts prefilled in chunks "
-                          "between decode steps; static: one batch prefilled, then decoded together."),
         click.option("--context", type=click.IntRange(1, 10**9), metavar="TOKENS",
                      help="Tokens per sequence (prompt + output): sets input tokens = context - output tokens."),
     ]
