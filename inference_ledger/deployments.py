@@ -69,14 +69,15 @@ def predict(d: Deployment) -> float:
     tpot = d.tpot_ms / MS_PER_S if d.tpot_ms else NO_TPOT_TARGET
     numbers = {**d.layout, "input_tokens": d.input_tokens, "output_tokens": d.output_tokens, "tpot_target": tpot}
     if d.role == "decode":
+        numbers |= {"batching": disaggregated.DECODE_BATCHING}
         first = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id, numbers=numbers | {"concurrency": 1}).inputs)
         batch = max(float(first["serving_concurrency"]), 1.0)
         v = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id, numbers=numbers | {"concurrency": batch}).inputs)
-        rate = v["tokens_per_second"]
+        rate = v["effective_concurrency"] / v["tpot_seconds"]
     else:
-        v = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id,
-                                          numbers=numbers | {"concurrency": d.layout["dp_attention"]}).inputs)
-        rate = disaggregated.prefill_requests_per_second(v["dp_attention"], v["pp"], v["ttft_seconds"]) \
+        v = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id, numbers=numbers | {
+            "concurrency": d.layout["dp_attention"], "batching": disaggregated.PREFILL_BATCHING}).inputs)
+        rate = disaggregated.prefill_requests_per_second(v["dp_attention"], v["pp"], v["ttft_service_seconds"]) \
             * d.input_tokens
     return float(rate / (d.nodes if d.scope == "per_node" else d.gpus))
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from inference_ledger import engines, ledger, plan, resolve
 from inference_ledger.expr import ceil, maximum
-from inference_ledger.units import HOURS_PER_MONTH
+from inference_ledger.units import BATCHING_STATIC, HOURS_PER_MONTH
 
 POOL_LAYOUT = ("tp", "pp", "ep", "dp_attention")
 
@@ -85,6 +85,10 @@ class Pools:
                                      "monthly_cost", "meets_targets")}}
 
 
+#: Batching codes of the pools: prefill as prompts arrive (continuous), decode steps without prompt chunks (static).
+PREFILL_BATCHING, DECODE_BATCHING = 1, int(BATCHING_STATIC)
+
+
 def _pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any], **choice) -> dict[str, Any]:
     return plan.evaluate(resolve.resolve(model, gpu, numbers=dict(numbers) | dict(layout), **choice).inputs)
 
@@ -95,10 +99,13 @@ def disaggregate(model: str, gpu: str, prefill_layout: Mapping[str, int], decode
     """Both pools for a model on a GPU (every rule through the resolver; ChoiceError as for `plan`)."""
     numbers = {k: v for k, v in (numbers or {}).items() if v is not None}
     choice = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "engine": engine}
-    p = _pool(model, gpu, prefill_layout, numbers | {"concurrency": prefill_layout.get("dp_attention", 1)}, **choice)
-    d0 = _pool(model, gpu, decode_layout, numbers | {"concurrency": 1}, **choice)
+    # the prefill pool serves one prompt per DP rank as it arrives (continuous); the decode pool's steps carry no
+    # prompt chunks (its prompts were prefilled elsewhere): in the plan's terms, a static batch
+    p = _pool(model, gpu, prefill_layout, numbers | {"concurrency": prefill_layout.get("dp_attention", 1),
+                                                     "batching": PREFILL_BATCHING}, **choice)
+    d0 = _pool(model, gpu, decode_layout, numbers | {"concurrency": 1, "batching": DECODE_BATCHING}, **choice)
     best = max(float(d0["serving_concurrency"]), 1.0)
-    d = _pool(model, gpu, decode_layout, numbers | {"concurrency": best}, **choice)
+    d = _pool(model, gpu, decode_layout, numbers | {"concurrency": best, "batching": DECODE_BATCHING}, **choice)
     return Pools(p, d, _totals(p, d, best >= 1 and d0["serving_concurrency"] >= 1))
 
 
@@ -106,7 +113,7 @@ def _totals(p: Mapping[str, Any], d: Mapping[str, Any], decode_ok: bool) -> dict
     senders = ledger.kv_shards(p["kv_heads"], p["tp"], p["mla_latent_dim"]) * p["pp"]
     kv_bytes = kv_transfer_bytes(p["kv_bytes_per_token"], p["input_tokens"])
     kv_seconds = kv_transfer_seconds(kv_bytes, senders, p["scaleout_bw"], p["scaleout_latency_seconds"])
-    rate_p = prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_seconds"])
+    rate_p = prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_service_seconds"])
     rate_d = decode_requests_per_second(d["concurrency"], d["output_tokens"], d["tpot_seconds"])
     n_p, n_d = instances(d["target_qps"], rate_p), instances(d["target_qps"], rate_d)
     gpus = n_p * p["gpus_per_replica"] + n_d * d["gpus_per_replica"]
@@ -116,7 +123,7 @@ def _totals(p: Mapping[str, Any], d: Mapping[str, Any], decode_ok: bool) -> dict
     return {"kv_transfer_bytes": float(kv_bytes), "kv_transfer_seconds": float(kv_seconds),
             "prefill_requests_per_second": float(rate_p), "decode_requests_per_second": float(rate_d),
             "prefill_input_tokens_per_second_per_gpu": float(rate_p * p["input_tokens"] / p["gpus_per_replica"]),
-            "decode_output_tokens_per_second_per_gpu": float(d["tokens_per_second_per_gpu"]),
+            "decode_output_tokens_per_second_per_gpu": float(rate_d * d["output_tokens"] / d["gpus_per_replica"]),
             "prefill_instances": float(n_p), "decode_instances": float(n_d), "gpus": float(gpus),
             "ttft_seconds": float(ttft), "monthly_cost": float(gpus * d["price_per_gpu_hour"] * HOURS_PER_MONTH),
             "meets_targets": float(meets)}

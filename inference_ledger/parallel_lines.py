@@ -52,8 +52,8 @@ def resident_expert_bytes(expert_weights_bytes, num_experts, redundant_experts):
 
 @line("Pipeline idle share (decode)", "fraction", BANDWIDTH,
       "Share of a stage's time idle when a DP rank has fewer sequences in flight than PP stages (0 without PP).")
-def pp_bubble_fraction(pp, concurrency, dp_attention):
-    return parallel.pp_bubble(pp, concurrency / dp_attention)
+def pp_bubble_fraction(pp, effective_concurrency, dp_attention):
+    return parallel.pp_bubble(pp, effective_concurrency / dp_attention)
 
 
 @line("Stage hand-off time per byte", "s/B", BANDWIDTH,
@@ -75,18 +75,20 @@ def ep_bytes_per_token_layer(experts_per_token, hidden_size, unquantized_bytes):
 
 
 @line("EP all-to-all time per decode step", "s", BANDWIDTH,
-      "MoE layers x (2 latencies + each GPU's share of the batch x bytes per token x time per byte); 0 at EP 1.")
-def ep_alltoall_seconds_per_step(ep, moe_layers, scaleout_latency_seconds, concurrency, gpus_per_replica,
+      "MoE layers x (2 latencies + each GPU's share of the step's tokens x bytes per token x time per byte); 0 at "
+      "EP 1.")
+def ep_alltoall_seconds_per_step(ep, moe_layers, scaleout_latency_seconds, step_tokens, gpus_per_replica,
                                  ep_bytes_per_token_layer, ep_seconds_per_byte):
-    return parallel.ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, concurrency / gpus_per_replica,
+    return parallel.ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, step_tokens / gpus_per_replica,
                                         ep_bytes_per_token_layer, ep_seconds_per_byte)
 
 
 @line("PP hand-off time per decode step", "s", BANDWIDTH,
-      "(PP - 1) hops x (latency + a micro-batch's hidden states per DP rank over the link); 0 at PP 1.")
-def pp_handoff_seconds_per_step(pp, scaleout_latency_seconds, concurrency, dp_attention, hidden_size,
+      "(PP - 1) hops x (latency + a micro-batch's hidden states (the step's tokens) per DP rank over the link); 0 at "
+      "PP 1.")
+def pp_handoff_seconds_per_step(pp, scaleout_latency_seconds, step_tokens, dp_attention, hidden_size,
                                 unquantized_bytes, pp_seconds_per_byte):
-    return parallel.pp_handoff_seconds(pp, scaleout_latency_seconds, concurrency / (pp * dp_attention), hidden_size,
+    return parallel.pp_handoff_seconds(pp, scaleout_latency_seconds, step_tokens / (pp * dp_attention), hidden_size,
                                        unquantized_bytes, pp_seconds_per_byte)
 
 
@@ -116,7 +118,7 @@ def parallel_fixed_seconds(ep, moe_layers, scaleout_latency_seconds, ep_bytes_pe
                                       pp_seconds_per_byte)
 
 
-@line("Parallel communication per sequence", "s", BANDWIDTH,
-      "What one more sequence adds to a step's EP and PP transfers (for the inverse of TPOT).")
-def parallel_seconds_per_sequence(parallel_seconds_per_step, parallel_fixed_seconds, concurrency):
-    return (parallel_seconds_per_step - parallel_fixed_seconds) / concurrency
+@line("Parallel communication per token", "s", BANDWIDTH,
+      "What one more token of a step adds to its EP and PP transfers (for the inverse of TPOT).")
+def parallel_seconds_per_token(parallel_seconds_per_step, parallel_fixed_seconds, step_tokens):
+    return (parallel_seconds_per_step - parallel_fixed_seconds) / step_tokens

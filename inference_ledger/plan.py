@@ -19,10 +19,11 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import finance_lines, parallel_lines, plan_lines, whatif_lines
+from inference_ledger import finance_lines, parallel_lines, plan_lines, serving_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
+from inference_ledger.serving import load_efficiencies
 from inference_ledger.units import BYTES_PER_GIB
 
 
@@ -58,6 +59,8 @@ def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None,
 
 
 GIB = float(BYTES_PER_GIB)
+#: Efficiency defaults, each with its source row in inference_ledger/data/efficiencies.csv.
+EFF = {k: e.value for k, e in load_efficiencies().items()}
 
 INPUTS: tuple[Input, ...] = (
     # model (from the Models catalog)
@@ -94,6 +97,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("ep", "Expert-parallel degree", "GPUs", 1, "GPUs of a stage that hold whole experts (1 = experts split like dense layers); must divide the experts and the stage's GPUs.", "deployment", lo=1, hi=4096, integer=True),
     _inp("redundant_experts", "Redundant experts (EPLB)", "experts", 0, "Extra copies of hot experts per MoE layer that expert-parallel load balancing places (DeepSeek: 32; SGLang --ep-num-redundant-experts, vLLM --num-redundant-experts): EP divides routed + redundant experts.", "deployment", lo=0, hi=1e5, integer=True),
     _inp("dp_attention", "Attention data-parallel ranks", "ranks", 1, "DP-attention ranks per stage, each with its own sequences and attention weights, sharing the MoE layers (SGLang --enable-dp-attention, vLLM --data-parallel-size with expert parallelism).", "deployment", lo=1, hi=4096, integer=True),
+    _inp("batching", "Batching (1 continuous, 2 static)", "code", 1, "1 continuous: a client keeps the concurrency in flight and new prompts are prefilled in chunks between decode steps (vLLM, SGLang, TensorRT-LLM in-flight batching); 2 static: one batch prefilled, then decoded together (plan --batching continuous|static).", "deployment", lo=1, hi=2, integer=True),
     _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", 0.9, "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
     # engine (inference_ledger/data/engines.csv via inference_ledger.engines.engine_inputs; defaults: vLLM V1 on an H100)
     _inp("kv_budget_rule", "Engine KV budget rule", "code", 1, "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
@@ -109,9 +113,10 @@ INPUTS: tuple[Input, ...] = (
     _inp("output_tokens", "Output tokens per request", "tokens", 512, "Generated length T.", "workload", lo=1),
     _inp("concurrency", "Peak concurrent sequences", "sequences", 16, "Sequences in flight at the peak: plan KV for this, not the average.", "workload", lo=1),
     # efficiency
-    _inp("prefill_efficiency", "Prefill compute efficiency", "fraction", 0.5, "Achieved share of dense peak in prefill; the seed assumes ~50% (MFU of large GEMMs).", "efficiency", arg="efficiency"),
-    _inp("bw_efficiency", "Decode bandwidth efficiency", "fraction", 0.8, "Achieved share of peak HBM bandwidth when streaming weights; STREAM-like kernels reach ~80-90% on H100.", "efficiency", arg="efficiency"),
-    _inp("decode_compute_efficiency", "Decode compute efficiency", "fraction", 0.5, "Achieved share of dense peak in large-batch decode GEMMs.", "efficiency", arg="efficiency"),
+    _inp("prefill_efficiency", "Prefill compute efficiency", "fraction", EFF["prefill_efficiency"], "Achieved share of dense peak in prefill; the seed assumes ~50% (MFU of large GEMMs). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
+    _inp("bw_efficiency", "Weight-streaming efficiency", "fraction", EFF["bw_efficiency"], "Achieved share of peak HBM bandwidth when a decode step streams the weights (75-78% measured on an H200 in bf16). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
+    _inp("kv_read_efficiency", "KV-read efficiency", "fraction", EFF["kv_read_efficiency"], "Achieved share of peak HBM bandwidth when attention reads the KV cache (~90% when large, H200). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
+    _inp("decode_compute_efficiency", "Compute efficiency at large batch", "fraction", EFF["decode_compute_efficiency"], "Achieved share of dense peak when a step's linear layers are compute-bound (large decode batch plus prefill chunks; 55-65% measured on an H200). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
     _inp("allreduce_latency_seconds", "All-reduce latency", "s", 15e-6, "Fixed cost of one small TP all-reduce (launch + synchronise over NVLink, ~10-20 us for NCCL/custom all-reduce); two per layer per decode step.", "efficiency", lo=0, hi=1),
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", 20e-6, "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
     _inp("scaleout_latency_seconds", "Scale-out message latency", "s", 10e-6, "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
@@ -148,9 +153,10 @@ INPUTS: tuple[Input, ...] = (
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
-#: Every line, in display order (ledgers, layouts, what-if, then finance); each is a function in plan_lines /
-#: parallel_lines / whatif_lines / finance_lines.
-LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(parallel_lines) + lines_of(whatif_lines) \
+#: Every line, in display order (ledgers, serving, layouts, what-if, then finance); each is a function in
+#: plan_lines / serving_lines / parallel_lines / whatif_lines / finance_lines.
+LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(parallel_lines) \
+    + lines_of(whatif_lines) \
     + lines_of(finance_lines)
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)

@@ -220,31 +220,32 @@ def ridge_batch(peak_flops, hbm_bw, weights_read_bytes, active_params):
 
 
 @line("Decode FLOPs per step per GPU", "FLOP", COMPUTE,
-      "2 x N_active per sequence in the batch, split over the replica's GPUs (TP; DP-attention ranks and PP "
-      "stages each work on their own sequences).")
-def decode_flops_per_step_per_gpu(active_params, concurrency, gpus_per_replica):
-    return ledger.forward_flops(active_params, concurrency) / gpus_per_replica
+      "2 x N_active per decoding sequence (effective concurrency), split over the replica's GPUs (TP; DP-attention "
+      "ranks and PP stages each work on their own sequences); prompt chunks not included.")
+def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per_replica):
+    return ledger.forward_flops(active_params, effective_concurrency) / gpus_per_replica
 
 
 @line("Bytes read per decode step per GPU", "B", BANDWIDTH,
-      "Weights once per step + every sequence's KV, each split over its GPUs.")
-def decode_bytes_per_step_per_gpu(weights_read_bytes, tp, kv_bytes_per_sequence, kv_shards, concurrency):
-    return ledger.decode_bytes_per_step(weights_read_bytes / tp, kv_bytes_per_sequence / kv_shards, concurrency)
+      "Weights read per step (MoE: every distinct expert) + every decoding sequence's KV at the decode context.")
+def decode_bytes_per_step_per_gpu(step_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
+    return step_weight_bytes_per_gpu + step_kv_bytes_per_gpu
 
 
 @line("TPOT floor", "s", BANDWIDTH,
-      "Roofline at 100%: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / HBM bandwidth.")
+      "Roofline at 100% on the decode context S + T/2: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / "
+      "HBM bandwidth.")
 def tpot_floor_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops):
     return ledger.decode_step_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw,
                                       peak_flops)
 
 
 @line("TP all-reduce time per step", "s", BANDWIDTH,
-      "2 all-reduces per layer x (latency + 2 (TP-1)/TP x batch x hidden x bytes / interconnect); 0 at TP 1.")
-def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, concurrency, hidden_size, unquantized_bytes,
+      "2 all-reduces per layer x (latency + 2 (TP-1)/TP x tokens per step x hidden x bytes / interconnect); 0 at TP 1.")
+def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, step_tokens, hidden_size, unquantized_bytes,
                                interconnect_bw):
     return engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds,
-                                           concurrency * hidden_size * unquantized_bytes, interconnect_bw)
+                                           step_tokens * hidden_size * unquantized_bytes, interconnect_bw)
 
 
 @line("Decode overhead per step", "s", BANDWIDTH,
@@ -254,26 +255,24 @@ def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_se
 
 
 @line("TPOT expected", "s", BANDWIDTH,
-      "Roofline at achievable bandwidth and compute efficiencies + TP all-reduces + per-layer and per-step overhead.")
-def tpot_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops, bw_efficiency,
-                 decode_compute_efficiency, allreduce_seconds_per_step, decode_overhead_seconds,
-                 parallel_seconds_per_step):
-    return ledger.decode_step_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops,
-                                      bw_efficiency,
-                                      decode_compute_efficiency) + allreduce_seconds_per_step + decode_overhead_seconds \
-        + parallel_seconds_per_step
+      "The mean step a sequence sees (steady state): linear layers + attention KV reads + TP all-reduces + EP/PP "
+      "communication + per-layer and per-step overhead, at the effective concurrency with its share of prompt chunks.")
+def tpot_seconds(step_linear_seconds, step_kv_seconds, allreduce_seconds_per_step, parallel_seconds_per_step,
+                 decode_overhead_seconds):
+    return step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + parallel_seconds_per_step \
+        + decode_overhead_seconds
 
 
 @line("TTFT expected", "s", COMPUTE,
-      "Prefill time at the prefill efficiency + its EP/PP communication (queueing not included).")
-def ttft_seconds(prefill_seconds, prefill_parallel_seconds):
-    return prefill_seconds + prefill_parallel_seconds
+      "TTFT without queueing + the wait for a slot (closed loop at the given concurrency, as benchmarks run).")
+def ttft_seconds(ttft_service_seconds, queue_seconds):
+    return ttft_service_seconds + queue_seconds
 
 
 @line("Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
-      "Concurrency / TPOT: every sequence in the batch gets a token each step.")
-def tokens_per_second(concurrency, tpot_seconds):
-    return ledger.tokens_per_second(concurrency, tpot_seconds)
+      "QPS per replica x output tokens: the effective concurrency's T tokens per request cycle (steady state).")
+def tokens_per_second(qps_per_replica, output_tokens):
+    return qps_per_replica * output_tokens
 
 
 @line("Output tokens/s per GPU", "tokens/s", BANDWIDTH,

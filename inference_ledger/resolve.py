@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import catalog, engines, finance, plan
+from inference_ledger import catalog, engines, finance, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 
@@ -196,6 +196,16 @@ def input_tokens_of(context: Any, output_tokens: float) -> float:
     return float(c - output_tokens)
 
 
+def batching_code(word: Any) -> int:
+    """The plan input ``batching`` of a word: continuous (1) or static (2); blank is continuous."""
+    if word is None or not str(word).strip():
+        return serving.BATCHING["continuous"]
+    try:
+        return serving.batching_code(word)
+    except ValueError as e:
+        raise ChoiceError("batching", str(e)) from None
+
+
 def check_number(name: str, value: Any) -> float:
     """One plan input checked against its range (ChoiceError naming it)."""
     if name not in plan.INPUT_BY_NAME:
@@ -273,6 +283,7 @@ class Resolved:
     weight_dtype: Optional[str]     # format id (None: a generic model given as numbers)
     kv_dtype: str
     engine: str
+    batching: str = "continuous"
     explicit: dict[str, float] = field(default_factory=dict)   # the numbers given, checked
 
     def describe(self) -> dict[str, Any]:
@@ -280,23 +291,30 @@ class Resolved:
         m, g = self.model, self.gpu
         return {"model": m.id if m else None, "model_name": m.name if m else None,
                 "gpu": g.id if g else None, "gpu_name": g.name if g else None,
-                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "engine": self.engine}
+                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "engine": self.engine,
+                "batching": self.batching}
 
 
 def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, weight_dtype: Optional[str] = None,
             kv_dtype: str = "bf16", engine: str = engines.DEFAULT_ENGINE, context: Optional[float] = None,
             config: str | Path | None = None, extra_models: Sequence[Model] = (), max_model_len: Optional[int] = None,
-            numbers: Mapping[str, Any] | None = None, validate: bool = True) -> Resolved:
+            numbers: Mapping[str, Any] | None = None, validate: bool = True,
+            batching: Optional[str] = None) -> Resolved:
     """The plan's inputs for a choice, every rule applied (ChoiceError/UnknownId with one line otherwise).
 
     ``model``/``gpu`` None means "not chosen" (a generic model or GPU from the numbers and the
     defaults); an empty string is an error.  ``numbers`` are plan inputs by name; they win over
     the catalog and the engine.  ``context`` is input + output tokens.  ``max_model_len`` is the
-    engine's (its prefill chunk may follow it).
+    engine's (its prefill chunk may follow it).  ``batching`` is continuous (default) or static.
     """
     if config is not None and model is not None:
         raise ChoiceError("model", "give a model or a config, not both")
-    explicit = {k: check_number(k, v) for k, v in (numbers or {}).items() if v is not None}
+    numbers = dict(numbers or {})
+    if isinstance(numbers.get("batching"), str):  # the word, as options and CSV cells give it
+        batching = numbers.pop("batching")
+    explicit = {k: check_number(k, v) for k, v in numbers.items() if v is not None}
+    if batching is not None:
+        explicit["batching"] = float(batching_code(batching))
     if context is not None:
         if "input_tokens" in explicit:
             raise ChoiceError("context", "give context or input_tokens, not both")
@@ -326,7 +344,8 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
         raise ChoiceError("context", problem)
     if validate:
         plan.validate_inputs(inputs)
-    return Resolved(inputs, m, g, wd.id if (m is not None or weight_dtype) else None, kd.id, eng.id, explicit)
+    return Resolved(inputs, m, g, wd.id if (m is not None or weight_dtype) else None, kd.id, eng.id,
+                    serving.batching_word(inputs["batching"]), explicit)
 
 
 # ----------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def test_cli_done_when(capsys):
 
 def test_llama_405b_bf16_on_h100_needs_two_nodes():
     assert plan_of("llama-3.1-405b", "h100-sxm", tp=8)["verdict"] == 0
-    v = plan_of("llama-3.1-405b", "h100-sxm", tp=8, pp=2)
+    v = plan_of("llama-3.1-405b", "h100-sxm", tp=8, pp=2, batching=2)   # static: a step carries the 16 sequences only
     assert v["fits"] == 1 and v["nodes_per_replica"] == 2
     # 8 KV heads split over TP 8, layers over 2 stages: 1/16 of the KV per GPU
     assert v["kv_bytes_per_gpu"] == pytest.approx(v["kv_bytes_peak"] / 16)
@@ -58,7 +58,7 @@ def test_llama_405b_bf16_on_h100_needs_two_nodes():
 
 def test_dp_attention_splits_the_mla_latent_and_shares_the_experts():
     tp8 = plan_of("deepseek-v3", "h200", tp=8, concurrency=64)
-    dp8 = plan_of("deepseek-v3", "h200", tp=1, dp_attention=8, ep=8, concurrency=64)
+    dp8 = plan_of("deepseek-v3", "h200", tp=1, dp_attention=8, ep=8, concurrency=64, batching=2)
     assert tp8["kv_bytes_per_gpu"] == pytest.approx(tp8["kv_bytes_peak"])        # latent on every TP rank
     assert dp8["kv_bytes_per_gpu"] == pytest.approx(dp8["kv_bytes_peak"] / 8)    # each rank its own sequences
     w, e = dp8["weights_bytes"], dp8["expert_weights_bytes"]
@@ -71,7 +71,7 @@ def test_dp_attention_splits_the_mla_latent_and_shares_the_experts():
 
 
 def test_ep_across_nodes_sends_the_off_node_share_over_the_nic():
-    v = plan_of("deepseek-v3", "h100-sxm", tp=1, dp_attention=16, ep=16, concurrency=256)
+    v = plan_of("deepseek-v3", "h100-sxm", tp=1, dp_attention=16, ep=16, concurrency=256, batching=2)
     assert v["nodes_per_replica"] == 2
     # half of each GPU's tokens go to the other node's experts, at 50 GB/s (400 Gb/s NDR)
     assert v["ep_seconds_per_byte"] == pytest.approx(0.5 / 50e9)
@@ -98,12 +98,20 @@ def test_pipeline_idle_share():
 
 
 @pytest.mark.parametrize("numbers", [dict(tp=8, pp=2), dict(tp=1, dp_attention=16, ep=16), dict(tp=8, pp=2, ep=8)])
-def test_tpot_max_batch_inverts_tpot_with_the_parallel_terms(numbers):
+def test_tpot_max_batch_keeps_tpot_with_the_parallel_terms(numbers):
+    """For a MoE model the closed form counts every expert read: a lower bound on the batch meeting the target."""
     base = dict(numbers, tpot_target=0.08)
     b = plan_of("deepseek-v3", "h100-sxm", **base)["tpot_max_batch"]
     assert b >= 1
     assert plan_of("deepseek-v3", "h100-sxm", concurrency=b, **base)["tpot_seconds"] <= 0.08 * (1 + 1e-9)
-    assert plan_of("deepseek-v3", "h100-sxm", concurrency=b + 1, **base)["tpot_seconds"] > 0.08
+
+
+def test_tpot_max_batch_inverts_tpot_with_the_parallel_terms_for_a_dense_model():
+    base = dict(tp=8, pp=2, tpot_target=0.05, batching=2)        # a batch below the KV cap (464 sequences)
+    b = plan_of("llama-3.1-405b", "h100-sxm", **base)["tpot_max_batch"]
+    assert 1 <= b < plan_of("llama-3.1-405b", "h100-sxm", **base)["max_concurrency"]
+    assert plan_of("llama-3.1-405b", "h100-sxm", concurrency=b, **base)["tpot_seconds"] <= 0.05 * (1 + 1e-9)
+    assert plan_of("llama-3.1-405b", "h100-sxm", concurrency=b + 1, **base)["tpot_seconds"] > 0.05
 
 
 def test_without_a_layout_nothing_changes():

@@ -66,7 +66,7 @@ def test_sweep_recalculated_by_libreoffice_matches_plan_json_row_by_row(tmp_path
         exp = _expected(got["model"], got["gpu"], wd, got["kv_dtype"], int(got["tp"]),
                         int(got["input_tokens"]), int(got["concurrency"]))
         bad = [(k, exp[k], got[k]) for k in (l.name for l in plan.LINES) if not _same(exp[k], got[k])]
-        assert not bad, (got["model"], got["gpu"], got["tp"], bad[:3])
+        assert not bad, (got["model"], got["gpu"], got["tp"], bad[:3], [b[0] for b in bad][-12:])
         # the verdict, from its definition: does not start / queues / misses a target / meets them
         want = 0 if exp["max_concurrency"] < 1 else 1 if not exp["fits"] else 3 if exp["ttft_ok"] and exp["tpot_ok"] else 2
         assert (got["verdict"], got["verdict_words"]) == (want, verdict.WORDS[want])

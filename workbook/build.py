@@ -46,6 +46,7 @@ from .context import Ctx, SheetBuilder
 from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet
 from .ledgers import ledger_sheet
+from .load_chart import load_sheet
 from .package import package
 from .plan_sheet import plan_sheet
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
@@ -69,6 +70,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     ledger_sheet("bandwidth", "Bandwidth"),
     ledger_sheet("cost", "Cost"),
     scenarios_sheet,
+    load_sheet,
     disaggregated_sheet,
     add_tco_sheet,
     add_forecast_sheet,

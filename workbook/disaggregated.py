@@ -24,7 +24,7 @@ from . import style
 from .context import Ctx, xname
 
 LAYOUT = disaggregated.POOL_LAYOUT
-LOCAL = (*LAYOUT, "concurrency")
+LOCAL = (*LAYOUT, "batching", "concurrency")
 COLUMNS = {"prefill": "B", "decode1": "C", "decode": "D"}
 FIRST = 7
 
@@ -59,10 +59,11 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
 
     # the values Python computes for each column: the Plan's inputs with this column's layout and batch
     layout = {k: ctx.inputs[k] for k in LAYOUT}
-    p_in = dict(ctx.inputs) | layout | {"concurrency": layout["dp_attention"]}
-    d1_in = dict(ctx.inputs) | layout | {"concurrency": 1}
+    pre, dec = {"batching": disaggregated.PREFILL_BATCHING}, {"batching": disaggregated.DECODE_BATCHING}
+    p_in = dict(ctx.inputs) | layout | pre | {"concurrency": layout["dp_attention"]}
+    d1_in = dict(ctx.inputs) | layout | dec | {"concurrency": 1}
     d1 = plan.evaluate(d1_in, validate=False)
-    d_in = dict(ctx.inputs) | layout | {"concurrency": d1["serving_concurrency"]}
+    d_in = dict(ctx.inputs) | layout | dec | {"concurrency": d1["serving_concurrency"]}
     values = {"prefill": plan.evaluate(p_in, validate=False), "decode1": d1, "decode": plan.evaluate(d_in, validate=False)}
 
     for key, col in COLUMNS.items():
@@ -74,6 +75,8 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
                 ctx.formula(ws, coord, Sym(f"C{row[name]}"), values[key][name], style.FORMULA, "0")
             else:
                 ctx.put(ws, coord, int(layout[name]), style.INPUT, "0")
+        coord = f"{col}{row['batching']}"      # prefill as prompts arrive; decode steps carry no prompt chunks
+        ctx.put(ws, coord, int(values[key]["batching"]), style.CONSTANT, "0")
         batch = {"prefill": Sym(f"B{row['dp_attention']}"), "decode1": None,
                  "decode": Sym(f"C{row['serving_concurrency']}")}[key]
         coord = f"{col}{row['concurrency']}"
@@ -127,9 +130,9 @@ def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[st
               disaggregated.kv_transfer_seconds(kvb, senders, at("scaleout_bw"), at("scaleout_latency_seconds")), kvs_v)
     ttft_v = p["ttft_seconds"] + kvs_v
     ttft = add("disagg_ttft_seconds", "TTFT (prefill + KV transfer)", "s", P("ttft_seconds") + kvs, ttft_v)
-    rp_v = disaggregated.prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_seconds"])
+    rp_v = disaggregated.prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_service_seconds"])
     rp = add("prefill_requests_per_second", "Requests/s per prefill instance", "requests/s",
-             disaggregated.prefill_requests_per_second(P("dp_attention"), P("pp"), P("ttft_seconds")), rp_v)
+             disaggregated.prefill_requests_per_second(P("dp_attention"), P("pp"), P("ttft_service_seconds")), rp_v)
     rd_v = disaggregated.decode_requests_per_second(d["concurrency"], d["output_tokens"], d["tpot_seconds"])
     rd = add("decode_requests_per_second", "Requests/s per decode instance", "requests/s",
              disaggregated.decode_requests_per_second(D("concurrency"), at("output_tokens"), D("tpot_seconds")), rd_v)

@@ -16,6 +16,7 @@ from inference_ledger.expr import Sym
 from . import style
 from .cells import header, named, py_value, section, shown
 from .context import Ctx
+from .load_chart import varying_columns
 
 #: Decode batch sizes of the Plan's step-time table (powers of two: the roofline turns on a log axis).
 BATCH_SIZES = tuple(2 ** k for k in range(11))
@@ -88,20 +89,8 @@ def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
 
 
 def _batch_columns() -> list[str]:
-    """Plan lines that change with the batch and lead to the plotted targets, in plan order."""
-    need: set[str] = set()
-    todo = [t for t in BATCH_TARGETS if t in plan.LINE_BY_NAME]
-    while todo:
-        n = todo.pop()
-        if n in need or n not in plan.LINE_BY_NAME:
-            continue
-        need.add(n)
-        todo.extend(plan.dependencies(n))
-    varies = {"concurrency"}
-    for line in plan.LINES:
-        if line.name in need and varies & set(plan.dependencies(line)):
-            varies.add(line.name)
-    return [l.name for l in plan.LINES if l.name in varies and l.name in need]
+    """Plan lines that change with the batch and lead to the plotted targets."""
+    return varying_columns(BATCH_TARGETS)
 
 
 def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:

@@ -18,6 +18,7 @@ from . import checks, style
 from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, flag_rules, header, line_row, list_validation, named,
                     numeric_validation, py_value, quantity_format, scale, second_view, section, shown, verdict_rules)
 from .context import Ctx
+from .load_chart import binding_limit_row
 from .plan_charts import plan_charts
 from .tables import SELECTORS, lookup
 
@@ -133,6 +134,8 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
             "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
+    r += 1
+    binding_limit_row(ctx, ws, r)
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = line_row(ctx, ws, r, "A", line)

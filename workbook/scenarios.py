@@ -17,6 +17,7 @@ from pathlib import Path
 from inference_ledger import resolve
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME
+from inference_ledger.serving import batching_code
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,12 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
                 try:
                     x = float(v)
                 except ValueError:
-                    raise LedgerInputError(f"{name} line {n}, column '{k}': {v!r} is not a number") from None
+                    if k != "batching":
+                        raise LedgerInputError(f"{name} line {n}, column '{k}': {v!r} is not a number") from None
+                    try:  # the word, as plan --batching takes it
+                        x = float(batching_code(v))
+                    except ValueError as e:
+                        raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
                 try:
                     inputs[k] = INPUT_BY_NAME[k].arg.check(x)
                 except ValueError as e:

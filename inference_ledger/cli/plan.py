@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve
+from inference_ledger import engines, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
@@ -52,6 +52,7 @@ _NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(\S*)$", re.I
 CODE_WORDS: dict[str, dict[str, int]] = {
     "kv_budget_rule": {str(k.doc).split(":", 1)[1].split(",")[0].strip(): int(k)
                        for k in (KV_RULE_VLLM, KV_RULE_SGLANG, KV_RULE_TRTLLM)},
+    "batching": dict(serving.BATCHING),   # continuous 1, static 2 (--batching static, as in =PLAN and scenarios)
 }
 
 

@@ -51,6 +51,14 @@ def summary_table(summary: list[fidelity.Summary]) -> list[list[str]]:
     return [head] + body
 
 
+def load_table(summary: list) -> list[list[str]]:
+    """Per metric and regime over the load rows (inference_ledger/data/measured_load.csv): median |error| and bias."""
+    from inference_ledger import load_fidelity
+    head = ["metric under load", "regime", "rows", "median abs. error", "median error"]
+    return [head] + [[load_fidelity.METRICS[s.metric], s.regime, str(s.n), f"{s.median_abs_error:.1%}",
+                      f"{s.median_error:+.1%}"] for s in summary]
+
+
 def _text(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -94,6 +102,10 @@ def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool
     render = {"text": _text, "markdown": _markdown, "csv": _csv}[fmt]
     if not summary_only:
         click.echo(render(row_table(checks)))
+        click.echo("")
+    if data is None and not summary_only:  # the shipped load rows: steady-state figures at concurrency > 1
+        from inference_ledger import load_fidelity
+        click.echo(render(load_table(load_fidelity.summarize(load_fidelity.compare()))))
         click.echo("")
     click.echo(render(summary_table(summary)))
     if data is None:  # the shipped data: the published large deployments too
