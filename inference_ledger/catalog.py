@@ -77,6 +77,8 @@ class Gpu:
     notes: str
     gpus_per_node: int = 8
     gpus_per_node_source: str = ""
+    scaleout_bw: float = 50e9          # scale-out network per GPU per direction, B/s
+    scaleout_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class Model:
     active_convention: str = "all"
     embedding_params: int = 0
     notes: str = ""
+    moe_layers: int = 0               # layers whose MLP is routed experts
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,8 @@ GPU_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("price_date", "Price date", ""),
     ("gpus_per_node", "GPUs per node (TP limit)", "GPUs"),
     ("gpus_per_node_source", "Node source", ""),
+    ("scaleout_bw", "Scale-out network per GPU", "B/s"),
+    ("scaleout_source", "Scale-out source", ""),
     ("source", "Source", ""),
     ("date", "Date", ""),
     ("aliases", "Aliases", ""),
@@ -178,6 +183,7 @@ MODEL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("window", "Sliding window", "tokens"),
     ("num_experts", "Routed experts", "experts"),
     ("experts_per_token", "Experts per token", "experts"),
+    ("moe_layers", "MoE layers", "layers"),
     ("weight_dtype", "Checkpoint weight format", ""),
     ("max_position_embeddings", "Max context", "tokens"),
     ("params_official", "Official total", "params"),
@@ -240,6 +246,7 @@ def _load_gpus(path: Path) -> tuple[Gpu, ...]:
             source=r.get("source", ""), date=r.get("date", ""), aliases=_aliases(r.get("aliases", "")),
             notes=r.get("notes", ""), gpus_per_node=int(_num(r, "gpus_per_node", where)),
             gpus_per_node_source=r.get("gpus_per_node_source", ""),
+            scaleout_bw=_num(r, "scaleout_bw", where), scaleout_source=r.get("scaleout_source", ""),
         ))
     return tuple(out)
 
@@ -274,7 +281,7 @@ def model_from_arch(arch: Architecture, *, id: str, name: str = "", hf_repo: str
         params_official=_num(meta, "params_official", where, False), active_official=_num(meta, "active_official", where, False),
         source=source, date=date, provenance=meta.get("provenance", ""),
         active_convention=meta.get("active_convention") or "all", embedding_params=arch.embedding_params,
-        notes=meta.get("notes", ""),
+        notes=meta.get("notes", ""), moe_layers=arch.moe_layers,
     )
 
 

@@ -136,7 +136,8 @@ def infer_mapping(r: dict[str, str]) -> dict[str, str]:
     The model is tried as written, then its parenthesised architecture ('(Qwen2.5-14B arch)'),
     then without -Instruct/-chat/-hf/-FP8 suffixes; the GPU is the longest catalog alias the
     text contains; the engine is SGLang/TensorRT-LLM by name, vLLM V0 for 0.5-0.7 or '(V0)',
-    otherwise vLLM (V1); the format is the first dtype id or alias in the dtype column.
+    vLLM (V1, the current profile) from 0.19, vllm-0.9 for any other V1 text; the format is the first dtype id
+    or alias in the dtype column.
     """
     return {"model_id": _model_id(r.get("model", "")), "gpu_id": _gpu_id(r.get("gpu", "")),
             "engine_id": _engine_id(r.get("engine", "")), "weight_dtype": _dtype_id(r.get("dtype", ""))}
@@ -182,7 +183,9 @@ def _engine_id(text: str) -> str:
         return "vllm-v0"
     if version == (0, 8):
         return "vllm-0.8"
-    return "vllm"
+    if version and version >= (0, 19):
+        return "vllm"
+    return "vllm-0.9"  # V1 0.9-0.18, or a V1 log that names no version (this file's are from 2025)
 
 
 def _dtype_id(text: str, use: str = "weight") -> str:
@@ -253,16 +256,16 @@ def load_measured(path: str | Path | None = None) -> list[Row]:
 def row_inputs(row: Row, decode: bool = False) -> Optional[dict[str, Any]]:
     """Plan inputs for a row (None when its model is not in the catalog).
 
-    ``decode=True`` sizes each sequence's KV at the mean context of the decode steps
-    (prompt + (output - 1) / 2, rounded down, + 1) instead of the peak, so the floor and the
-    expected TPOT compare with a TPOT averaged over the generation.
+    ``decode=True`` runs the row as a static batch: its decode steps (priced at their mean
+    context S + T/2, as every plan's are) carry no other request's prompt, as in a latency
+    benchmark, so the floor and the expected TPOT compare with a TPOT averaged over the generation.
     """
     if not row.model_id:
         return None
     prompt, out = row.in_len or 1, row.out_len or 1
-    tokens = {"input_tokens": prompt + (out - 1) // 2, "output_tokens": 1} if decode else \
-        {"input_tokens": prompt, "output_tokens": out}
-    overrides: dict[str, Any] = {"concurrency": row.batch, **tokens}
+    overrides: dict[str, Any] = {"concurrency": row.batch, "input_tokens": prompt, "output_tokens": out}
+    if decode:  # one batch timed through its decode steps: nothing else prefills in between
+        overrides["batching"] = 2
     if row.gpu_memory_utilization is not None:
         overrides["gpu_memory_utilization"] = row.gpu_memory_utilization
     if row.total_gpu_memory_gib:

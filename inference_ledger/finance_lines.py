@@ -45,8 +45,8 @@ def owned_cost_per_gpu_hour(owned_fixed_cost_per_gpu_year, owned_energy_cost_per
 
 @line("Owned cost per million output tokens", "$/Mtok", FINANCE,
       "The plan's $/Mtok at the owned cost per used GPU-hour.")
-def owned_cost_per_million_output_tokens(owned_cost_per_gpu_hour, tp, tokens_per_second):
-    return finance.cost_per_million_tokens(owned_cost_per_gpu_hour, tp, tokens_per_second)
+def owned_cost_per_million_output_tokens(owned_cost_per_gpu_hour, gpus_per_replica, tokens_per_second):
+    return finance.cost_per_million_tokens(owned_cost_per_gpu_hour, gpus_per_replica, tokens_per_second)
 
 
 @line("Break-even utilization (own vs on demand)", "fraction", FINANCE,
@@ -118,8 +118,8 @@ def best_cost_per_gpu_hour(price_per_gpu_hour, reserved_1y_cost_per_gpu_hour, re
 
 @line("Cheapest cost per million output tokens", "$/Mtok", FINANCE,
       "The plan's $/Mtok at the cheapest cost per used GPU-hour.")
-def best_cost_per_million_output_tokens(best_cost_per_gpu_hour, tp, tokens_per_second):
-    return finance.cost_per_million_tokens(best_cost_per_gpu_hour, tp, tokens_per_second)
+def best_cost_per_million_output_tokens(best_cost_per_gpu_hour, gpus_per_replica, tokens_per_second):
+    return finance.cost_per_million_tokens(best_cost_per_gpu_hour, gpus_per_replica, tokens_per_second)
 
 
 @line("Monthly cost of owning the QPS fleet", "$/month", FINANCE,

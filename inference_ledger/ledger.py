@@ -223,7 +223,7 @@ def decode_step_seconds(bytes_moved, flops, hbm_bw, peak_flops, bw_efficiency=1,
     return maximum(bytes_moved / (hbm_bw * bw_efficiency), flops / (peak_flops * compute_efficiency))
 
 
-def tokens_per_second(batch, tpot_seconds):
+def batch_tokens_per_second(batch, tpot_seconds):
     """Output tokens per second of a batch decoding together: B / TPOT."""
     return batch / tpot_seconds
 

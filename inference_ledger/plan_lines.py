@@ -10,7 +10,7 @@ computes the number and writes the cell formula.  The what-if lines (inverses, Q
 
 from __future__ import annotations
 
-from inference_ledger import engine_ledger, ledger
+from inference_ledger import engine_ledger, ledger, parallel
 from inference_ledger import verdict as verdict_rule
 from inference_ledger.expr import floor, le, maximum, where
 from inference_ledger.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, line
@@ -32,9 +32,12 @@ def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate
 
 
 @line("Weights per GPU", "B", MEMORY,
-      "Tensor parallelism splits every weight matrix evenly over the TP GPUs; plus any MoE kernel padding.")
-def weights_bytes_per_gpu(weights_bytes, tp, moe_padding_bytes_per_gpu):
-    return ledger.per_gpu(weights_bytes, tp) + moe_padding_bytes_per_gpu
+      "Tensor parallelism splits every weight matrix evenly over the TP GPUs (routed experts over every GPU of a "
+      "stage, layers over the PP stages); plus any MoE kernel padding.")
+def weights_bytes_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage, pp,
+                          moe_padding_bytes_per_gpu):
+    return parallel.weights_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage,
+                                    pp) + moe_padding_bytes_per_gpu
 
 
 @line("Prefill chunk activations per GPU", "B", MEMORY,
@@ -101,9 +104,10 @@ def kv_bytes_per_token(kv_elements_per_token_layer, kv_bytes, num_layers):
 
 
 @line("KV split across GPUs", "x", MEMORY,
-      "KV heads split over TP, replicated once TP exceeds them; an MLA latent is not split.")
-def kv_shards(kv_heads, tp, mla_latent_dim):
-    return ledger.kv_shards(kv_heads, tp, mla_latent_dim)
+      "KV heads split over TP, replicated once TP exceeds them (an MLA latent is not split); x DP-attention ranks "
+      "(each holds its own sequences) x PP stages (each holds its layers).")
+def kv_shards(kv_heads, tp, mla_latent_dim, dp_attention, pp):
+    return ledger.kv_shards(kv_heads, tp, mla_latent_dim) * dp_attention * pp
 
 
 @line("KV per token per GPU", "B/token", MEMORY,
@@ -159,9 +163,10 @@ def headroom_bytes_per_gpu(kv_cache_budget_bytes_per_gpu, kv_bytes_per_gpu):
 
 
 @line("Total memory, all GPUs", "B", MEMORY,
-      "Weights + peak KV + one workspace per GPU.")
-def memory_total_bytes(weights_bytes, kv_bytes_per_sequence, concurrency, workspace_bytes_per_gpu, tp):
-    return ledger.memory_total_bytes(weights_bytes, kv_bytes_per_sequence, concurrency, workspace_bytes_per_gpu * tp)
+      "Weights + peak KV + one workspace per GPU of the replica.")
+def memory_total_bytes(weights_bytes, kv_bytes_per_sequence, concurrency, workspace_bytes_per_gpu, gpus_per_replica):
+    return ledger.memory_total_bytes(weights_bytes, kv_bytes_per_sequence, concurrency,
+                                     workspace_bytes_per_gpu * gpus_per_replica)
 
 
 @line("GPUs needed (seed rule)", "GPUs", MEMORY,
@@ -215,30 +220,32 @@ def ridge_batch(peak_flops, hbm_bw, weights_read_bytes, active_params):
 
 
 @line("Decode FLOPs per step per GPU", "FLOP", COMPUTE,
-      "2 x N_active per sequence in the batch, split over TP.")
-def decode_flops_per_step_per_gpu(active_params, concurrency, tp):
-    return ledger.forward_flops(active_params, concurrency) / tp
+      "2 x N_active per decoding sequence (effective concurrency), split over the replica's GPUs (TP; DP-attention "
+      "ranks and PP stages each work on their own sequences); prompt chunks not included.")
+def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per_replica):
+    return ledger.forward_flops(active_params, effective_concurrency) / gpus_per_replica
 
 
 @line("Bytes read per decode step per GPU", "B", BANDWIDTH,
-      "Weights once per step + every sequence's KV, each split over its GPUs.")
-def decode_bytes_per_step_per_gpu(weights_read_bytes, tp, kv_bytes_per_sequence, kv_shards, concurrency):
-    return ledger.decode_bytes_per_step(weights_read_bytes / tp, kv_bytes_per_sequence / kv_shards, concurrency)
+      "Weights read per step (MoE: every distinct expert) + every decoding sequence's KV at the decode context.")
+def decode_bytes_per_step_per_gpu(step_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
+    return step_weight_bytes_per_gpu + step_kv_bytes_per_gpu
 
 
 @line("TPOT floor", "s", BANDWIDTH,
-      "Roofline at 100%: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / HBM bandwidth.")
+      "Roofline at 100% on the decode context S + T/2: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / "
+      "HBM bandwidth.")
 def tpot_floor_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops):
     return ledger.decode_step_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw,
                                       peak_flops)
 
 
 @line("TP all-reduce time per step", "s", BANDWIDTH,
-      "2 all-reduces per layer x (latency + 2 (TP-1)/TP x batch x hidden x bytes / interconnect); 0 at TP 1.")
-def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, concurrency, hidden_size, unquantized_bytes,
+      "2 all-reduces per layer x (latency + 2 (TP-1)/TP x tokens per step x hidden x bytes / interconnect); 0 at TP 1.")
+def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, step_tokens, hidden_size, unquantized_bytes,
                                interconnect_bw):
     return engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds,
-                                           concurrency * hidden_size * unquantized_bytes, interconnect_bw)
+                                           step_tokens * hidden_size * unquantized_bytes, interconnect_bw)
 
 
 @line("Decode overhead per step", "s", BANDWIDTH,
@@ -248,30 +255,30 @@ def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_se
 
 
 @line("TPOT expected", "s", BANDWIDTH,
-      "Roofline at achievable bandwidth and compute efficiencies + TP all-reduces + per-layer and per-step overhead.")
-def tpot_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops, bw_efficiency,
-                 decode_compute_efficiency, allreduce_seconds_per_step, decode_overhead_seconds):
-    return ledger.decode_step_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops,
-                                      bw_efficiency,
-                                      decode_compute_efficiency) + allreduce_seconds_per_step + decode_overhead_seconds
+      "The mean step a sequence sees (steady state): linear layers + attention KV reads + TP all-reduces + EP/PP "
+      "communication + per-layer and per-step overhead, at the effective concurrency with its share of prompt chunks.")
+def tpot_seconds(step_linear_seconds, step_kv_seconds, allreduce_seconds_per_step, parallel_seconds_per_step,
+                 decode_overhead_seconds):
+    return step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + parallel_seconds_per_step \
+        + decode_overhead_seconds
 
 
 @line("TTFT expected", "s", COMPUTE,
-      "Prefill time at the prefill efficiency (queueing not included).")
-def ttft_seconds(prefill_seconds):
-    return prefill_seconds
+      "TTFT without queueing + the wait for a slot (closed loop at the given concurrency, as benchmarks run).")
+def ttft_seconds(ttft_service_seconds, queue_seconds):
+    return ttft_service_seconds + queue_seconds
 
 
 @line("Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
-      "Concurrency / TPOT: every sequence in the batch gets a token each step.")
-def tokens_per_second(concurrency, tpot_seconds):
-    return ledger.tokens_per_second(concurrency, tpot_seconds)
+      "QPS per replica x output tokens: the effective concurrency's T tokens per request cycle (steady state).")
+def tokens_per_second(qps_per_replica, output_tokens):
+    return qps_per_replica * output_tokens
 
 
 @line("Output tokens/s per GPU", "tokens/s", BANDWIDTH,
-      "Replica throughput over its TP GPUs.")
-def tokens_per_second_per_gpu(tokens_per_second, tp):
-    return tokens_per_second / tp
+      "Replica throughput over its GPUs.")
+def tokens_per_second_per_gpu(tokens_per_second, gpus_per_replica):
+    return tokens_per_second / gpus_per_replica
 
 
 @line("Request latency", "s", BANDWIDTH,
@@ -281,15 +288,15 @@ def request_seconds(ttft_seconds, output_tokens, tpot_seconds):
 
 
 @line("Cost per hour (one replica)", "$/h", COST,
-      "Price per GPU-hour x TP GPUs.")
-def cost_per_hour(price_per_gpu_hour, tp):
-    return ledger.cost_per_hour(price_per_gpu_hour, tp)
+      "Price per GPU-hour x the replica's GPUs.")
+def cost_per_hour(price_per_gpu_hour, gpus_per_replica):
+    return ledger.cost_per_hour(price_per_gpu_hour, gpus_per_replica)
 
 
 @line("Cost per million output tokens", "$/Mtok", COST,
       "Hourly cost over an hour of output at full concurrency.")
-def cost_per_million_output_tokens(price_per_gpu_hour, tp, tokens_per_second):
-    return ledger.cost_per_million_output_tokens(price_per_gpu_hour, tp, tokens_per_second)
+def cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second):
+    return ledger.cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second)
 
 
 @line("Output tokens/s the forecast needs", "tokens/s", COST,
@@ -305,9 +312,9 @@ def replicas_needed(required_tokens_per_second, tokens_per_second):
 
 
 @line("GPUs for the forecast", "GPUs", COST,
-      "Replicas x TP.")
-def gpus_total(replicas_needed, tp):
-    return replicas_needed * tp
+      "Replicas x GPUs per replica.")
+def gpus_total(replicas_needed, gpus_per_replica):
+    return replicas_needed * gpus_per_replica
 
 
 @line("Monthly GPU cost", "$/month", COST,

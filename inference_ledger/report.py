@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-from . import verdict
+from . import serving, verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -59,6 +59,9 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
             out[q.name] = _json_value(q.name, values[q.name])
     if "verdict" in values:
         out["verdict_words"] = verdict.words_of(values["verdict"])
+    if "binding_limit" in values:
+        out["binding_limit_words"] = serving.limit_words(values["binding_limit"])
+        out["batching_words"] = serving.batching_word(values["batching"])
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
     return out
 

@@ -11,7 +11,10 @@ names the setting, what cannot run:
 * a TP degree that does not divide the attention heads, or whose KV heads neither split nor
   replicate evenly (vLLM's rule; Megatron-LM splits heads evenly);
 * a TP degree larger than one node of the GPU (``gpus_per_node`` in the GPU catalog):
-  the plan has no inter-node term, engines run TP within a node and pipeline across;
+  engines run TP within a node and pipeline (``pp``) or expert-parallel (``ep``) across;
+* a layout the engines refuse (:func:`layout_problem`): more PP stages than layers, EP or
+  DP attention on a dense model, an EP degree that does not divide the routed experts or the
+  GPUs of a stage;
 * a context (input + output tokens) above the model's ``max_position_embeddings``.
 
 ``plan``, ``build`` (its Plan sheet and every Scenarios row), ``sweep``, ``recommend``,
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import catalog, engines, finance, plan
+from inference_ledger import catalog, engines, finance, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 
@@ -135,7 +138,7 @@ def node_problem(gpu: Gpu, tp: int) -> Optional[str]:
     """Why tp GPUs are more than one node of this GPU (None when they fit one)."""
     if tp > gpu.gpus_per_node:
         return (f"TP {tp} spans more than one {gpu.gpus_per_node}-GPU node of {gpu.id} "
-                "(cross-node TP is not modelled)")
+                "(TP stays within a node: add PP stages or EP across nodes)")
     return None
 
 
@@ -143,6 +146,37 @@ def tp_problem(model: Optional[Model], gpu: Optional[Gpu], tp: int) -> Optional[
     """Why this model cannot run at TP ``tp`` on this GPU (None when it can)."""
     return (node_problem(gpu, tp) if gpu is not None else None) or \
         (heads_problem(model, tp) if model is not None else None)
+
+
+def layout_problem(model: Optional[Model], pp: int, ep: int, dp_attention: int, tp: int,
+                   redundant_experts: int = 0) -> Optional[tuple[str, str]]:
+    """(setting, why) when the engines refuse this PP/EP/DP-attention layout (None when they run it).
+
+    vLLM and SGLang split the layers over at most as many stages as there are layers; expert parallelism
+    places whole experts, so EP divides the routed experts and their redundant copies (SGLang
+    ``num_physical_experts % ep_size``, vLLM ``FusedMoE``) and the GPUs of a stage (SGLang: moe_tp = tp / ep; vLLM: EP = TP x DP); DP attention
+    shares MoE layers between attention ranks, so a dense model's DP ranks are separate replicas.
+    """
+    if model is None:
+        return None
+    if pp > model.num_layers:
+        return "pp", f"PP {pp} is more stages than the {model.num_layers} layers of {model.id}"
+    if model.num_experts == 0:
+        if ep > 1:
+            return "ep", f"EP {ep} needs a mixture-of-experts model: {model.id} is dense"
+        if dp_attention > 1:
+            return "dp_attention", (f"DP attention {dp_attention} needs a mixture-of-experts model: {model.id} is dense "
+                                    "(its DP ranks are separate replicas)")
+        if redundant_experts:
+            return "redundant_experts", f"redundant experts need a mixture-of-experts model: {model.id} is dense"
+    physical = model.num_experts + redundant_experts
+    if physical % ep:
+        extra = f" + {redundant_experts} redundant" if redundant_experts else ""
+        return "ep", f"EP {ep} does not divide the {model.num_experts}{extra} routed experts of {model.id}"
+    if (tp * dp_attention) % ep:
+        return "ep", (f"EP {ep} does not divide the {tp * dp_attention} GPUs of a pipeline stage "
+                      f"(TP {tp} x DP attention {dp_attention})")
+    return None
 
 
 def context_problem(model: Optional[Model], context: float) -> Optional[str]:
@@ -160,6 +194,16 @@ def input_tokens_of(context: Any, output_tokens: float) -> float:
         raise ChoiceError("context", f"context {c:g} must exceed the output tokens {output_tokens:g} "
                                      "(context = input + output tokens)")
     return float(c - output_tokens)
+
+
+def batching_code(word: Any) -> int:
+    """The plan input ``batching`` of a word: continuous (1) or static (2); blank is continuous."""
+    if word is None or not str(word).strip():
+        return serving.BATCHING["continuous"]
+    try:
+        return serving.batching_code(word)
+    except ValueError as e:
+        raise ChoiceError("batching", str(e)) from None
 
 
 def check_number(name: str, value: Any) -> float:
@@ -239,6 +283,7 @@ class Resolved:
     weight_dtype: Optional[str]     # format id (None: a generic model given as numbers)
     kv_dtype: str
     engine: str
+    batching: str = "continuous"
     explicit: dict[str, float] = field(default_factory=dict)   # the numbers given, checked
 
     def describe(self) -> dict[str, Any]:
@@ -246,23 +291,30 @@ class Resolved:
         m, g = self.model, self.gpu
         return {"model": m.id if m else None, "model_name": m.name if m else None,
                 "gpu": g.id if g else None, "gpu_name": g.name if g else None,
-                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "engine": self.engine}
+                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "engine": self.engine,
+                "batching": self.batching}
 
 
 def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, weight_dtype: Optional[str] = None,
             kv_dtype: str = "bf16", engine: str = engines.DEFAULT_ENGINE, context: Optional[float] = None,
             config: str | Path | None = None, extra_models: Sequence[Model] = (), max_model_len: Optional[int] = None,
-            numbers: Mapping[str, Any] | None = None, validate: bool = True) -> Resolved:
+            numbers: Mapping[str, Any] | None = None, validate: bool = True,
+            batching: Optional[str] = None) -> Resolved:
     """The plan's inputs for a choice, every rule applied (ChoiceError/UnknownId with one line otherwise).
 
     ``model``/``gpu`` None means "not chosen" (a generic model or GPU from the numbers and the
     defaults); an empty string is an error.  ``numbers`` are plan inputs by name; they win over
     the catalog and the engine.  ``context`` is input + output tokens.  ``max_model_len`` is the
-    engine's (its prefill chunk may follow it).
+    engine's (its prefill chunk may follow it).  ``batching`` is continuous (default) or static.
     """
     if config is not None and model is not None:
         raise ChoiceError("model", "give a model or a config, not both")
-    explicit = {k: check_number(k, v) for k, v in (numbers or {}).items() if v is not None}
+    numbers = dict(numbers or {})
+    if isinstance(numbers.get("batching"), str):  # the word, as options and CSV cells give it
+        batching = numbers.pop("batching")
+    explicit = {k: check_number(k, v) for k, v in numbers.items() if v is not None}
+    if batching is not None:
+        explicit["batching"] = float(batching_code(batching))
     if context is not None:
         if "input_tokens" in explicit:
             raise ChoiceError("context", "give context or input_tokens, not both")
@@ -283,12 +335,17 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)
+    layout = layout_problem(m, int(inputs["pp"]), int(inputs["ep"]), int(inputs["dp_attention"]), int(inputs["tp"]),
+                            int(inputs["redundant_experts"]))
+    if layout:
+        raise ChoiceError(*layout)
     problem = context_problem(m, inputs["input_tokens"] + inputs["output_tokens"])
     if problem:
         raise ChoiceError("context", problem)
     if validate:
         plan.validate_inputs(inputs)
-    return Resolved(inputs, m, g, wd.id if (m is not None or weight_dtype) else None, kd.id, eng.id, explicit)
+    return Resolved(inputs, m, g, wd.id if (m is not None or weight_dtype) else None, kd.id, eng.id,
+                    serving.batching_word(inputs["batching"]), explicit)
 
 
 # ----------------------------------------------------------------------------------------

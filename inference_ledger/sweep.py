@@ -157,8 +157,9 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
     skipped = [(*k, n) for k, n in notes.items()]
 
     # base rows: plan inputs for (model, gpu, weight dtype, kv dtype, TP); contexts x concurrencies vary within
-    base = [(m, g, wd, kd, t) for m in models for g in gpus for wd in wds for kd in kds for t in tps
-            if (g, t) in ok_tp[m.id]]
+    # "native" is the checkpoint's own format: a model whose checkpoint is FP8 lists native and fp8 once
+    base = _dedupe((m, g, wd or m.weight_dtype, kd, t) for m in models for g in gpus for wd in wds for kd in kds
+                   for t in tps if (g, t) in ok_tp[m.id])
     sub = {m.id: len(ok_ctx[m.id]) * len(concs) for m in models}
     n_rows = sum(sub[m.id] for m, *_ in base)
     total = len(models) * len(gpus) * len(wds) * len(kds) * len(tps) * len(ctxs) * len(concs)

@@ -34,8 +34,18 @@ GLU_MATRICES = Const(3, "GLU_MATRICES", "weight matrices of a gated MLP / expert
 ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-reduces twice per layer, after attention and after the MLP (Megatron-LM, arXiv:1909.08053 s3)", "all-reduces/layer")
 RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
 GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
+EP_PASSES = Const(2, "EP_PASSES", "expert parallelism moves each token twice per MoE layer: dispatch to its experts and combine back (DeepEP; DeepSeek-V3 report arXiv:2412.19437 s3.2.2)", "passes")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
+# steady-state serving (inference_ledger.serving)
+BATCHING_STATIC = Const(2, "BATCHING_STATIC", "batching code: static, one batch prefilled then decoded together (1 = continuous)", "code")
+RAMP_MEAN_DIVISOR = Const(2, "RAMP_MEAN_DIVISOR", "the mean of a context growing by one token per step from S to S + T is S + T/2", "x")
+MOE_SATURATION = Const(700, "MOE_SATURATION", "tokens x k / E beyond which (1 - k/E)^tokens < e^-700: every routed expert is touched (and the power would underflow)", "picks/expert")
+LIMIT_NONE = Const(0, "LIMIT_NONE", "binding-limit code: nothing caps the requested concurrency (bandwidth-bound)", "code")
+LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer sequences than requested", "code")
+LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
+LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
+LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
 # finance (inference_ledger.finance)
 MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
 W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
@@ -63,8 +73,17 @@ CONSTANTS: tuple[Const, ...] = (
     ALLREDUCES_PER_LAYER,
     RING_ALLREDUCE_FACTOR,
     GPUS_PER_NODE,
+    EP_PASSES,
     VERDICT_MISSES,
     VERDICT_MEETS,
+    BATCHING_STATIC,
+    RAMP_MEAN_DIVISOR,
+    MOE_SATURATION,
+    LIMIT_NONE,
+    LIMIT_KV,
+    LIMIT_MAX_NUM_SEQS,
+    LIMIT_TPOT,
+    LIMIT_COMPUTE,
     MONTHS_PER_YEAR,
     W_PER_KW,
 )

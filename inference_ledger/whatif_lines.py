@@ -8,8 +8,8 @@ formula stays short enough to audit.
 
 from __future__ import annotations
 
-from inference_ledger import engine_ledger, ledger, whatif
-from inference_ledger.expr import minimum
+from inference_ledger import engine_ledger, ledger, serving, whatif
+from inference_ledger.expr import floor, maximum, minimum
 from inference_ledger.line import BANDWIDTH, COST, FIT, MEMORY, line
 
 
@@ -229,53 +229,83 @@ def min_gpus_to_fit(tp, gpus_per_node, fits_tp1, fits_tp2, fits_tp4, fits_tp8):
 
 @line("Fixed decode time per step", "s", BANDWIDTH,
       "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.")
-def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw):
+def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw,
+                         parallel_fixed_seconds):
     return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds, 0,
-                                                                     interconnect_bw)
+                                                                     interconnect_bw) + parallel_fixed_seconds
 
 
-@line("All-reduce time per sequence", "s", BANDWIDTH,
-      "What each sequence adds to a step's all-reduces: its ring bytes over the interconnect.")
+@line("All-reduce time per token", "s", BANDWIDTH,
+      "What each token of a step adds to its all-reduces: its ring bytes over the interconnect.")
 def allreduce_seconds_per_sequence(tp, num_layers, hidden_size, unquantized_bytes, interconnect_bw):
     return engine_ledger.allreduce_seconds(tp, num_layers, 0, hidden_size * unquantized_bytes, interconnect_bw)
 
 
-@line("Bytes per sequence per decode step per GPU", "B", BANDWIDTH,
-      "What one more sequence adds to a step, as bytes read at the achieved bandwidth: its KV share, plus its "
-      "all-reduce time expressed in bytes.")
-def decode_bytes_per_sequence_per_gpu(kv_bytes_per_sequence, kv_shards, allreduce_seconds_per_sequence, hbm_bw,
-                                      bw_efficiency):
-    return kv_bytes_per_sequence / kv_shards + allreduce_seconds_per_sequence * hbm_bw * bw_efficiency
+@line("Step seconds per decoding sequence", "s", BANDWIDTH,
+      "What one more decoding sequence adds to a step: its KV at the decode context / (BW x KV-read efficiency).")
+def kv_seconds_per_sequence(kv_bytes_per_sequence_decode, kv_shards, hbm_bw, kv_read_efficiency):
+    return kv_bytes_per_sequence_decode / kv_shards / (hbm_bw * kv_read_efficiency)
 
 
-@line("FLOPs per sequence per decode step per GPU", "FLOP", BANDWIDTH,
-      "What one more sequence adds to a step, as FLOPs at the achieved compute: 2 x N_active / TP, plus its "
-      "all-reduce time expressed in FLOPs.")
-def decode_flops_per_sequence_per_gpu(decode_flops_per_step_per_gpu, concurrency, allreduce_seconds_per_sequence,
-                                      peak_flops, decode_compute_efficiency):
-    return decode_flops_per_step_per_gpu / concurrency \
-        + allreduce_seconds_per_sequence * peak_flops * decode_compute_efficiency
+@line("Compute seconds per token", "s", BANDWIDTH,
+      "What one more token of a step adds when compute-bound: 2 x N_active / the replica's GPUs / (peak x compute "
+      "efficiency).")
+def flops_seconds_per_token(active_params, gpus_per_replica, peak_flops, decode_compute_efficiency):
+    return serving.step_flops(active_params, 1) / gpus_per_replica / (peak_flops * decode_compute_efficiency)
+
+
+@line("Every routed expert beyond one token's", "B", BANDWIDTH,
+      "MoE layers x (E - k) x 3 x hidden x intermediate x bytes: the most a step can add to the weight read.")
+def all_extra_expert_bytes(num_experts, experts_per_token, moe_layers, hidden_size, intermediate_size, weight_bytes,
+                           num_params, active_params):
+    return serving.extra_expert_bytes(num_experts, experts_per_token, moe_layers, hidden_size, intermediate_size,
+                                      weight_bytes, num_params, active_params)
+
+
+@line("Weight streaming per step, every expert", "s", BANDWIDTH,
+      "Active weights + every routed expert (an upper bound for MoE, exact for dense) / (BW x weight-streaming "
+      "efficiency).")
+def weight_seconds_all_experts(weights_read_bytes, routed_active_bytes, all_extra_expert_bytes, tp, gpus_per_stage,
+                               hbm_bw, bw_efficiency):
+    return serving.weight_read_per_gpu(weights_read_bytes, routed_active_bytes, all_extra_expert_bytes, tp,
+                                       gpus_per_stage) / (hbm_bw * bw_efficiency)
+
+
+@line("Batch meeting the TPOT target, streaming", "sequences", BANDWIDTH,
+      "Decode batch whose weight-streaming step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
+def tpot_batch_bandwidth(tpot_target, decode_fixed_seconds, weight_seconds_all_experts, kv_seconds_per_sequence,
+                         allreduce_seconds_per_sequence, parallel_seconds_per_token, prompt_per_sequence):
+    return serving.tpot_batch_bandwidth(tpot_target - decode_fixed_seconds, weight_seconds_all_experts,
+                                        kv_seconds_per_sequence,
+                                        allreduce_seconds_per_sequence + parallel_seconds_per_token, prompt_per_sequence)
+
+
+@line("Batch meeting the TPOT target, compute-bound", "sequences", BANDWIDTH,
+      "Decode batch whose compute-bound step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
+def tpot_batch_compute(tpot_target, decode_fixed_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
+                       allreduce_seconds_per_sequence, parallel_seconds_per_token, prompt_per_sequence):
+    return serving.tpot_batch_compute(tpot_target - decode_fixed_seconds, flops_seconds_per_token,
+                                      kv_seconds_per_sequence,
+                                      allreduce_seconds_per_sequence + parallel_seconds_per_token, prompt_per_sequence)
 
 
 @line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
-      "Inverse of the expected TPOT: the most sequences per step with expected TPOT <= target (0 = none).")
-def tpot_max_batch(tpot_target, decode_fixed_seconds, weights_read_bytes, tp, decode_bytes_per_sequence_per_gpu,
-                   decode_flops_per_sequence_per_gpu, hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency):
-    return whatif.tpot_max_batch_roofline(tpot_target - decode_fixed_seconds, weights_read_bytes / tp,
-                                          decode_bytes_per_sequence_per_gpu, decode_flops_per_sequence_per_gpu,
-                                          hbm_bw, peak_flops, bw_efficiency, decode_compute_efficiency)
+      "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) meeting both bounds (0 = none; MoE: "
+      "with every expert read, a lower bound).")
+def tpot_max_batch(tpot_batch_bandwidth, tpot_batch_compute):
+    return maximum(floor(minimum(tpot_batch_bandwidth, tpot_batch_compute)), 0)
 
 
 @line("Concurrency meeting memory and TPOT", "sequences", BANDWIDTH,
-      "The most sequences in flight that both fit in memory and meet the TPOT target.")
-def serving_concurrency(max_concurrency, tpot_max_batch):
-    return minimum(max_concurrency, tpot_max_batch)
+      "The most sequences in flight that fit in memory, meet the TPOT target and the schedulers run.")
+def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
+    return minimum(max_concurrency, tpot_max_batch, max_running_sequences)
 
 
 @line("QPS per replica", "requests/s", BANDWIDTH,
-      "Little's law: concurrency / (TTFT + output tokens x TPOT).")
-def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
-    return whatif.qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds)
+      "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
+def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
+    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens - 1, tpot_seconds)
 
 
 @line("Replicas for the target QPS", "replicas", COST,
@@ -285,9 +315,9 @@ def replicas_for_qps(target_qps, qps_per_replica):
 
 
 @line("GPUs for the target QPS", "GPUs", COST,
-      "Replicas x TP.")
-def gpus_for_qps(replicas_for_qps, tp):
-    return replicas_for_qps * tp
+      "Replicas x GPUs per replica.")
+def gpus_for_qps(replicas_for_qps, gpus_per_replica):
+    return replicas_for_qps * gpus_per_replica
 
 
 @line("QPS the replicas sustain", "requests/s", COST,

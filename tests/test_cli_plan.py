@@ -53,9 +53,13 @@ def test_plan_by_name_json(capsys):
     assert d["active_params"] == active
     assert d["flops_request"] == 2 * active * 4096
     assert d["prefill_seconds"] == pytest.approx(2 * active * 3584 / (989e12 * 0.5 * 4))
-    assert d["tpot_floor_seconds"] == pytest.approx((2 * active / 4 + 81_920 * 4096 * 16) / 3.35e12)  # bandwidth-bound
-    assert d["tokens_per_second_per_gpu"] == pytest.approx(16 / d["tpot_seconds"] / 4)
-    assert d["cost_per_million_output_tokens"] == pytest.approx(3.78 * 4 / (16 / d["tpot_seconds"] * 3600) * 1e6)
+    # the floor is priced at the context the decode steps see: S + T/2 = 3,584 + 256 = 3,840 tokens
+    assert d["decode_context_tokens"] == 3840
+    assert d["tpot_floor_seconds"] == pytest.approx((2 * active / 4 + 81_920 * 3840 * 16) / 3.35e12)  # bandwidth-bound
+    # steady state (closed loop, 16 slots): 16 x 512 output tokens per TTFT + 511 steps
+    tok_s = 16 * 512 / (d["ttft_service_seconds"] + 511 * d["tpot_seconds"])
+    assert d["tokens_per_second_per_gpu"] == pytest.approx(tok_s / 4)
+    assert d["cost_per_million_output_tokens"] == pytest.approx(3.78 * 4 / (tok_s * 3600) * 1e6)
     assert d["units"]["weights_bytes"] == "B" and d["units"]["tpot_seconds"] == "s"
     # the command is the library: same numbers as evaluate(plan_inputs(...)) through plan_json
     ref = report.plan_json(evaluate(with_engine(
@@ -185,3 +189,19 @@ def test_plan_accepts_replicated_kv_heads():
     from inference_ledger.resolve import heads_problem
     assert heads_problem(get_model("llama-3.1-70b"), 16) is None
     assert heads_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split
+
+
+def test_plan_batching_static_and_continuous(capsys):
+    out = {}
+    for word in ("continuous", "static"):
+        code, text, _ = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4",
+                            "--batching", word, "--json")
+        assert code == 0
+        out[word] = json.loads(text)
+    assert (out["continuous"]["batching"], out["static"]["batching"]) == (1, 2)
+    assert out["static"]["batching_words"] == "static" and out["static"]["prefill_tokens_per_step"] == 0
+    # 15 other sequences x 1,024 / 512 prompt tokens mixed into each continuous step
+    assert out["continuous"]["prefill_tokens_per_step"] == 30
+    assert out["continuous"]["binding_limit_words"].startswith("none")
+    code, _, err = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--batching", "bursty")
+    assert code == 2 and "--batching" in err

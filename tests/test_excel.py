@@ -125,7 +125,7 @@ def test_zero_where_it_divides():
     assert excel.SEQUENCES_IN_KV_TOKENS([[1e6], [0]], 0) == [
         [err("context must be a whole number > 0 and <= 1000000000 here, it divides (got 0)")]
     ] * 2
-    assert excel.TOKENS_PER_SECOND(8, 0) == [[err("tpot_seconds must be a number > 0 and <= 1000000 (got 0)")]]
+    assert excel.BATCH_TOKENS_PER_SECOND(8, 0) == [[err("tpot_seconds must be a number > 0 and <= 1000000 (got 0)")]]
 
 
 def test_absurd_sizes():

@@ -187,7 +187,8 @@ def test_catalog_lookups(child):
 
 
 def test_plan_through_office_js(child):
-    assert result(child, "plan") == [[0, "does not fit"], [3, "fits, meets targets"]]
+    # current vLLM starts 70B BF16 on 2 x H100 with ~19k KV tokens (issue 11): 12 of the default 16 sequences run
+    assert result(child, "plan") == [[1, "fits below the requested concurrency"], [3, "fits, meets targets"]]
     assert result(child, "plan_refused") == [[value_error("TP 3 does not divide the 64 attention heads of llama-3.1-70b")]]
 
 

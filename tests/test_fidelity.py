@@ -92,17 +92,18 @@ def test_sglang_qwen3_235b_fp8_by_hand():
 
 
 def test_gpt_fast_llama2_70b_tp4_tpot_by_hand():
-    # mean decode context of a 5-token prompt and 200 output tokens: 5 + (200 - 1) // 2 + 1 = 105 tokens
+    # mean decode context of a 5-token prompt and 200 output tokens: S + T/2 = 5 + 100 = 105 tokens
     # active weights: 68,976,648,192 - 32,000 x 8,192 input embedding (a row gather) = 68,714,504,192
     # bytes per GPU: 68,714,504,192 x 2 / 4 + 105 x 327,680 B / 4 KV shards = 34,365,853,696 B
     # floor: / 2.039e12 B/s = 16.854 ms (measured 26.31 ms)
-    # expected: floor / 0.8 + 2 x 80 x (15 us + 2 x 3/4 x 16,384 B / 300e9) + 80 x 20 us + 0.2 ms = 25.281 ms (-3.9%)
+    # expected: weights / (BW x 0.8) + KV / (BW x 0.9) + 2 x 80 x (15 us + 2 x 3/4 x 16,384 B / 300e9) + 80 x 20 us
+    #   + 0.2 ms = 34,357,252,096 / 1.6312e12 + 8,601,600 / 1.8351e12 + 2.41 ms + 1.8 ms = 25.280 ms (-3.9%)
     row = next(r for r in fidelity.load_measured() if r.id == "llama2-70b-gptfast-bf16-tp4")
     v = plan.evaluate(fidelity.row_inputs(row, decode=True))
-    assert v["context_tokens"] == 105
+    assert v["decode_context_tokens"] == 105
     assert v["decode_bytes_per_step_per_gpu"] == 34_365_853_696
     assert v["tpot_floor_seconds"] * 1e3 == pytest.approx(16.8543, rel=1e-4)
-    assert v["tpot_seconds"] * 1e3 == pytest.approx(25.2809, rel=1e-4)
+    assert v["tpot_seconds"] * 1e3 == pytest.approx(25.2803, rel=1e-4)
 
 
 def test_public_columns_alone_map_to_the_same_catalog_entries(tmp_path):
@@ -129,8 +130,9 @@ def test_bad_file_is_one_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("text,engine", [("vLLM ~0.6.5 (V0)", "vllm-v0"), ("vLLM 0.5.3", "vllm-v0"),
-                                         ("vLLM (V1, ~0.8.x)", "vllm-0.8"), ("vLLM 0.10.1", "vllm"),
-                                         ("vLLM (V1, Aug 2025)", "vllm"), ("SGLang (mid-2025)", "sglang"),
+                                         ("vLLM (V1, ~0.8.x)", "vllm-0.8"), ("vLLM 0.10.1", "vllm-0.9"),
+                                         ("vLLM 0.19.0", "vllm"),
+                                         ("vLLM (V1, Aug 2025)", "vllm-0.9"), ("SGLang (mid-2025)", "sglang"),
                                          ("TensorRT-LLM 0.17", "trtllm"), ("gpt-fast (torch.compile)", "")])
 def test_engine_version_read_from_text(text, engine):
     assert fidelity.infer_mapping({"engine": text})["engine_id"] == engine
@@ -141,5 +143,5 @@ def test_fp8_kv_cache_halves_the_kv_bytes_per_token(tmp_path):
     p.write_text("model,gpu,tp,dtype,kv_dtype,engine\n"
                  "meta-llama/Llama-3.1-8B-Instruct,H100 80GB,1,bf16,fp8,vLLM 0.10\n")
     row = fidelity.load_measured(p)[0]
-    assert (row.model_id, row.gpu_id, row.kv_dtype, row.engine_id) == ("llama-3.1-8b", "h100-sxm", "fp8", "vllm")
+    assert (row.model_id, row.gpu_id, row.kv_dtype, row.engine_id) == ("llama-3.1-8b", "h100-sxm", "fp8", "vllm-0.9")
     assert plan.evaluate(fidelity.row_inputs(row))["kv_bytes_per_token_per_gpu"] == 65_536   # 2 x 32 x 8 x 128 x 1 B

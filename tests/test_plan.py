@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from inference_ledger import plan
+from inference_ledger import plan, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 
@@ -19,9 +19,64 @@ def test_default_plan_llama70b_on_4x_h100_hand_derived():
     assert v["kv_bytes_per_sequence"] == 327_680 * 1536
     assert v["kv_bytes_peak"] == 327_680 * 1536 * 16
     assert v["flops_request"] == pytest.approx(2.1504e14)    # seed: 2 x 70e9 x 1536
-    # decode step per GPU at batch 16: 35e9 weights + 16 x 503,316,480 / 4 KV bytes
-    assert v["decode_bytes_per_step_per_gpu"] == 35e9 + 16 * 327_680 * 1536 / 4
-    assert v["tpot_floor_seconds"] == pytest.approx((35e9 + 16 * 327_680 * 1536 / 4) / 3.35e12)
+    # decode steps see S + T/2 = 1,024 + 256 = 1,280 tokens on average (not the final 1,536)
+    assert v["decode_context_tokens"] == 1280
+    # decode step per GPU at batch 16: 35e9 weights + 16 x 419,430,400 / 4 KV bytes
+    assert v["decode_bytes_per_step_per_gpu"] == 35e9 + 16 * 327_680 * 1280 / 4
+    assert v["tpot_floor_seconds"] == pytest.approx((35e9 + 16 * 327_680 * 1280 / 4) / 3.35e12)
+
+
+def test_default_plan_steady_state_by_hand():
+    """Continuous batching, 16 in flight, 1,024 in + 512 out: every serving line worked by hand."""
+    v = plan.evaluate(plan.defaults())
+    assert v["effective_concurrency"] == 16                   # 16 < KV limit and < max_num_seqs 1,024
+    # each of the 15 other sequences starts a 1,024-token prompt every 512 steps: 2 prompt tokens per step each
+    assert v["prefill_tokens_per_step"] == 30 and v["step_tokens"] == 46
+    linear = max(35e9 / (3.35e12 * 0.8), 2 * 70e9 * 46 / 4 / (989e12 * 0.55))   # 13.06 ms streaming > 2.96 ms compute
+    kv = 16 * 327_680 * 1280 / 4 / (3.35e12 * 0.9)                              # 0.556 ms
+    allreduce = 2 * 80 * (15e-6 + 2 * 3 / 4 * 46 * 8192 * 2 / 450e9)              # 2.80 ms
+    overhead = 80 * 20e-6 + 0.2e-3                                                # 1.8 ms
+    tpot = linear + kv + allreduce + overhead
+    assert tpot == pytest.approx(0.018218, rel=1e-4)
+    assert v["tpot_seconds"] == pytest.approx(tpot, rel=1e-12)
+    ttft = 2 * 70e9 * 1024 / 4 / (989e12 * 0.5)               # one 1,024-token chunk, compute-bound: 72.5 ms
+    assert v["ttft_seconds"] == pytest.approx(ttft, rel=1e-12) and v["queue_seconds"] == 0
+    qps = 16 / (ttft + 511 * tpot)                            # Little's law over 16 slots
+    assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
+    assert v["tokens_per_second"] == pytest.approx(qps * 512, rel=1e-12)
+    assert v["binding_limit"] == 0 and v["step_compute_bound"] == 0
+
+
+def test_static_batching_mixes_no_prompt_and_waits_for_the_whole_batch():
+    v = plan.evaluate(plan.defaults() | {"batching": 2})
+    assert v["prefill_tokens_per_step"] == 0 and v["step_tokens"] == 16
+    # TTFT: 16 x 1,024 = 16,384 prompt tokens in 2 chunks of 8,192, compute-bound
+    assert v["prefill_batch_tokens"] == 16_384 and v["prefill_chunks"] == 2
+    assert v["ttft_seconds"] == pytest.approx(2 * 70e9 * 16_384 / 4 / (989e12 * 0.5), rel=1e-12)
+
+
+def test_concurrency_beyond_the_kv_cache_queues():
+    v = plan.evaluate(plan.defaults() | {"concurrency": 1000})
+    b = v["max_concurrency"]
+    assert v["effective_concurrency"] == b < 1000 and v["binding_limit"] == 1      # the KV cache binds
+    assert v["queue_seconds"] == pytest.approx((1000 - b) / v["qps_per_replica"], rel=1e-12)
+    same = plan.evaluate(plan.defaults() | {"concurrency": b})
+    assert v["tokens_per_second"] == pytest.approx(same["tokens_per_second"], rel=1e-12)   # the plateau
+
+
+def test_mixtral_reads_nearly_every_expert_at_batch_64():
+    # 8 experts, 2 per token: 8 x (1 - (6/8)^64) = 8 - 8 x 0.75^64 = 7.99999992 (0.75^64 = 1.00907e-8)
+    assert serving.distinct_experts(8, 2, 64) == pytest.approx(8 - 8 * 1.00907e-8, rel=1e-12)
+    assert serving.distinct_experts(8, 2, 1) == pytest.approx(2)
+    assert serving.distinct_experts(0, 0, 64) == 0
+    # DeepSeek-V3 (256 routed, 8 per token) at 400 tokens: 256 x (1 - (31/32)^400) = 255.99
+    assert serving.distinct_experts(256, 8, 400) == pytest.approx(256 * (1 - (31 / 32) ** 400), rel=1e-12)
+    # in the plan: Mixtral at 64 static sequences reads 8 experts' worth of every layer, not 2
+    r = resolve.resolve("mixtral-8x7b", "h100-sxm", batching="static", numbers={"tp": 2, "concurrency": 64})
+    v = plan.evaluate(r.inputs)
+    assert v["moe_distinct_experts"] == pytest.approx(8, abs=1e-6)
+    extra = 32 * 6 * 3 * 4096 * 14336 * r.inputs["weight_bytes"]            # 6 more experts x 32 layers x 3 matrices
+    assert v["step_weight_bytes_per_gpu"] == pytest.approx((v["weights_read_bytes"] + extra) / 2, rel=1e-6)
     assert v["ridge_batch"] == pytest.approx(989e12 * 2 / (2 * 3.35e12))
 
 

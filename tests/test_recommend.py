@@ -9,7 +9,7 @@ import pytest
 
 from inference_ledger.cli import run
 from inference_ledger import catalog, plan, resolve
-from inference_ledger.recommend import recommend
+from inference_ledger.recommend import cheapest_of_each_kind, layouts, recommend
 
 GPUS = ["h100-sxm", "h200", "mi300x", "l40s", "a100-80gb"]
 TPS = [1, 2, 4, 8]
@@ -62,7 +62,8 @@ def test_recommend_hand_checked_top_plan():
     more = plan.evaluate(inputs)
     assert not (more["fits"] and more["tpot_ok"])
     # Little's law, replicas and the bill, by hand from the plan's own TTFT and TPOT
-    qps = v["concurrency"] / (v["ttft_seconds"] + 512 * v["tpot_seconds"])
+    assert v["effective_concurrency"] == v["concurrency"] and v["queue_seconds"] == 0
+    qps = v["concurrency"] / (v["ttft_seconds"] + 511 * v["tpot_seconds"])   # slots / (TTFT + (T - 1) x TPOT)
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert v["replicas_for_qps"] == np.ceil(20 / qps)
     assert v["monthly_cost_qps"] == pytest.approx(v["replicas_for_qps"] * 2 * 1.85 * 730)
@@ -81,7 +82,8 @@ def test_cli_json_lists_the_same_plans(capsys):
                           "--json", "--top", "3")
     assert code == 0, err
     doc = json.loads(out)
-    found, _ = recommend(["llama-3.1-70b"], GPUS, fixed=TARGETS)
+    found, _ = recommend(["llama-3.1-70b"], GPUS, fixed=TARGETS, max_gpus=64)
+    found = sorted(cheapest_of_each_kind(found), key=lambda r: r.values["monthly_cost_qps"])
     assert doc["targets"] == {"qps": 20, "ttft": 0.5, "tpot": 0.05}
     assert [(p["gpu"], p["tp"], p["weight_dtype"], p["monthly_cost"]) for p in doc["plans"]] == [
         (r.labels["gpu"], int(r.values["tp"]), r.labels["weight_dtype"], r.values["monthly_cost_qps"]) for r in found[:3]]
@@ -106,7 +108,8 @@ def test_cli_workbook_recalculates_to_the_same_plans(tmp_path, capsys, soffice):
     code, _, err = _cli(capsys, "recommend", "--model", "llama-3.1-70b", "--qps", "20", "--gpu", ",".join(GPUS),
                         "-o", str(out))
     assert code == 0, err
-    found, _ = recommend(["llama-3.1-70b"], GPUS, fixed=TARGETS)
+    found, _ = recommend(["llama-3.1-70b"], GPUS, fixed=TARGETS, max_gpus=64)
+    found = sorted(cheapest_of_each_kind(found), key=lambda r: r.values["monthly_cost_qps"])
     found = found[:10]   # -o writes the --top plans (default 10), the ones printed
     ws = openpyxl.load_workbook(recalculate(out, tmp_path / "lo"), read_only=True, data_only=True)["Plans"]
     rows = list(ws.iter_rows(values_only=True))
@@ -117,3 +120,35 @@ def test_cli_workbook_recalculates_to_the_same_plans(tmp_path, capsys, soffice):
     for row, r in zip(rows[1:], found):
         assert row[verdict] == "fits, meets targets"
         assert row[cost] == pytest.approx(r.values["monthly_cost_qps"], rel=1e-9)
+
+
+def test_native_fp8_is_listed_once():
+    # DeepSeek-V3's checkpoint is FP8: "native" and "fp8" are the same plan, listed once
+    found, _ = recommend(["deepseek-v3"], ["h200", "b200"], tp=[8], weight_dtype=["native", "fp8"],
+                         fixed=TARGETS | {"target_qps": 5})
+    keys = [(r.labels["gpu"], int(r.values["tp"]), r.labels["weight_dtype"]) for r in found]
+    assert keys and len(keys) == len(set(keys)) and {k[2] for k in keys} == {"fp8"}
+
+
+def test_layouts_searched_for_deepseek_on_h100_up_to_16_gpus():
+    got = {(lay["tp"], lay["pp"], lay["ep"], lay["dp_attention"])
+           for lay in layouts(catalog.get_model("deepseek-v3"), catalog.get_gpu("h100-sxm"), [1, 2, 4, 8], 16)}
+    tp_pp = {(tp, 1, 1, 1) for tp in (1, 2, 4, 8)} | {(8, 2, 1, 1)}   # across nodes: TP 8 (one node) x PP
+    # wide EP over stages of 2..16 GPUs: DP attention on every GPU, or TP within the node x DP across nodes
+    wide = {(1, 1, s, s) for s in (2, 4, 8, 16)} | {(s, 1, s, 1) for s in (2, 4, 8)} | {(8, 1, 16, 2)}
+    assert got == tp_pp | wide
+
+
+def test_done_when_deepseek_v3_plans_of_8_and_16_plus_gpus(capsys):
+    code, out, err = _cli(capsys, "recommend", "--model", "deepseek-v3", "--qps", "5", "--gpu", "h100-sxm,h200,b200",
+                          "--json", "--top", "50")
+    assert code == 0, err
+    plans = json.loads(out)["plans"]
+    sizes = {p["gpus_per_replica"] for p in plans}
+    assert 8 in sizes and max(sizes) >= 16
+    kinds = [(p["gpu"], p["gpus_per_replica"]) for p in plans]
+    assert len(kinds) == len(set(kinds))                  # one plan per GPU and replica size
+    assert all(p["why"].startswith("cheapest of ") for p in plans)
+    assert all(p["gpus_per_replica"] <= 64 for p in plans)
+    # H100 has no 8-GPU plan: 671 GB of FP8 weights are over 8 x 80 GB
+    assert min(p["gpus_per_replica"] for p in plans if p["gpu"] == "h100-sxm") == 16

@@ -15,21 +15,28 @@ from inference_ledger.args import LedgerInputError
 from inference_ledger.cli import run
 from udfs import excel
 
-#: (case, model, gpu, tp, concurrency, context); context = input + output tokens (output stays 512).
+#: (case, model, gpu, tp, concurrency, context, layout); context = input + output tokens (output stays 512);
+#: layout = the pp / ep / dp_attention given besides TP.
 CASES = [
-    ("unknown model", "llama-9000", "h100-sxm", 4, 16, 1536),
-    ("empty GPU", "llama-3.1-70b", "", 4, 16, 1536),
-    ("TP 3 for 64 heads", "llama-3.1-70b", "h100-sxm", 3, 16, 1536),
-    ("TP 16", "llama-3.1-70b", "h100-sxm", 16, 16, 1536),
-    ("context over max_position_embeddings", "llama-2-7b", "h100-sxm", 4, 16, 8192),
-    ("negative concurrency", "llama-3.1-70b", "h100-sxm", 4, -1, 1536),
+    ("unknown model", "llama-9000", "h100-sxm", 4, 16, 1536, {}),
+    ("empty GPU", "llama-3.1-70b", "", 4, 16, 1536, {}),
+    ("TP 3 for 64 heads", "llama-3.1-70b", "h100-sxm", 3, 16, 1536, {}),
+    ("TP 16", "llama-3.1-70b", "h100-sxm", 16, 16, 1536, {}),
+    ("context over max_position_embeddings", "llama-2-7b", "h100-sxm", 4, 16, 8192, {}),
+    ("negative concurrency", "llama-3.1-70b", "h100-sxm", 4, -1, 1536, {}),
+    ("PP over the layers", "llama-2-7b", "h100-sxm", 1, 16, 1536, {"pp": 40}),
+    ("EP on a dense model", "llama-3.1-70b", "h100-sxm", 8, 16, 1536, {"ep": 2}),
+    ("EP 3 for 256 experts", "deepseek-v3", "h100-sxm", 8, 16, 1536, {"ep": 3, "pp": 2}),
+    ("EP 16 over a stage of 8", "deepseek-v3", "h100-sxm", 8, 16, 1536, {"ep": 16, "pp": 2}),
+    ("DP attention on a dense model", "llama-3.1-70b", "h100-sxm", 4, 16, 1536, {"dp_attention": 2}),
+    ("PP 0", "deepseek-v3", "h100-sxm", 8, 16, 1536, {"pp": 0}),
 ]
 OUTPUT_TOKENS = 512
 
 
-def _reference(model, gpu, tp, concurrency, context) -> str:
+def _reference(model, gpu, tp, concurrency, context, layout) -> str:
     with pytest.raises(LedgerInputError) as e:
-        resolve.resolve(model, gpu, context=context, numbers={"tp": tp, "concurrency": concurrency})
+        resolve.resolve(model, gpu, context=context, numbers={"tp": tp, "concurrency": concurrency, **layout})
     message = str(e.value)
     assert message and "\n" not in message
     return message
@@ -48,11 +55,12 @@ def _refused(code: int, err: str, message: str) -> None:
     assert len(lines) == 1 and message in lines[0], (message, err)
 
 
-@pytest.mark.parametrize("case,model,gpu,tp,concurrency,context", CASES, ids=[c[0] for c in CASES])
-def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, tp, concurrency, context, tmp_path,
-                                                              capsys):
-    message = _reference(model, gpu, tp, concurrency, context)
-    choice = ("--model", model, "--gpu", gpu, "--tp", tp)
+@pytest.mark.parametrize("case,model,gpu,tp,concurrency,context,layout", CASES, ids=[c[0] for c in CASES])
+def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, tp, concurrency, context, layout,
+                                                              tmp_path, capsys):
+    message = _reference(model, gpu, tp, concurrency, context, layout)
+    choice = ("--model", model, "--gpu", gpu, "--tp", tp,
+              *(a for k, v in layout.items() for a in ("--" + k.replace("_", "-"), v)))
 
     # plan
     _refused(*_cli(capsys, "plan", *choice, "--concurrency", concurrency, "--context", context), message)
@@ -62,8 +70,9 @@ def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, 
     assert not (tmp_path / "b.xlsx").exists()
     # a Scenarios row (the Plan itself is the default, valid choice)
     rows = tmp_path / "rows.csv"
-    rows.write_text("label,model,gpu,tp,concurrency,input_tokens,output_tokens\n"
-                    f"bad,{model},{gpu},{tp},{concurrency},{context - OUTPUT_TOKENS},{OUTPUT_TOKENS}\n")
+    rows.write_text("label,model,gpu,tp,concurrency,input_tokens,output_tokens" + "".join(f",{k}" for k in layout)
+                    + f"\nbad,{model},{gpu},{tp},{concurrency},{context - OUTPUT_TOKENS},{OUTPUT_TOKENS}"
+                    + "".join(f",{v}" for v in layout.values()) + "\n")
     _refused(*_cli(capsys, "build", "-o", tmp_path / "s.xlsx", "--scenarios", rows), message)
     # sweep
     _refused(*_cli(capsys, "sweep", *choice, "--concurrency", concurrency, "--context", context,
@@ -76,5 +85,6 @@ def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, 
                    "-o", tmp_path / "e.xlsx", *choice, "--concurrency", concurrency, "--context", context), message)
     assert not (tmp_path / "m.eml").exists() and not (tmp_path / "e.xlsx").exists()
     # =PLAN(...) in Excel: one error cell with the same words
-    cell = excel.PLAN(model, gpu, "verdict", tp, concurrency, context - OUTPUT_TOKENS, OUTPUT_TOKENS)
+    cell = excel.PLAN(model, gpu, "verdict", tp, concurrency, context - OUTPUT_TOKENS, OUTPUT_TOKENS, None, None, None,
+                      *(layout.get(k) for k in ("pp", "ep", "dp_attention")))
     assert cell == [[f"#VALUE! {message}"]]

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, engines, ledger, plan, resolve, verdict, whatif
+from inference_ledger import catalog, engines, ledger, plan, resolve, serving, verdict, whatif
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from udfs._xl import Param, broadcast_call, elementwise_call
 
@@ -69,7 +69,7 @@ REGISTRY: tuple[tuple[Callable[..., Any], str, str], ...] = (
     # bandwidth
     (ledger.decode_bytes_per_step, "DECODE_BYTES_PER_STEP", "Bytes one decode step reads: active weights once + every sequence's KV once."),
     (ledger.decode_step_seconds, "DECODE_STEP_SECONDS", "Roofline decode step time: max(bytes / bandwidth, FLOPs / peak), each at its efficiency."),
-    (ledger.tokens_per_second, "TOKENS_PER_SECOND", "Output tokens per second of a batch decoding together: batch / TPOT."),
+    (ledger.batch_tokens_per_second, "BATCH_TOKENS_PER_SECOND", "Output tokens per second of a batch decoding together: batch / TPOT (the steady state of a replica: =PLAN(model, gpu, \"tokens_per_second\"))."),
     # cost
     (ledger.cost_per_hour, "COST_PER_HOUR", "Dollars per hour of some GPUs."),
     (ledger.cost_per_million_output_tokens, "COST_PER_MILLION_OUTPUT_TOKENS", "Dollars per million output tokens at full use of the GPUs."),
@@ -194,24 +194,29 @@ LINE_FUNCTIONS = (
 )
 
 #: Choices PLAN takes besides model, gpu and the key: plan inputs (numbers) and formats/engine (text).
-PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens")
-PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine")
+PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens", "pp", "ep", "dp_attention")
+PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine", "batching")
 #: Keys of plan --json that are not plan quantities.
-PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words")
+PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words", "binding_limit_words",
+               "batching_words")
 
 
-def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine):
-    numbers = {"tp": tp, "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens}
+def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp=None,
+                 ep=None, dp_attention=None, batching=None):
+    numbers = {"tp": tp, "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens,
+               "pp": pp, "ep": ep, "dp_attention": dp_attention}
     r = resolve.resolve(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype or "bf16",
-                        engine=engine or engines.DEFAULT_ENGINE, numbers=numbers)
+                        engine=engine or engines.DEFAULT_ENGINE, numbers=numbers, batching=batching)
     values = plan.evaluate(r.inputs)
     d = r.describe()
-    labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"])}
+    labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"]),
+                                                   "binding_limit_words": serving.limit_words(values["binding_limit"]),
+                                                   "batching_words": d["batching"]}
     return values, labels
 
 
 def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, output_tokens=None,
-               weight_dtype=None, kv_dtype=None, engine=None):
+               weight_dtype=None, kv_dtype=None, engine=None, pp=None, ep=None, dp_attention=None, batching=None):
     """One plan --json key of the plan for a model on a GPU (through the resolver, like `plan`)."""
     model, gpu = ("" if model is None else model), ("" if gpu is None else gpu)
     k = "" if key is None else str(key).strip().lower()
@@ -222,7 +227,7 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
         hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
         raise LedgerInputError(f"unknown plan key {key!r}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
-                                  engine)
+                                  engine, pp, ep, dp_attention, batching)
     return labels[k] if k in labels else float(values[k])
 
 
@@ -243,6 +248,10 @@ _CHOICE_DOCS = {
     "weight_dtype": "Weight format: bf16, fp8, int4, ...; blank = the checkpoint's",
     "kv_dtype": "KV-cache format: bf16, fp8, ...; blank = bf16",
     "engine": "Serving engine: vllm, sglang, trtllm; blank = vllm",
+    "pp": "Pipeline stages; blank = 1",
+    "ep": "Expert-parallel degree (divides the experts and TP x DP attention); blank = 1",
+    "dp_attention": "Attention data-parallel ranks (MoE models); blank = 1",
+    "batching": "Batching: continuous or static; blank = continuous",
 }
 
 
@@ -266,7 +275,7 @@ PLAN_FUNCTIONS = (
                      "(as `inference-ledger plan` computes it).",
                      {"model": _CHOICE_DOCS["model"], "gpu": _CHOICE_DOCS["gpu"],
                       "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ..."}
-                     | {n: _CHOICE_DOCS[n] for n in _PLAN_ARGS}, 3),
+                     | {n: _CHOICE_DOCS[n] for n in (*_PLAN_ARGS, "pp", "ep", "dp_attention", "batching")}, 3),
     _choice_function(min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (TP 1, 2, 4, 8 of one node) whose engine "
                      "KV budget holds this load: the plan line (0 = none does).",
                      {n: _CHOICE_DOCS[n] for n in ("model", "gpu", *_PLAN_ARGS)}, 2),

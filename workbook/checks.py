@@ -9,16 +9,27 @@ The checklist items restate a ledger identity from its parts (total = weights + 
 workspace ...): in a live model they catch a formula that has been typed over.
 Findings (decode bandwidth-bound, prefill compute-bound) describe the plan and do not
 count towards the master check: a plan at a large batch is compute-bound by design.
+
+The Checks sheet (:func:`checks_sheet`) lists them with the plan inputs' range checks, and
+:func:`master_value` is the master check's value the build caches on every sheet.
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from inference_ledger import ledger
+from openpyxl.utils import get_column_letter
+
+from inference_ledger import ledger, plan
 from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, le, lt, mod, or_, where
+
+from . import style
+from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, section
+from .context import Ctx, absolute
+from .tables import FIRST_ROW, SELECTORS, TABLE_ROWS
+from .tco import finance_checks
 
 CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the identity checks (floating-point rounding)",
                         "fraction")
@@ -127,9 +138,24 @@ def windows_within_layers(sliding_layers, num_layers):
     return le(sliding_layers, num_layers)
 
 
+def tp_within_node(tp, gpus_per_node):
+    return le(tp, gpus_per_node)
+
+
+def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_attention):
+    """The resolver's layout rules (inference_ledger.resolve.layout_problem) as one condition."""
+    moe_or_plain = or_(gt(num_experts, 0), and_(eq(ep, 1), eq(dp_attention, 1), eq(redundant_experts, 0)))
+    return and_(le(pp, num_layers), moe_or_plain, eq(mod(num_experts + redundant_experts, ep), 0),
+                eq(mod(tp * dp_attention, ep), 0))
+
+
 PLAN_INTEGRITY: tuple[Check, ...] = (
     Check("TP valid for the KV heads", "KV heads split evenly over TP, or TP is a multiple of them (or MLA).",
           tp_splits_kv_heads),
+    Check("TP within one node", "Tensor parallelism stays inside the GPU's NVLink/xGMI domain (gpus_per_node); "
+          "across nodes use PP stages or EP.", tp_within_node),
+    Check("Parallel layout runs", "PP stages <= layers; EP and DP attention only on a MoE model; EP divides the "
+          "routed + redundant experts and the GPUs of a stage (TP x DP attention).", layout_runs),
     Check("Active parameters <= total parameters", "A token cannot use more weights than the model has.",
           active_within_total),
     Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),
@@ -147,3 +173,111 @@ def in_range(x, lo, lo_inclusive, hi, whole):
     """1 when x is within [lo or (lo, hi], and whole when it must be."""
     return one_zero(and_(or_(gt(x, lo), and_(eq(lo_inclusive, 1), eq(x, lo))), le(x, hi),
                          or_(eq(whole, 0), eq(floor(x), x))))
+
+
+# --- the Checks sheet ----------------------------------------------------------------------
+
+
+def _check_namespace(ctx: Ctx):
+    models = ctx.tables["Models"]
+    heads = Sym(models.index_match(SELECTOR_NAMES["model"], "num_attention_heads").text)
+    refs = {n: Sym(named(n)) for n in plan.NAMES} | {"attention_heads": heads}
+    vals = {**ctx.values, "attention_heads": models.value(ctx.choice["model"], "num_attention_heads")}
+    return refs, vals
+
+
+def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
+    """(group, label, doc, formula Sym, value) of every check, in sheet order."""
+    refs, vals = _check_namespace(ctx)
+    rows = []
+    for chk in SEED_CHECKLIST:
+        group = "Seed checklist" if chk.counts else "Findings (not in the master check)"
+        rows.append((group, chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
+    for chk in PLAN_INTEGRITY:
+        rows.append(("Integrity", chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
+    for key, label, sheet in SELECTORS:
+        t = ctx.tables[sheet]
+        found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
+        rows.append(("Integrity", f"{label} is in the {sheet} catalog", "The dropdown choice matches a catalog id.",
+                     found, int(any(e.id == ctx.choice[key] for e in t.rows))))
+    rows += finance_checks(ctx)
+    for sheet, field in POSITIVE_FIELDS:
+        t = ctx.tables[sheet]
+        if not t.has(field):
+            continue
+        col = get_column_letter(t.field_index(field) + 1)
+        rng = absolute(sheet, f"{col}{FIRST_ROW}:{col}{FIRST_ROW + TABLE_ROWS - 1}")
+        ok = all((getattr(e, field) or 0) > 0 for e in t.rows)
+        rows.append(("Integrity", f"{sheet}: {field} positive in every row",
+                     "Catalog values are physical quantities: none may be zero or negative.",
+                     Sym(f'IF(COUNTIFS({rng},"<=0")=0,1,0)'), int(ok)))
+    return rows
+
+
+def checks_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet("Checks", "Checks", {"A": 26, "B": 70, "C": 10, "D": 80}, tab="7F7F7F")
+    ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
+            "every sheet. Findings describe the plan and are not counted.", style.NOTE)
+    ws.merge_cells("A3:D3")
+    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
+    r = 5
+    counted: list[str] = []
+    for group, label, doc, formula, value in check_rows(ctx):
+        r += 1
+        ctx.put(ws, f"A{r}", group)
+        ctx.put(ws, f"B{r}", label, style.NOTE)
+        ctx.formula(ws, f"C{r}", formula, value, style.CHECK, "0")
+        flag_rules(ws, f"C{r}", f"C{r}")
+        ctx.put(ws, f"D{r}", doc, style.NOTE)
+        if not group.startswith("Findings"):
+            counted.append(f"C{r}")
+    r += 2
+    section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from inference_ledger.args)")
+    r += 1
+    header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
+    for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):
+        ctx.put(ws, f"{col}{r}", text, style.HEADER)
+    for col in "EFGH":
+        ws.column_dimensions[col].width = 12
+    for inp in plan.INPUTS:
+        r += 1
+        a = inp.arg
+        ctx.put(ws, f"A{r}", inp.name)
+        v = ctx.inputs[inp.name]
+        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, style.FORMULA, quantity_format(inp.name, inp.unit, v))
+        ctx.put(ws, f"E{r}", a.lo, style.CONSTANT, "General")
+        ctx.put(ws, f"F{r}", int(a.lo_inclusive), style.CONSTANT, "0")
+        ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, "General")
+        ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, "0")
+        cells = [Sym(f"{c}{r}") for c in "BEFGH"]
+        ctx.formula(ws, f"C{r}", in_range(*cells), int(in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
+                    style.CHECK, "0")
+        flag_rules(ws, f"C{r}", f"C{r}")
+        ctx.put(ws, f"D{r}", f"{a.allowed()} ({inp.unit})", style.NOTE)
+        counted.append(f"C{r}")
+    r += 2
+    ctx.put(ws, f"A{r}", "Master check", style.SECTION)
+    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(_runs(counted)) + ")"), ctx.master_value, style.CHECK, "0")
+    flag_rules(ws, f"C{r}", f"C{r}")
+    ctx.define("master_check", ws, f"C{r}")
+
+
+def _runs(cells: Sequence[str]) -> list[str]:
+    """Cells of one column as ranges of consecutive rows: C6, C7, C8, C10 -> C6:C8, C10."""
+    out: list[list[int]] = []
+    col = cells[0][0]
+    for row in (int(c[1:]) for c in cells):
+        if out and row == out[-1][1] + 1:
+            out[-1][1] = row
+        else:
+            out.append([row, row])
+    return [f"{col}{a}:{col}{b}" if a != b else f"{col}{a}" for a, b in out]
+
+
+def master_value(ctx: Ctx) -> int:
+    vals = [v for g, _l, _d, _f, v in check_rows(ctx) if not g.startswith("Findings")]
+    for inp in plan.INPUTS:
+        a = inp.arg
+        vals.append(int(in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer))))
+    return int(min(vals))
+

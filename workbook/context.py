@@ -48,7 +48,7 @@ class Ctx:
     build_date: datetime
     version: str
     engine: str = ""  # serving engine whose defaults fill the engine inputs (inference_ledger.engines)
-    engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP
+    engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP (not looked up by name)
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1
     currency_code: str = "USD"  # the currency every money format shows (amounts are not converted)

@@ -42,7 +42,8 @@ CHART_ROW, MONTHS_PER_PAGE = 22, 12
 VERDICT_BUY, VERDICT_RENT = "Buy servers for the base load, rent the peak", "Rent every GPU on demand"
 
 #: Plan quantities the timeline reads (shown as =name references above it).
-USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_replica", "tp", "gpus_per_server",
+USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_replica", "gpus_per_replica",
+        "gpus_per_server",
         "lead_time_months", "servers_owned_start", "server_price_per_gpu", "owned_running_cost_per_gpu_month",
         "price_per_gpu_hour", "cost_of_capital", "depreciation_years")
 
@@ -63,9 +64,10 @@ def _rows(n) -> list[Row]:
         ("avg_qps", "Average QPS (peak x the Plan's average / peak)", "requests/s",
          lambda p, c, prev: c["peak_qps"] * (p.requests_per_day / SECONDS_PER_DAY) / p.target_qps),
         ("gpus_needed", "GPUs needed (peak + headroom)", "GPUs",
-         lambda p, c, prev: finance.gpus_for_load(c["peak_qps"], p.headroom_target, p.qps_per_replica, p.tp)),
+         lambda p, c, prev: finance.gpus_for_load(c["peak_qps"], p.headroom_target, p.qps_per_replica,
+                                                  p.gpus_per_replica)),
         ("base_gpus", "GPUs for the average load", "GPUs",
-         lambda p, c, prev: finance.gpus_for_load(c["avg_qps"], 0, p.qps_per_replica, p.tp)),
+         lambda p, c, prev: finance.gpus_for_load(c["avg_qps"], 0, p.qps_per_replica, p.gpus_per_replica)),
         ("servers_target", "Servers for the average load", "servers",
          lambda p, c, prev: finance.servers_for(c["base_gpus"], p.gpus_per_server)),
         ("servers_owned", "Servers in service", "servers",

@@ -1,7 +1,7 @@
 """The what-if grid's rows: the comparisons a buyer asks for first, or a user's CSV.
 
 A scenario picks a model, a GPU, the tensor-parallel degree, the weight and KV-cache
-formats and the workload; any other plan input may be set too (a column named like
+formats, the serving engine and the workload; any other plan input may be set too (a column named like
 the input, e.g. ``gpu_memory_utilization``).  Inputs a scenario leaves out follow the
 Plan sheet, so changing an efficiency there moves every row.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from inference_ledger import resolve
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME
+from inference_ledger.serving import batching_code
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,14 @@ class Scenario:
     weight_dtype: str
     kv_dtype: str
     inputs: dict[str, float] = field(default_factory=dict)  # plan input name -> value
+    engine: str = ""  # serving engine id or alias; "" = the build's engine
 
 
 #: Characters a worksheet cannot hold (XML 1.0 allows tab, LF and CR only below U+0020).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 #: CSV columns besides plan input names.
-KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype")
+KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype", "engine")
 
 
 def _s(label, model, gpu, tp, wd="bf16", kv="bf16", s=1024, t=512, c=16, **extra) -> Scenario:
@@ -65,11 +67,18 @@ DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
     _s("DeepSeek-V3 FP8, 8x H200", "deepseek-v3", "h200", 8, "fp8"),
     _s("gpt-oss-120b MXFP4, 1x H100", "gpt-oss-120b", "h100-sxm", 1, "mxfp4"),
     _s("Qwen3-235B-A22B FP8, 4x H100", "qwen3-235b-a22b", "h100-sxm", 4, "fp8"),
+    # beyond one node (issue 12): pipeline stages, wide expert parallelism with DP attention, an NVL72 domain
+    _s("405B BF16, 2 nodes of 8x H100 (TP 8 x PP 2)", "llama-3.1-405b", "h100-sxm", 8, pp=2),
+    _s("DeepSeek-V3 FP8, 2 nodes of 8x H100 (TP 8 x PP 2)", "deepseek-v3", "h100-sxm", 8, "fp8", pp=2),
+    _s("DeepSeek-V3 FP8, 16x H100, DP attention 16 + EP 16", "deepseek-v3", "h100-sxm", 1, "fp8", c=256,
+       dp_attention=16, ep=16),
+    _s("Kimi-K2 FP8, 32x GB200 NVL72, DP attention 32 + EP 32", "kimi-k2", "gb200", 1, "fp8", c=512,
+       dp_attention=32, ep=32),
 )
 
 
 def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
-    """Scenarios from a CSV: columns label, model, gpu, weight_dtype, kv_dtype and any plan input names.
+    """Scenarios from a CSV: columns label, model, gpu, weight_dtype, kv_dtype, engine and any plan input names.
 
     Every problem is one LedgerInputError naming the file, and the line and column where it has one.
     """
@@ -111,14 +120,19 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
                 try:
                     x = float(v)
                 except ValueError:
-                    raise LedgerInputError(f"{name} line {n}, column '{k}': {v!r} is not a number") from None
+                    if k != "batching":
+                        raise LedgerInputError(f"{name} line {n}, column '{k}': {v!r} is not a number") from None
+                    try:  # the word, as plan --batching takes it
+                        x = float(batching_code(v))
+                    except ValueError as e:
+                        raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
                 try:
                     inputs[k] = INPUT_BY_NAME[k].arg.check(x)
                 except ValueError as e:
                     raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
         label = row.get("label") or f"{row['model']} on {row['gpu']}"
         out.append(Scenario(label, row["model"], row["gpu"], row.get("weight_dtype") or "",
-                            row.get("kv_dtype") or "bf16", inputs))
+                            row.get("kv_dtype") or "bf16", inputs, (row.get("engine") or "").strip()))
     if not out:
         raise LedgerInputError(f"{name}: no scenario rows")
     return tuple(out)

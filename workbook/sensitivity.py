@@ -59,9 +59,10 @@ def grid_lines() -> list[str]:
             if any(plan.depends_on(n, k) for k in KEY_INPUTS)]
 
 
-def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, tp):
+def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, gpus_per_replica):
     """GPUs needed in the last month of the forecast (the Forecast sheet's formula, at its last month)."""
-    return finance.gpus_for_load(finance.grown(target_qps, growth, months), headroom, qps_per_replica, tp)
+    return finance.gpus_for_load(finance.grown(target_qps, growth, months), headroom, qps_per_replica,
+                                 gpus_per_replica)
 
 
 def case_values(values: dict, name: str, factor: float, months: int) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def case_values(values: dict, name: str, factor: float, months: int) -> dict[str
     v = plan.evaluate(inputs, validate=False)
     out = {k: _num(v[k]) for k, _l, _u in OUTPUTS if k in v}
     out["gpus_at_horizon"] = _num(horizon_gpus(v["target_qps"], v["growth"], months, v["headroom_target"],
-                                               v["qps_per_replica"], v["tp"]))
+                                               v["qps_per_replica"], v["gpus_per_replica"]))
     out["moved"] = inputs[name]
     out["lines"] = {n: _num(v[n]) for n in grid_lines()}
     return out
@@ -113,7 +114,8 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, f"A{out_row[OUTPUTS[0][0]] - 1}", "Outputs", style.SECTION)
     base = {k: _num(ctx.values[k]) for k, _l, _u in OUTPUTS if k in ctx.values}
     base["gpus_at_horizon"] = _num(horizon_gpus(*(ctx.values[k] for k in ("target_qps", "growth")), n,
-                                                *(ctx.values[k] for k in ("headroom_target", "qps_per_replica", "tp"))))
+                                                *(ctx.values[k] for k in ("headroom_target", "qps_per_replica",
+                                                                           "gpus_per_replica"))))
     for k, label, unit in OUTPUTS:
         ctx.put(ws, f"A{out_row[k]}", label)
         ctx.put(ws, f"B{out_row[k]}", style.shown_as(unit), style.NOTE)
@@ -157,7 +159,7 @@ def _output(key: str, ref) -> Sym:
     """An output's formula with quantities from ref (a name -> Sym)."""
     if key == "gpus_at_horizon":
         return horizon_gpus(ref("target_qps"), ref("growth"), Sym("forecast_months"), ref("headroom_target"),
-                            ref("qps_per_replica"), ref("tp"))
+                            ref("qps_per_replica"), ref("gpus_per_replica"))
     return ref(key)
 
 

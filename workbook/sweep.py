@@ -38,7 +38,7 @@ from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS,
                                     build_sweep, columns, evaluate_block)
 from inference_ledger.units import CONSTANTS
 
-from .build import build_date
+from .cells import build_date
 from .package import MissingCachedValue, zip_info
 from .sweep_csv import write_csv
 from .style import AMBER, GREEN, RED, number_format, shown_as

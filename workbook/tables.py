@@ -17,6 +17,11 @@ The mapping mirrors ``inference_ledger.resolve.plan_inputs`` (a test holds them 
 * ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
   weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers), or of the weight format
   where it is wider (an FP32 checkpoint keeps them in FP32);
+* the engine's own constants (``kv_budget_rule``, ``sampler_bytes_per_logit``,
+  ``cuda_context_bytes``, ``moe_pad_hidden``, ``moe_pad_intermediate``: :data:`ENGINE_LOOKUPS`) read the
+  chosen engine's row of the Engines sheet (``inference_ledger/data/engines.csv``), so the engine is picked
+  by name and the plan computes from its rule code; its defaults that depend on the GPU and TP (memory
+  fraction, batch limits, NCCL buffers) stay numbers the build fills;
 * an input named like a GPU costs field (``server_price_per_gpu``, ``gpu_power_w``,
   ``server_power_w_per_gpu``) reads the chosen GPU's row of ``inference_ledger/data/gpu_costs.csv``;
 * ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
@@ -30,7 +35,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from inference_ledger import catalog, ledger
+from inference_ledger import catalog, engines, ledger
 from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from inference_ledger.expr import Sym, gt, maximum, where
 from inference_ledger.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
@@ -107,8 +112,8 @@ def cell_value(v):
     """A catalog value as a worksheet cell holds it (tuples joined, None blank)."""
     if v is None:
         return None
-    if isinstance(v, (tuple, list)):
-        return "|".join(str(x) for x in v)
+    if isinstance(v, (tuple, list)):  # pairs (an engine's memory fraction by TP) as "tp:fraction"
+        return "|".join(":".join(f"{y:g}" for y in x) if isinstance(x, tuple) else str(x) for x in v)
     if isinstance(v, bool):
         return int(v)
     return v
@@ -145,9 +150,18 @@ def load_tables() -> dict[str, Table]:
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
                         _columns(catalog.Model, catalog.MODEL_FIELDS), list(catalog.load_models())),
         "Dtypes": dtypes,
+        "Engines": Table("Engines", "ENGINE", "Serving engines: KV budget rule and memory-profile defaults (one source per row)",
+                         _columns(engines.Engine, ENGINE_FIELDS), engines.load_engines()),
         "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
                            _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }
+
+
+#: Engines sheet columns shown first: (field, label, unit); the other fields follow.
+ENGINE_FIELDS = (("id", "Engine", ""), ("name", "Name", ""), ("kv_budget_rule", "KV budget rule (code)", "code"),
+                 ("memory_fraction", "Memory fraction", "fraction"),
+                 ("sampler_bytes_per_logit", "Sampler bytes per logit", "B"),
+                 ("cuda_context_bytes", "CUDA context and cuBLAS", "B"))
 
 
 # --- catalog facts -> plan inputs ---------------------------------------------------------
@@ -158,7 +172,11 @@ SELECTORS = (
     ("gpu", "GPU", "GPUs"),
     ("weight_dtype", "Weight dtype", "Dtypes"),
     ("kv_dtype", "KV-cache dtype", "Dtypes"),
+    ("engine", "Serving engine", "Engines"),
 )
+#: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
+ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
+                  "moe_pad_intermediate")
 
 _RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes")}
 _DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquantized_bytes": None}
@@ -175,6 +193,8 @@ def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
         return ("dtype", _DTYPE_BYTES[name])
     if name in _RENAMED:
         return ("field",) + _RENAMED[name]
+    if name in ENGINE_LOOKUPS:
+        return ("field", "Engines", "engine", name)
     for sheet, key in (("Models", "model"), ("GPUs", "gpu"), ("GPU costs", "gpu")):
         if tables[sheet].has(name) and name != "id":
             return ("field", sheet, key, name)

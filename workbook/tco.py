@@ -23,7 +23,8 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger import finance
 from inference_ledger import plan
-from inference_ledger.expr import Sym, and_, eq, where
+from inference_ledger.expr import Sym, and_, eq, ge, where
+from inference_ledger.units import VERDICT_MEETS
 
 from . import style
 from .calibration import _Names
@@ -110,8 +111,8 @@ def _sources(ctx: Ctx, ws, r: int) -> int:
         if mtok:
             ctx.formula(ws, f"C{r}", Sym(mtok), _num(ctx.values[mtok]), style.FORMULA, style.number_format("$/Mtok"))
         else:
-            expr = finance.cost_per_million_tokens(Sym(f"B{r}"), Sym("tp"), Sym("tokens_per_second"))
-            val = finance.cost_per_million_tokens(v, ctx.values["tp"], ctx.values["tokens_per_second"])
+            expr = finance.cost_per_million_tokens(Sym(f"B{r}"), Sym("gpus_per_replica"), Sym("tokens_per_second"))
+            val = finance.cost_per_million_tokens(v, ctx.values["gpus_per_replica"], ctx.values["tokens_per_second"])
             ctx.formula(ws, f"C{r}", expr, _num(val), style.FORMULA, style.number_format("$/Mtok"))
     r += 1
     for name in VERDICTS:
@@ -198,7 +199,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
                     style.FORMULA, style.number_format("$/Mtok"))
         ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), val("monthly_cost_qps"), style.FORMULA,
                     style.number_format("$/month"))
-        ok = lambda f: and_(eq(f("fits"), 1), eq(f("kv_fits"), 1), eq(f("ttft_ok"), 1), eq(f("tpot_ok"), 1))  # noqa: E731
+        ok = lambda f: ge(f("verdict"), VERDICT_MEETS)  # noqa: E731  (the one verdict: fits, meets targets)
         meets = int(bool(ok(val)))
         ctx.formula(ws, f"D{r}", where(ok(ref), 1, 0), meets, style.CHECK, "0")
         ctx.formula(ws, f"E{r}", where(eq(Sym(f"D{r}"), 1), Sym(f"C{r}"), ""), val("monthly_cost_qps") if meets else "",

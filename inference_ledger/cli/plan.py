@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve
+from inference_ledger import engines, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
@@ -52,6 +52,7 @@ _NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(\S*)$", re.I
 CODE_WORDS: dict[str, dict[str, int]] = {
     "kv_budget_rule": {str(k.doc).split(":", 1)[1].split(",")[0].strip(): int(k)
                        for k in (KV_RULE_VLLM, KV_RULE_SGLANG, KV_RULE_TRTLLM)},
+    "batching": dict(serving.BATCHING),   # continuous 1, static 2 (--batching static, as in =PLAN and scenarios)
 }
 
 
@@ -203,13 +204,33 @@ def title(values: dict[str, Any], desc: dict[str, Any]) -> str:
     model = desc["model_name"] or f"{values['num_params'] / 1e9:,.1f}B-parameter model"
     gpu = desc["gpu_name"] or "GPU"
     dtypes = f"weights {desc['weight_dtype'] or human(values['weight_bytes'], 'B/param')}, KV {desc['kv_dtype']}"
-    return f"{model} on {int(values['tp'])} x {gpu} (TP {int(values['tp'])}); {dtypes}"
+    layout = " x ".join(f"{k} {int(values[n])}" for k, n in (("TP", "tp"), ("DP attention", "dp_attention"),
+                                                            ("PP", "pp")) if n == "tp" or values.get(n, 1) > 1)
+    layout += f", EP {int(values['ep'])}" if values.get("ep", 1) > 1 else ""
+    gpus = int(values.get("gpus_per_replica", values["tp"]))
+    return f"{model} on {gpus} x {gpu} ({layout}); {dtypes}"
+
+
+#: The prefill pool's layout options of `plan --disaggregated` (the decode pool takes --tp/--pp/--ep/--dp-attention).
+PREFILL = {f"prefill_{k}": k for k in ("tp", "pp", "ep", "dp_attention")}
+
+
+def prefill_options(f: Callable) -> Callable:
+    """--disaggregated and --prefill-tp/--prefill-pp/--prefill-ep/--prefill-dp-attention."""
+    for name, k in reversed(list(PREFILL.items())):
+        f = click.option("--" + name.replace("_", "-"), name, type=Quantity(INPUT_BY_NAME[k]), default=None,
+                         help=f"With --disaggregated: the prefill pool's {INPUT_BY_NAME[k].label.lower()} "
+                              f"(default: the decode pool's {option_name(INPUT_BY_NAME[k])}).")(f)
+    return click.option("--disaggregated", is_flag=True,
+                        help="Plan separate prefill and decode pools (xPyD): each its own layout, the KV cache moved "
+                             "between them over the scale-out network, pool sizes for --target-qps.")(f)
 
 
 @click.command("plan")
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (base units, snake_case keys) instead of the table.")
-def plan_cmd(as_json: bool, **options: Any) -> None:
+@prefill_options
+def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
     """The memory, compute and bandwidth ledgers of one deployment.
 
     Give a model (--model or --config) and a GPU (--gpu), or the numbers themselves;
@@ -219,9 +240,17 @@ def plan_cmd(as_json: bool, **options: Any) -> None:
     \b
     inference-ledger plan --model llama-3.1-70b --gpu h100-sxm --tp 4 --context 4096 --concurrency 16
     inference-ledger plan --config cfg.json --gpu h100-sxm --tp 2 --weight-dtype fp8 --kv-dtype fp8 --json
+    inference-ledger plan --model deepseek-v3 --gpu h100-sxm --tp 8 --pp 2
+    inference-ledger plan --model deepseek-v3 --gpu h800 --tp 1 --dp-attention 144 --ep 144 --redundant-experts 32 \\
+        --disaggregated --prefill-dp-attention 32 --prefill-ep 32 --target-qps 50
     inference-ledger plan --params 70e9 --layers 80 --kv-heads 8 --head-dim 128 --gpu-memory 80GB \\
         --hbm-bw 3.35TB/s --peak-flops 989TFLOPS --tp 4
     """
+    prefill = {k: options.pop(k) for k in PREFILL}
+    if disaggregated:
+        from inference_ledger.cli.disaggregated import plan_disaggregated  # only this mode needs it
+        click.echo(plan_disaggregated(options, prefill, as_json))
+        return
     inputs, desc = plan_from_options(**options)
     values = evaluate(inputs)
     if as_json:

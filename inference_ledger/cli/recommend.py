@@ -22,23 +22,25 @@ from inference_ledger.cli.options import check_output, write_options
 from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
 from inference_ledger.plan import INPUT_BY_NAME
-from inference_ledger.recommend import TARGETS, Recommendation, plans_table, recommend, summary
+from inference_ledger.recommend import (DEFAULT_MAX_GPUS, TARGETS, Recommendation, cheapest_of_each_kind,
+                                        plans_table, recommend, summary)
 from inference_ledger.report import human, plan_json
 
 
 def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
-    head = (["model"] if multi_model else []) + ["GPU", "GPUs", "TP", "weights", "KV", "replicas", "batch",
+    head = (["model"] if multi_model else []) + ["GPU", "GPUs", "layout", "weights", "KV", "replicas", "batch",
                                                   "QPS/replica", "headroom", "TTFT", "TPOT", "$/month"]
     rows = []
     for r in found[:top]:
         s = summary(r)
         rows.append(([s["model"]] if multi_model else []) + [
-            s["gpu"], str(s["gpus"]), str(s["tp"]), s["weight_dtype"], s["kv_dtype"], str(s["replicas"]),
+            s["gpu"], str(s["gpus"]), s["layout"], s["weight_dtype"], s["kv_dtype"], str(s["replicas"]),
             str(s["concurrency"]), f"{s['qps_per_replica']:.2f}", f"{s['qps_headroom'] * 100:.0f}%",
             human(s["ttft_seconds"], "s"), human(s["tpot_seconds"], "s"), f"${s['monthly_cost']:,.0f}"])
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     fmt = "  ".join("{:<%d}" % w if k < len(head) - 8 else "{:>%d}" % w for k, w in enumerate(widths))
-    return "\n".join(fmt.format(*row) for row in [head, *rows])
+    why = [f"  {k + 1}. {summary(r)['why']}" for k, r in enumerate(found[:top])]
+    return "\n".join([*(fmt.format(*row) for row in [head, *rows]), "", "why:", *why])
 
 
 @click.command("recommend")
@@ -51,6 +53,12 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
               help=f"TPOT target [s] (50ms or 0.05s).{default_help(INPUT_BY_NAME['tpot_target'])}")
 @click.option("--gpu", "-g", default=None, metavar="IDS", help="GPUs to consider (default: every GPU in the catalog).")
 @click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees to consider.")
+@click.option("--max-gpus", type=click.IntRange(1, 100_000), default=DEFAULT_MAX_GPUS, show_default=True,
+              help="GPUs per replica the layout search may use: TP within a node x PP stages, and wide expert "
+                   "parallelism with DP attention for MoE models (--pp/--ep/--dp-attention pin one layout instead).")
+@click.option("--disaggregated", is_flag=True, help="Also find the cheapest disaggregated deployment (separate "
+              "prefill and decode pools, each its own layout) per GPU and format, and compare it with aggregated "
+              "serving by $/month.")
 @click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
 @click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
 @click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
@@ -61,9 +69,11 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 @input_options((SWEPT - {"input_tokens"}) | set(TARGETS.values()), scope="every plan")
 @write_options
 def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[float], gpu: Optional[str], tp: str,
-                  weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
+                  max_gpus: int, disaggregated: bool, weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
                   **numbers: Optional[float]) -> None:
     """Deployments that meet the QPS, TTFT and TPOT targets, cheapest per month first.
+
+    One per model, GPU and replica size (GPUs per replica), each with why it is the cheapest of its kind.
 
     \b
     inference-ledger recommend --model llama-3.1-70b --qps 20 --input-tokens 1024 --output-tokens 512 \\
@@ -79,19 +89,32 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     gpus = split_list("gpu", gpu, ids=True) if gpu is not None else [g.id for g in catalog.load_gpus()]
     found, candidates = recommend(split_list("model", model, ids=True), gpus, tp=split_list("tp", tp, int, "tp"),
                                   weight_dtype=split_list("weight-dtype", weight_dtype),
-                                  kv_dtype=split_list("kv-dtype", kv_dtype), engine=engine, fixed=fixed)
+                                  kv_dtype=split_list("kv-dtype", kv_dtype), engine=engine, fixed=fixed,
+                                  max_gpus=max_gpus)
+    found = sorted(cheapest_of_each_kind(found), key=lambda r: r.values["monthly_cost_qps"])
     if not found:
         t = candidates.fixed
         raise click.ClickException(   # a valid question without an answer: exit 1, like grep without a match
             f"no plan meets {t['target_qps']:g} QPS with TTFT <= {t['ttft_target']:g} s and TPOT <= {t['tpot_target']:g} s "
             f"({candidates.n_rows} GPU/TP/format combinations checked): relax a target or add GPUs/formats")
+    pools = []
+    if disaggregated:
+        from inference_ledger.cli.disaggregated import disaggregated_text, recommend_disaggregated
+        pools = recommend_disaggregated(split_list("model", model, ids=True), gpus, split_list("tp", tp, int),
+                                        split_list("weight-dtype", weight_dtype), kv_dtype, engine, fixed, max_gpus,
+                                        found)
     if output is not None:
         write_with_progress(plans_table(found[:top], candidates), output, "recommend")
     if as_json:
         doc = {"targets": {k: candidates.fixed[n] for k, n in TARGETS.items()},
                "plans": [summary(r) | {"plan": plan_json(r.values, **r.labels)} for r in found[:top]]}
+        if disaggregated:
+            doc["disaggregated"] = pools[:top]
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(_text(found, top, len({r.labels["model"] for r in found}) > 1))
+        if disaggregated:
+            click.echo("\ndisaggregated (prefill pool + decode pool, the cheapest layout of each):\n"
+                       + (disaggregated_text(pools[:top]) if pools else "none meets the targets"))
         if output is not None:
             click.echo(f"wrote {output}: the top {min(top, len(found))} of {len(found)} plans")

@@ -15,7 +15,7 @@ from typing import Optional
 
 import click
 
-from inference_ledger import fidelity
+from inference_ledger import deployments, fidelity
 from inference_ledger.files import csv_text
 
 
@@ -51,6 +51,14 @@ def summary_table(summary: list[fidelity.Summary]) -> list[list[str]]:
     return [head] + body
 
 
+def load_table(summary: list) -> list[list[str]]:
+    """Per metric and regime over the load rows (inference_ledger/data/measured_load.csv): median |error| and bias."""
+    from inference_ledger import load_fidelity
+    head = ["metric under load", "regime", "rows", "median abs. error", "median error"]
+    return [head] + [[load_fidelity.METRICS[s.metric], s.regime, str(s.n), f"{s.median_abs_error:.1%}",
+                      f"{s.median_error:+.1%}"] for s in summary]
+
+
 def _text(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -69,6 +77,17 @@ def _csv(rows: list[list[str]]) -> str:
     return buf.getvalue().rstrip("\n")
 
 
+def deployments_table(checked) -> list[list[str]]:
+    """One line per published deployment: pool, layout, published and predicted throughput, error."""
+    rows = [["deployment", "pool", "GPU", "layout", "metric", "published", "predicted", "error"]]
+    for d, predicted, error in checked:
+        lay = f"TP {d.layout['tp']} x DP {d.layout['dp_attention']}, EP {d.layout['ep']} on {d.nodes} nodes"
+        unit = "tok/s/node" if d.scope == "per_node" else "tok/s/GPU"
+        rows.append([d.id, d.role, d.gpu_id, lay, f"{d.metric.split('_')[0]} {unit}", f"{d.value:,.0f}",
+                     f"{predicted:,.0f}", f"{error:+.1%}"])
+    return rows
+
+
 @click.command("validate")
 @click.option("--data", "data", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Measured CSV (default: the shipped inference_ledger/data/measured.csv; the public file's columns also work).")
@@ -84,7 +103,14 @@ def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool
     if not summary_only:
         click.echo(render(row_table(checks)))
         click.echo("")
+    if data is None and not summary_only:  # the shipped load rows: steady-state figures at concurrency > 1
+        from inference_ledger import load_fidelity
+        click.echo(render(load_table(load_fidelity.summarize(load_fidelity.compare()))))
+        click.echo("")
     click.echo(render(summary_table(summary)))
+    if data is None:  # the shipped data: the published large deployments too
+        click.echo("\npublished large deployments (inference_ledger/data/measured_deployments.csv):")
+        click.echo(render(deployments_table(deployments.check())))
     bad = fidelity.floor_violations(checks)
     if bad:
         names = ", ".join(f"{c.row} ({c.predicted:.2f} > {c.measured:.2f} ms)" for c in bad)

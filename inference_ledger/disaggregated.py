@@ -1,0 +1,155 @@
+"""Disaggregated serving (issue 12): a prefill pool and a decode pool, each with its own layout (xPyD).
+
+Prefill instances turn prompts into KV caches and first tokens; the KV moves over the scale-out
+network to a decode instance, which streams the output tokens (DistServe, Zhong et al. 2024,
+arXiv:2401.09670; Splitwise, Patel et al. 2024; DeepSeek's inference system, open-infra-index day 6;
+SGLang and vLLM PD disaggregation).  Each pool is one plan of :mod:`inference_ledger.plan` under the
+resolver, so every rule and formula is the plan's own:
+
+* a prefill instance runs one prompt per DP-attention rank and pipeline stage at a time: it turns
+  ``dp_attention x pp / TTFT`` prompts a second;
+* the prompt's KV cache (``kv_bytes_per_token x input_tokens``) leaves every GPU that holds a share of it
+  in parallel, over the scale-out network: ``latency + bytes / (shards x scaleout_bw)``;
+* a decode instance holds the most sequences that fit in memory and meet the TPOT target (the plan's
+  ``serving_concurrency``) and finishes ``B / (T x TPOT)`` requests a second (Little's law);
+* pool sizes are the whole instances that cover the target QPS; TTFT = prefill + KV transfer.
+
+The functions below are the formulas (numbers or :class:`~inference_ledger.expr.Sym`); :func:`disaggregate`
+evaluates both pools for a choice, and :func:`cheapest` searches the layouts of
+:func:`inference_ledger.recommend.layouts` for each pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from inference_ledger import engines, ledger, plan, resolve
+from inference_ledger.expr import ceil, maximum
+from inference_ledger.units import BATCHING_STATIC, HOURS_PER_MONTH
+
+POOL_LAYOUT = ("tp", "pp", "ep", "dp_attention")
+
+
+def prefill_requests_per_second(dp_attention, pp, ttft_seconds):
+    """Prompts a prefill instance finishes a second: one per DP rank and pipeline stage per prefill time."""
+    return dp_attention * pp / ttft_seconds
+
+
+def kv_transfer_bytes(kv_bytes_per_token, input_tokens):
+    """KV cache of one prompt, every layer: what prefill hands to decode."""
+    return kv_bytes_per_token * input_tokens
+
+
+def kv_transfer_seconds(kv_transfer_bytes_, kv_senders, scaleout_bw, latency_seconds):
+    """Latency + the prompt's KV over the scale-out NICs of the GPUs holding its shares."""
+    return latency_seconds + kv_transfer_bytes_ / (kv_senders * scaleout_bw)
+
+
+def decode_requests_per_second(concurrency, output_tokens, tpot_seconds):
+    """Requests a decode instance finishes a second: B sequences, each T steps of TPOT (Little's law)."""
+    return concurrency / (output_tokens * tpot_seconds)
+
+
+def instances(target_qps, requests_per_second):
+    """Whole instances covering the target (at least one)."""
+    return maximum(ceil(target_qps / requests_per_second), 1)
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Both pools of one disaggregated deployment, and what they add up to."""
+
+    prefill: dict[str, Any]          # the prefill plan's values (one instance)
+    decode: dict[str, Any]           # the decode plan's values (one instance, at its serving concurrency)
+    numbers: dict[str, float]        # kv transfer, rates, instances, GPUs, TTFT, cost (see summary)
+
+    @property
+    def meets(self) -> bool:
+        return bool(self.numbers["meets_targets"])
+
+    def summary(self) -> dict[str, Any]:
+        def pool(v, n, rate):
+            return {"layout": {k: int(v[k]) for k in POOL_LAYOUT}, "gpus_per_instance": int(v["gpus_per_replica"]),
+                    "nodes_per_instance": int(v["nodes_per_replica"]), "instances": int(n),
+                    "requests_per_second_per_instance": rate}
+        n = self.numbers
+        return {"xpyd": f"{int(n['prefill_instances'])}P{int(n['decode_instances'])}D",
+                "prefill": pool(self.prefill, n["prefill_instances"], n["prefill_requests_per_second"])
+                | {"ttft_seconds": self.prefill["ttft_seconds"],
+                   "input_tokens_per_second_per_gpu": n["prefill_input_tokens_per_second_per_gpu"]},
+                "decode": pool(self.decode, n["decode_instances"], n["decode_requests_per_second"])
+                | {"concurrency": int(self.decode["concurrency"]), "tpot_seconds": self.decode["tpot_seconds"],
+                   "output_tokens_per_second_per_gpu": n["decode_output_tokens_per_second_per_gpu"]},
+                **{k: n[k] for k in ("kv_transfer_bytes", "kv_transfer_seconds", "ttft_seconds", "gpus",
+                                     "monthly_cost", "meets_targets")}}
+
+
+#: Batching codes of the pools: prefill as prompts arrive (continuous), decode steps without prompt chunks (static).
+PREFILL_BATCHING, DECODE_BATCHING = 1, int(BATCHING_STATIC)
+
+
+def _pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any], **choice) -> dict[str, Any]:
+    return plan.evaluate(resolve.resolve(model, gpu, numbers=dict(numbers) | dict(layout), **choice).inputs)
+
+
+def disaggregate(model: str, gpu: str, prefill_layout: Mapping[str, int], decode_layout: Mapping[str, int], *,
+                 weight_dtype: Optional[str] = None, kv_dtype: str = "bf16", engine: str = engines.DEFAULT_ENGINE,
+                 numbers: Optional[Mapping[str, Any]] = None) -> Pools:
+    """Both pools for a model on a GPU (every rule through the resolver; ChoiceError as for `plan`)."""
+    numbers = {k: v for k, v in (numbers or {}).items() if v is not None}
+    choice = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "engine": engine}
+    # the prefill pool serves one prompt per DP rank as it arrives (continuous); the decode pool's steps carry no
+    # prompt chunks (its prompts were prefilled elsewhere): in the plan's terms, a static batch
+    p = _pool(model, gpu, prefill_layout, numbers | {"concurrency": prefill_layout.get("dp_attention", 1),
+                                                     "batching": PREFILL_BATCHING}, **choice)
+    d0 = _pool(model, gpu, decode_layout, numbers | {"concurrency": 1, "batching": DECODE_BATCHING}, **choice)
+    best = max(float(d0["serving_concurrency"]), 1.0)
+    d = _pool(model, gpu, decode_layout, numbers | {"concurrency": best, "batching": DECODE_BATCHING}, **choice)
+    return Pools(p, d, _totals(p, d, best >= 1 and d0["serving_concurrency"] >= 1))
+
+
+def _totals(p: Mapping[str, Any], d: Mapping[str, Any], decode_ok: bool) -> dict[str, float]:
+    senders = ledger.kv_shards(p["kv_heads"], p["tp"], p["mla_latent_dim"]) * p["pp"]
+    kv_bytes = kv_transfer_bytes(p["kv_bytes_per_token"], p["input_tokens"])
+    kv_seconds = kv_transfer_seconds(kv_bytes, senders, p["scaleout_bw"], p["scaleout_latency_seconds"])
+    rate_p = prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_service_seconds"])
+    rate_d = decode_requests_per_second(d["concurrency"], d["output_tokens"], d["tpot_seconds"])
+    n_p, n_d = instances(d["target_qps"], rate_p), instances(d["target_qps"], rate_d)
+    gpus = n_p * p["gpus_per_replica"] + n_d * d["gpus_per_replica"]
+    ttft = p["ttft_seconds"] + kv_seconds
+    fits_p = p["max_concurrency"] >= p["dp_attention"]
+    meets = fits_p and decode_ok and d["tpot_seconds"] <= d["tpot_target"] and ttft <= d["ttft_target"]
+    return {"kv_transfer_bytes": float(kv_bytes), "kv_transfer_seconds": float(kv_seconds),
+            "prefill_requests_per_second": float(rate_p), "decode_requests_per_second": float(rate_d),
+            "prefill_input_tokens_per_second_per_gpu": float(rate_p * p["input_tokens"] / p["gpus_per_replica"]),
+            "decode_output_tokens_per_second_per_gpu": float(rate_d * d["output_tokens"] / d["gpus_per_replica"]),
+            "prefill_instances": float(n_p), "decode_instances": float(n_d), "gpus": float(gpus),
+            "ttft_seconds": float(ttft), "monthly_cost": float(gpus * d["price_per_gpu_hour"] * HOURS_PER_MONTH),
+            "meets_targets": float(meets)}
+
+
+def cheapest(model: str, gpu: str, layouts: Sequence[Mapping[str, int]], *, weight_dtype: Optional[str] = None,
+             kv_dtype: str = "bf16", engine: str = engines.DEFAULT_ENGINE,
+             numbers: Optional[Mapping[str, Any]] = None) -> Optional[Pools]:
+    """The cheapest disaggregated deployment over the layouts: the prefill layout with the fewest pool GPUs whose
+    TTFT (prefill + KV transfer) meets the target, with the decode layout with the fewest pool GPUs (None: none)."""
+    numbers = {k: v for k, v in (numbers or {}).items() if v is not None}
+    best_p, best_d = None, None
+    for lay in layouts:
+        pools = disaggregate(model, gpu, lay, lay, weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine,
+                             numbers=numbers)
+        n = pools.numbers
+        p_ok = pools.prefill["max_concurrency"] >= lay.get("dp_attention", 1) and \
+            n["ttft_seconds"] <= pools.decode["ttft_target"]
+        d_ok = pools.decode["serving_concurrency"] >= 1 and pools.decode["tpot_seconds"] <= pools.decode["tpot_target"]
+        p_gpus = n["prefill_instances"] * pools.prefill["gpus_per_replica"]
+        d_gpus = n["decode_instances"] * pools.decode["gpus_per_replica"]
+        if p_ok and (best_p is None or p_gpus < best_p[0]):
+            best_p = (p_gpus, lay)
+        if d_ok and (best_d is None or d_gpus < best_d[0]):
+            best_d = (d_gpus, lay)
+    if best_p is None or best_d is None:
+        return None
+    return disaggregate(model, gpu, best_p[1], best_d[1], weight_dtype=weight_dtype, kv_dtype=kv_dtype, engine=engine,
+                        numbers=numbers)

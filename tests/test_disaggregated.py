@@ -1,0 +1,81 @@
+"""Disaggregated prefill/decode pools (issue 12): KV transfer, pool sizes and cost, derived by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from inference_ledger import disaggregated
+from inference_ledger.cli import run
+
+WORK = {"input_tokens": 1024, "output_tokens": 512, "target_qps": 40, "ttft_target": 0.5, "tpot_target": 0.05}
+
+
+def test_llama_70b_pools_by_hand():
+    pools = disaggregated.disaggregate("llama-3.1-70b", "h100-sxm", {"tp": 4}, {"tp": 8}, numbers=WORK)
+    n, p, d = pools.numbers, pools.prefill, pools.decode
+    # KV of a 1024-token prompt: 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token
+    assert n["kv_transfer_bytes"] == 327_680 * 1024
+    # the 8 KV heads are split 4 ways at TP 4: four NICs of 50 GB/s send in parallel, after a 10 us latency
+    assert n["kv_transfer_seconds"] == pytest.approx(10e-6 + 327_680 * 1024 / (4 * 50e9))
+    # one prompt at a time per prefill instance; decode: B sequences each T steps of TPOT
+    rate_p, rate_d = 1 / p["ttft_seconds"], d["concurrency"] / (512 * d["tpot_seconds"])
+    assert n["prefill_requests_per_second"] == pytest.approx(rate_p)
+    assert n["decode_requests_per_second"] == pytest.approx(rate_d)
+    assert n["prefill_instances"] == math.ceil(40 / rate_p) and n["decode_instances"] == math.ceil(40 / rate_d)
+    assert n["gpus"] == 4 * n["prefill_instances"] + 8 * n["decode_instances"]
+    assert n["monthly_cost"] == pytest.approx(n["gpus"] * 3.78 * 730)
+    assert n["ttft_seconds"] == pytest.approx(p["ttft_seconds"] + n["kv_transfer_seconds"])
+    assert d["concurrency"] == d["serving_concurrency"] and d["tpot_seconds"] <= 0.05
+    assert pools.summary()["xpyd"] == f"{int(n['prefill_instances'])}P{int(n['decode_instances'])}D"
+
+
+def test_mla_latent_leaves_from_one_gpu_under_tp_and_from_every_rank_under_dp():
+    tp = disaggregated.disaggregate("deepseek-v3", "h200", {"tp": 8}, {"tp": 8}, numbers=WORK)
+    # 61 layers x (512 + 64) x 2 B per token; replicated on the 8 TP ranks, so one NIC's worth
+    assert tp.numbers["kv_transfer_bytes"] == 61 * 576 * 2 * 1024
+    assert tp.numbers["kv_transfer_seconds"] == pytest.approx(10e-6 + 61 * 576 * 2 * 1024 / 50e9)
+
+
+def test_deepseek_h800_deployment_shape():
+    # DeepSeek's own layout: prefill EP32 / DP32 on 4 nodes, decode EP144 / DP144 on 18 nodes, 32 redundant experts
+    pools = disaggregated.disaggregate("deepseek-v3", "h800", {"tp": 1, "dp_attention": 32, "ep": 32},
+                                       {"tp": 1, "dp_attention": 144, "ep": 144},
+                                       numbers=WORK | {"redundant_experts": 32})
+    s = pools.summary()
+    assert (s["prefill"]["nodes_per_instance"], s["decode"]["nodes_per_instance"]) == (4, 18)
+    # each decode GPU holds 288 / 144 = 2 routed experts' weights (+ the replicated attention and shared expert)
+    d = pools.decode
+    assert d["resident_expert_bytes"] / 144 == pytest.approx(d["expert_weights_bytes"] * 288 / 256 / 144)
+
+
+def _cli(capsys, *argv):
+    with pytest.raises(SystemExit) as e:
+        run([str(a) for a in argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_plan_disaggregated_json(capsys):
+    code, out, err = _cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", 8,
+                          "--prefill-tp", 4, "--disaggregated", "--target-qps", 40, "--json")
+    assert code in (0, None), err
+    doc = json.loads(out)
+    assert doc["prefill"]["layout"]["tp"] == 4 and doc["decode"]["layout"]["tp"] == 8
+    assert doc["xpyd"].endswith("D") and doc["gpus"] > 0 and doc["kv_transfer_bytes"] == 327_680 * 1024
+
+
+def test_recommend_disaggregated_compares_with_aggregated(capsys):
+    code, out, err = _cli(capsys, "recommend", "--model", "deepseek-v3", "--qps", 5, "--gpu", "h100-sxm,h200,b200",
+                          "--disaggregated", "--json")
+    assert code in (0, None), err
+    doc = json.loads(out)
+    rows = doc["disaggregated"]
+    assert rows and all(r["meets_targets"] for r in rows)
+    assert len({(r["gpu"], r["weight_dtype"]) for r in rows}) == len(rows)     # one per GPU and format
+    for r in rows:
+        listed = [p["monthly_cost"] for p in doc["plans"] if p["gpu"] == r["gpu"]]
+        assert listed and r["aggregated_monthly_cost"] == min(listed)   # each GPU's cheapest plan is listed
+        assert r["cost_vs_aggregated"] == pytest.approx(r["monthly_cost"] / min(listed))

@@ -1,0 +1,258 @@
+"""What every sheet uses: headers, sections, number scaling and formats, validations, names, row heights.
+
+This module sits below the sheet modules (start, plan_sheet, ledgers, scenarios_sheet,
+checks, catalogs ...) and imports none of them, so any sheet can use it without a loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+import numpy as np
+from openpyxl.formatting.rule import ColorScaleRule, DataBarRule, FormulaRule
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from inference_ledger import catalog, engines, plan, resolve
+from inference_ledger.args import LedgerInputError
+from inference_ledger.expr import Sym
+from inference_ledger.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
+
+from . import style
+from .context import Ctx, xname
+from .tables import Table
+
+#: Defined names of the dropdown choices (workbook.tables.SELECTORS).
+SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype",
+                  "engine": "engine_id"}
+DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": None, "kv_dtype": "bf16",
+                  "engine": engines.DEFAULT_ENGINE}
+
+#: The ledgers that have a sheet of their own: (ledger, sheet title).
+LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Bandwidth"), ("cost", "Cost"))
+
+
+# --- rendering helpers ---------------------------------------------------------------------
+
+
+def py_value(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+#: Workbook defined name of a plan quantity (its own name, see workbook.context.xname).
+named = xname
+
+
+# --- sheet pieces ----------------------------------------------------------------------------
+
+
+def header(ctx: Ctx, ws, row: int, col: int, labels: Sequence[str]) -> None:
+    for i, text in enumerate(labels):
+        ctx.put(ws, f"{get_column_letter(col + i)}{row}", text, style.HEADER)
+
+
+def section(ctx: Ctx, ws, coord: str, text: str) -> None:
+    ctx.put(ws, coord, text, style.SECTION)
+
+
+def shown(unit: str, value: float | None = None) -> str:
+    return style.shown_as(unit, value)
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog_range() -> dict[str, tuple[float, float]]:
+    """Smallest non-zero and largest magnitude of every plan quantity over the catalog's models (default GPU)."""
+    out: dict[str, tuple[float, float]] = {}
+    gpu = catalog.get_gpu(DEFAULT_CHOICE["gpu"])
+    for m in catalog.load_models():
+        try:
+            inputs = resolve.plan_inputs(m, gpu)
+            values = {**inputs, **plan.evaluate(inputs)}
+        except LedgerInputError:
+            continue
+        for k, v in values.items():
+            if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and float(v) != 0:
+                lo, hi = out.get(k, (math.inf, 0.0))
+                out[k] = (min(lo, abs(float(v))), max(hi, abs(float(v))))
+    return out
+
+
+def scale(name: str, unit: str, value):
+    """The value a quantity's format is chosen for, so the format follows the line, not the model picked.
+
+    MoE kernel padding is 0 for a dense model and gigabytes for gpt-oss-120b: bytes are
+    formatted for their largest value over the catalog (GB, with GiB beside it); seconds
+    for their smallest (scientific when some model's is under a millisecond).
+    """
+    if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+        return value
+    lo, hi = _catalog_range().get(name, (math.inf, 0.0))
+    v = abs(float(value))
+    if unit == "B":
+        return max(v, hi)
+    if unit == "s":
+        return min(x for x in (v, lo) if x > 0) if (v > 0 or lo < math.inf) else v
+    return value
+
+
+def quantity_format(name: str, unit: str, value) -> str:
+    return style.number_format(unit, scale(name, unit, value))
+
+
+def second_view(unit: str, value: float):
+    """A second, human view of a base-unit value: (conversion of a Sym or number, unit) or None."""
+    if unit == "s":
+        return (lambda x: x * MS_PER_S), "ms"
+    if unit == "B" and abs(value) >= 1e6:
+        return (lambda x: x / BYTES_PER_GIB), "GiB"
+    return None
+
+
+#: Excel's limits on data-validation texts (characters): input title, input message, error title, error message.
+TITLE_MAX, PROMPT_MAX, ERROR_MAX = 32, 255, 225
+
+
+def short_title(label: str) -> str:
+    """A label within Excel's 32-character title: without its parenthesis, else cut at a word with an ellipsis."""
+    if len(label) <= TITLE_MAX:
+        return label
+    bare = label.split(" (")[0].strip()
+    if len(bare) <= TITLE_MAX:
+        return bare
+    words = bare.split()
+    while len(" ".join(words)) > TITLE_MAX - 1 or words[-1] in ("in", "of", "per", "at", "to", "for", "the", "and"):
+        words.pop()
+    return " ".join(words) + "\u2026"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
+
+
+def numeric_validation(inp: plan.Input, coord: str) -> DataValidation:
+    """The rule the CLI applies (inference_ledger.args): between lo and hi, lo excluded where the argument excludes it.
+
+    Excel's "between" includes both ends; a whole number above lo starts at lo + 1, and
+    a decimal above lo is a custom rule on the cell itself.
+    """
+    a = inp.arg
+    lo_txt = ">=" if a.lo_inclusive else ">"
+    if a.lo_inclusive or a.integer:
+        lo = a.lo if a.lo_inclusive else a.lo + 1
+        dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
+                            formula1=f"{lo:.15G}", formula2=f"{a.hi:.15G}", allow_blank=True)
+    else:
+        dv = DataValidation(type="custom", allow_blank=True,
+                            formula1=f"AND(ISNUMBER({coord}),{coord}>{a.lo:.15G},{coord}<={a.hi:.15G})")
+    dv.showInputMessage = dv.showErrorMessage = True
+    dv.promptTitle = short_title(inp.label)
+    full = "" if dv.promptTitle == inp.label else f"{inp.label}. "
+    dv.prompt = _clip(f"{full}Allowed: {lo_txt} {a.lo:g} and <= {a.hi:g} {inp.unit}. {inp.doc}", PROMPT_MAX)
+    dv.errorTitle = "Out of range"
+    dv.error = _clip(f"{inp.name} must be {a.allowed()} ({inp.unit})", ERROR_MAX)
+    return dv
+
+
+def list_validation(table: Table, label: str) -> DataValidation:
+    dv = DataValidation(type="list", formula1=table.ids, allow_blank=False)
+    dv.showInputMessage = dv.showErrorMessage = True
+    dv.promptTitle = short_title(label)
+    dv.prompt = f"Pick from the {table.sheet} sheet; a row added there appears here."
+    dv.errorTitle = "Not in the catalog"
+    dv.error = f"Pick an id from the {table.sheet} sheet (or add a row there first)."
+    return dv
+
+
+
+def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
+    """label | value | unit | also | explanation, starting at col (G on Plan, A on ledger sheets)."""
+    c0 = ord(col) - ord("A")
+    L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
+    coord = f"{L(1)}{r}"
+    formula, _ = plan.render(line, named)
+    ctx.put(ws, f"{L(0)}{r}", line.label)
+    value = py_value(ctx.values[line.name])
+    ctx.formula(ws, coord, formula, value, style.FORMULA, quantity_format(line.name, line.unit, value))
+    ctx.put(ws, f"{L(2)}{r}", shown(line.unit, scale(line.name, line.unit, value)))
+    also = second_view(line.unit, scale(line.name, line.unit, value))
+    if also:
+        conv, unit = also
+        ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), py_value(conv(ctx.values[line.name])), style.FORMULA,
+                    style.number_format(unit))
+    ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
+    ctx.define(named(line.name), ws, coord)
+    return coord
+
+
+def verdict_rules(ws, rng: str, code: str) -> None:
+    """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 red."""
+    meets = VERDICT_MEETS.name
+    for cond, c in ((f"{code}={meets}", style.GREEN),
+                    (f"AND(ISNUMBER({code}),{code}>=1,{code}<{meets})", style.AMBER),
+                    (f"AND(ISNUMBER({code}),{code}=0)", style.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
+                                                       fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
+                                                       font=Font(color=c[1], bold=True)))
+
+
+def flag_rules(ws, rng: str, first: str) -> None:
+    """A 1/0 fit line: green at 1, red at 0."""
+    for cond, c in ((f"{first}=1", style.GREEN), (f"AND(ISNUMBER({first}),{first}=0)", style.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+                                                                                        bgColor=c[0]),
+                                                       font=Font(color=c[1], bold=True)))
+
+
+
+def bars(ws, rng: str) -> None:
+    """Data bars from 0 to the largest, over a pale colour scale: Gnumeric ignores data bars, not colour scales."""
+    ws.conditional_formatting.add(rng, ColorScaleRule(start_type="num", start_value=0, start_color="FFFFFF",
+                                                      end_type="max", end_color="DDEBF7"))
+    ws.conditional_formatting.add(rng, DataBarRule(start_type="num", start_value=0, end_type="max", color="5B9BD5"))
+
+
+
+def build_date(tables: Mapping[str, Table]) -> datetime:
+    """SOURCE_DATE_EPOCH when set (reproducible builds), else the newest catalog date."""
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    if sde:
+        return datetime.fromtimestamp(int(sde), tz=timezone.utc).replace(tzinfo=None)
+    dates = []
+    for t in tables.values():
+        for e in t.rows:
+            d = str(getattr(e, "date", "") or "")
+            try:
+                dates.append(datetime.strptime(d[:10], "%Y-%m-%d"))
+            except ValueError:
+                continue
+    return max(dates) if dates else datetime(2026, 1, 1)
+
+
+def fit_rows(ws) -> None:
+    """Give rows of wrapped text the height their lines need (openpyxl leaves 15 pt, and text overlaps)."""
+    merged = {str(m).split(":")[0]: m for m in ws.merged_cells.ranges}
+    default = 8.43
+    for row in ws.iter_rows():
+        need = 0
+        for c in row:
+            if not isinstance(c.value, str) or c.value.startswith("=") or not c.alignment.wrap_text:
+                continue
+            m = merged.get(c.coordinate)
+            cols = range(m.min_col, m.max_col + 1) if m else [c.column]
+            width = sum(ws.column_dimensions[get_column_letter(k)].width or default for k in cols)
+            size = (c.font.sz or 11) if c.font else 11
+            per_line = max(1.0, width * 11.0 / size * 1.15)
+            need = max(need, -(-len(c.value) // int(per_line)))
+        if need > 1:
+            r = row[0].row
+            ws.row_dimensions[r].height = max(ws.row_dimensions[r].height or 0, 13.5 * need)
+            for c in row:  # labels and values line up with the first line of the wrapped text
+                if c.value is not None and c.alignment.vertical != "top":
+                    c.alignment = Alignment(vertical="top", wrap_text=c.alignment.wrap_text,
+                                            horizontal=c.alignment.horizontal)
+

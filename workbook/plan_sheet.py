@@ -1,0 +1,190 @@
+"""The Plan sheet: the verdict, the choices, the headline, every input (with overrides) and the results.
+
+Its two charts and their data are in :mod:`workbook.plan_charts`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+
+from inference_ledger import plan, verdict
+from inference_ledger.expr import Sym, where
+from inference_ledger.units import CONSTANTS
+
+from . import checks, style
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, flag_rules, header, line_row, list_validation, named,
+                    numeric_validation, py_value, quantity_format, scale, second_view, section, shown, verdict_rules)
+from .context import Ctx
+from .load_chart import binding_limit_row
+from .plan_charts import plan_charts
+from .tables import SELECTORS, lookup
+
+#: Every named constant the workbook shows (the ledger's and the checks' tolerance).
+WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (checks.CHECK_TOLERANCE,)
+#: Ledger lines the Plan's summary repeats (in this order, those that exist).
+SUMMARY = ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
+           "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "gpus_needed", "kv_capacity_tokens", "max_concurrency",
+           "flops_request", "ttft_seconds", "tpot_floor_seconds", "tpot_seconds", "ridge_batch",
+           "tokens_per_second", "tokens_per_second_per_gpu")
+#: The handful a buyer reads first (top left of Plan).
+HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
+            "cost_per_million_output_tokens")
+#: The Plan's one monthly bill and the demand input it is for, side by side under the headline: the peak
+#: fleet, as TCO, Forecast and `recommend` size it.  The average-load bill (requests_per_day -> gpus_total
+#: -> monthly_cost, what `plan` and `email` print) is on the Cost sheet with every other cost line.
+DEMAND_INPUT = "target_qps"
+BILL = ("gpus_for_qps", "monthly_cost_qps")
+
+
+#: What the engine dropdown changes, and what the build filled for it.
+ENGINE_NOTE = ("Dropdown of the Engines sheet: its KV budget rule and fixed memory are looked up by name; its "
+               "defaults for this GPU and TP (memory fraction, batch limits, NCCL) were filled when built "
+               "(`build --engine ...`) and stay editable.")
+#: Plan rows: the verdict and the choices at the top beside the charts, then inputs | results.
+PLAN_TOP, PLAN_BODY = 5, 26
+
+
+def plan_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet("Plan", "Plan", {"A": 36, "B": 16, "C": 13, "D": 12, "E": 62, "F": 2,
+                                        "G": 34, "H": 16, "I": 12, "J": 11, "K": 56}, tab="FFC000")
+    ctx.put(ws, "A3", "Yellow cells are inputs (pick the model, GPU and formats below the verdict); green cells come "
+            "from the catalogs: type a number in Override to replace one. Every line's formula is on Memory, "
+            "Compute, Bandwidth and Cost.", style.NOTE)
+    ws.merge_cells("A3:K3")
+    r = _plan_verdict(ctx, ws, PLAN_TOP) + 1
+    section(ctx, ws, f"A{r}", "Choose")
+    r += 1
+    for key, label, sheet in SELECTORS:
+        coord = f"B{r}"
+        ctx.put(ws, f"A{r}", label)
+        ctx.put(ws, coord, ctx.choice[key], style.INPUT)
+        ctx.define(SELECTOR_NAMES[key], ws, coord)
+        dv = list_validation(ctx.tables[sheet], label)
+        ws.add_data_validation(dv)
+        dv.add(coord)
+        ctx.put(ws, f"C{r}", "id")
+        ctx.put(ws, f"E{r}", ENGINE_NOTE if key == "engine" else
+                f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", style.NOTE)
+        r += 1
+    section(ctx, ws, f"A{r + 1}", "Headline")
+    r = _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 2
+    section(ctx, ws, f"A{r}", "Monthly bill for the peak demand")
+    _input_row(ctx, ws, r + 1, plan.INPUT_BY_NAME[DEMAND_INPUT])
+    body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", BILL) + 3)
+    plan_charts(ctx, ws, PLAN_TOP)
+    r = body
+    section(ctx, ws, f"A{r}", "Inputs")
+    r += 1
+    header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
+    group = None
+    for inp in [i for i in plan.INPUTS if i.name != DEMAND_INPUT]:
+        r += 1
+        if inp.group != group:
+            group = inp.group
+            ctx.put(ws, f"A{r}", group.capitalize()).font = Font(italic=True, bold=True, color="1F3864")
+            r += 1
+        _input_row(ctx, ws, r, inp)
+    r += 2
+    section(ctx, ws, f"A{r}", "Named constants")
+    r += 1
+    header(ctx, ws, r, 1, ["Constant", "Value", "Unit", "", "Why"])
+    for const in WORKBOOK_CONSTANTS:
+        r += 1
+        ctx.put(ws, f"A{r}", const.name)
+        ctx.put(ws, f"B{r}", float(const), style.CONSTANT, "General")
+        ctx.put(ws, f"C{r}", const.unit)
+        ctx.put(ws, f"E{r}", const.doc, style.NOTE)
+        ctx.define(const.name, ws, f"B{r}")
+    _plan_results(ctx, ws, body)
+    ws.print_area = f"A1:K{ws.max_row}"
+
+
+
+def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
+    """label | value (typed, or a catalog lookup) | unit | override | what it is, and the input's defined name."""
+    coord = f"B{r}"
+    ctx.put(ws, f"A{r}", inp.label)
+    ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
+    ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
+    fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
+    lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, ctx.choice)
+    typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
+    dv = numeric_validation(inp, typed)
+    ws.add_data_validation(dv)
+    dv.add(typed)
+    if lk is None:
+        ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
+    else:
+        formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
+        ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
+        ctx.put(ws, typed, ctx.overrides.get(inp.name), style.INPUT, fmt)
+    ctx.define(named(inp.name), ws, coord)
+
+
+def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
+    """The verdict and the 1/0 fit lines, top left; returns the last row used."""
+    section(ctx, ws, f"A{r}", "Verdict")
+    r += 1
+    ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
+    ctx.formula(ws, f"B{r}", verdict.words(Sym(named("verdict"))), verdict.words_of(ctx.values["verdict"]), style.FORMULA)
+    ws.merge_cells(f"B{r}:C{r}")
+    verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
+    ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
+            "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
+    r += 1
+    binding_limit_row(ctx, ws, r)
+    for line in [l for l in plan.LINES if l.ledger == "fit"]:
+        r += 1
+        coord = line_row(ctx, ws, r, "A", line)
+        (verdict_rules if line.name == "verdict" else flag_rules)(ws, coord, coord)
+    return r
+
+
+def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
+    """Rows label | =name | unit | also | ledger sheet below row r; returns the last row."""
+    c0 = ord(col) - ord("A")
+    L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
+    for name in names:
+        if name not in plan.LINE_BY_NAME and name not in plan.INPUT_BY_NAME:
+            continue
+        r += 1
+        q = plan.LINE_BY_NAME.get(name) or plan.INPUT_BY_NAME[name]
+        ctx.put(ws, f"{L(0)}{r}", q.label)
+        value = py_value(ctx.values[name])
+        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, quantity_format(name, q.unit, value))
+        ctx.put(ws, f"{L(2)}{r}", shown(q.unit, scale(name, q.unit, value)))
+        also = second_view(q.unit, scale(name, q.unit, value))
+        if also:
+            ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), py_value(also[0](ctx.values[name])), style.FORMULA,
+                        style.number_format(also[1]))
+        ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
+                                                                                   "Plan: Inputs"))
+    return r
+
+
+
+def _plan_results(ctx: Ctx, ws, r: int) -> None:
+    """Summary of the ledgers, and every ledger without a sheet of its own (finance), right of the inputs."""
+    section(ctx, ws, f"G{r}", "Summary of the ledgers")
+    r += 1
+    header(ctx, ws, r, 7, ["Quantity", "Value", "Unit", "Also", "Ledger sheet"])
+    top = r
+    r = _refs_block(ctx, ws, r, "G", SUMMARY) + 2
+    # memory use at a glance: bars over weights, KV, workspace, total and usable per GPU (0 to the largest)
+    rows = [k for k in range(top + 1, r - 1) if ws[f"I{k}"].value == shown("B")][:5]
+    if rows:
+        bars(ws, f"H{rows[0]}:H{rows[-1]}")
+    # any ledger without a sheet of its own (finance, and whatever a later plan adds)
+    on_sheets = {k for k, _ in LEDGER_SHEETS} | {"fit"}
+    for ledger in dict.fromkeys(l.ledger for l in plan.LINES if l.ledger not in on_sheets):
+        section(ctx, ws, f"G{r}", ledger.capitalize())
+        r += 1
+        header(ctx, ws, r, 7, ["Line", "Value", "Unit", "Also", "Why"])
+        for line in [l for l in plan.LINES if l.ledger == ledger]:
+            r += 1
+            line_row(ctx, ws, r, "G", line)
+        r += 2
+
