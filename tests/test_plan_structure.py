@@ -150,13 +150,14 @@ def test_depends_on_follows_lines_through_other_lines():
     assert plan.depends_on("weights_bytes_per_gpu", "weights_bytes")      # a line it uses
     assert not plan.depends_on("weights_bytes", "tp")                     # the whole model: no TP
     assert not plan.depends_on("weights_bytes_per_gpu", "concurrency")
-    assert plan.dependencies("weights_bytes_per_gpu") == ["weights_bytes", "tp", "moe_padding_bytes_per_gpu"]
+    assert plan.dependencies("weights_bytes_per_gpu") == ["weights_bytes", "expert_weights_bytes", "resident_expert_bytes",
+                                                          "tp", "gpus_per_stage", "pp", "moe_padding_bytes_per_gpu"]
 
 
 def test_render_names_what_a_formula_uses():
     formula, used = plan.render("weights_bytes_per_gpu", lambda n: n.upper())
     assert formula.startswith("=") and "WEIGHTS_BYTES" in formula and "TP" in formula
-    assert used == ["weights_bytes", "tp", "moe_padding_bytes_per_gpu"]
+    assert used == plan.dependencies("weights_bytes_per_gpu")
 
 
 def test_evaluate_without_validation_takes_any_numbers_quietly():

@@ -36,7 +36,7 @@ def test_each_refusal_names_its_setting_in_the_same_words():
              context=4096, numbers={"input_tokens": 1000})
     _refusal("context", "context 512 must exceed the output tokens 512 (context = input + output tokens)",
              model="llama-3.1-70b", gpu="h100-sxm", context=512)
-    _refusal("tp", "TP 16 spans more than one 8-GPU node of h100-sxm (cross-node TP is not modelled)",
+    _refusal("tp", "TP 16 spans more than one 8-GPU node of h100-sxm (TP stays within a node: add PP stages or EP across nodes)",
              model="llama-3.1-70b", gpu="h100-sxm", numbers={"tp": 16})
     _refusal("tp", "TP 3 does not divide the 64 attention heads of llama-3.1-70b",
              model="llama-3.1-70b", gpu="h100-sxm", numbers={"tp": 3})
@@ -134,7 +134,7 @@ def test_tp_fits_one_node_of_the_gpu():
     h100 = catalog.get_gpu("h100-sxm")
     assert resolve.node_problem(h100, 8) is None
     assert resolve.node_problem(dataclasses.replace(h100, gpus_per_node=4), 8) == \
-        "TP 8 spans more than one 4-GPU node of h100-sxm (cross-node TP is not modelled)"
+        "TP 8 spans more than one 4-GPU node of h100-sxm (TP stays within a node: add PP stages or EP across nodes)"
     assert resolve.tp_problem(None, None, 64) is None               # nothing chosen: nothing to refuse
 
 
