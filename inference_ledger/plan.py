@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import finance_lines, parallel_lines, plan_lines, serving_lines, whatif_lines
+from inference_ledger import engines, finance_lines, parallel_lines, plan_lines, serving_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
@@ -59,6 +59,12 @@ def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None,
 
 
 GIB = float(BYTES_PER_GIB)
+#: The default GPU's figures (an 80 GB H100 SXM: 79.19 GiB at runtime, NVLink 4) and the default TP.
+DEFAULT_GPU_MEMORY, DEFAULT_INTERCONNECT, DEFAULT_TP = 79.1875 * GIB, 450e9, 4
+#: The engine inputs' defaults: the default engine's row of inference_ledger/data/engines.csv for that GPU and TP
+#: (one definition: `plan` without --gpu and the engine's own figures agree).
+ENGINE = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=DEFAULT_GPU_MEMORY,
+                               interconnect_bw=DEFAULT_INTERCONNECT, gpu_id="", tp=DEFAULT_TP)
 #: Efficiency defaults, each with its source row in inference_ledger/data/efficiencies.csv.
 EFF = {k: e.value for k, e in load_efficiencies().items()}
 
@@ -85,29 +91,29 @@ INPUTS: tuple[Input, ...] = (
     _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", 2, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
     _inp("kv_bytes", "KV bytes per element", "B", 2, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
     # GPU (from the GPUs catalog)
-    _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", 79.1875 * GIB, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
+    _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", DEFAULT_GPU_MEMORY, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
     _inp("hbm_bw", "HBM bandwidth", "B/s", 3.35e12, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
     _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", 989e12, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
     _inp("gpus_per_node", "GPUs per node", "GPUs", 8, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
     _inp("scaleout_bw", "Scale-out bandwidth per GPU", "B/s", 50e9, "Network bandwidth per GPU per direction between nodes (400 Gb/s InfiniBand NDR = 50 GB/s): PP hand-offs, EP all-to-all and KV transfers that leave the node.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
-    _inp("interconnect_bw", "Interconnect bandwidth", "B/s", 450e9, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
+    _inp("interconnect_bw", "Interconnect bandwidth", "B/s", DEFAULT_INTERCONNECT, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
     # deployment
-    _inp("tp", "Tensor-parallel degree", "GPUs", 4, "GPUs each layer's attention heads and dense matrices are split across (within one node).", "deployment"),
+    _inp("tp", "Tensor-parallel degree", "GPUs", DEFAULT_TP, "GPUs each layer's attention heads and dense matrices are split across (within one node).", "deployment"),
     _inp("pp", "Pipeline stages", "stages", 1, "Pipeline-parallel degree: the layers split into this many stages, each on its own tp x dp_attention GPUs (vLLM/SGLang --pipeline-parallel-size).", "deployment", lo=1, hi=256, integer=True),
     _inp("ep", "Expert-parallel degree", "GPUs", 1, "GPUs of a stage that hold whole experts (1 = experts split like dense layers); must divide the experts and the stage's GPUs.", "deployment", lo=1, hi=4096, integer=True),
     _inp("redundant_experts", "Redundant experts (EPLB)", "experts", 0, "Extra copies of hot experts per MoE layer that expert-parallel load balancing places (DeepSeek: 32; SGLang --ep-num-redundant-experts, vLLM --num-redundant-experts): EP divides routed + redundant experts.", "deployment", lo=0, hi=1e5, integer=True),
     _inp("dp_attention", "Attention data-parallel ranks", "ranks", 1, "DP-attention ranks per stage, each with its own sequences and attention weights, sharing the MoE layers (SGLang --enable-dp-attention, vLLM --data-parallel-size with expert parallelism).", "deployment", lo=1, hi=4096, integer=True),
     _inp("batching", "Batching (1 continuous, 2 static)", "code", 1, "1 continuous: a client keeps the concurrency in flight and new prompts are prefilled in chunks between decode steps (vLLM, SGLang, TensorRT-LLM in-flight batching); 2 static: one batch prefilled, then decoded together (plan --batching continuous|static).", "deployment", lo=1, hi=2, integer=True),
-    _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", 0.9, "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
+    _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", ENGINE["gpu_memory_utilization"], "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
     # engine (inference_ledger/data/engines.csv via inference_ledger.engines.engine_inputs; defaults: vLLM V1 on an H100)
-    _inp("kv_budget_rule", "Engine KV budget rule", "code", 1, "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
-    _inp("max_num_batched_tokens", "Prefill chunk (max_num_batched_tokens)", "tokens", 8192, "Tokens the engine's memory profile runs in one forward pass: vLLM V1 8192 on >=70 GiB GPUs (2048 on smaller and A100), V0 max(max_model_len, 2048).", "engine", lo=1, hi=1e8, integer=True),
-    _inp("max_num_seqs", "Sequences per step (max_num_seqs)", "sequences", 1024, "Sequences the engine batches; its profile samples one logits row each (vLLM V1: 1024 on >=70 GiB GPUs, else 256).", "engine", lo=1, hi=1e6, integer=True),
-    _inp("sampler_bytes_per_logit", "Sampler bytes per logit", "B", 40, "Bytes the sampler keeps per logits element at its peak: vLLM V1's top-k/top-p path holds ~10 FP32-sized copies (logits, sort values + int64 indices, softmax, cumsum, noise).", "engine", lo=0, hi=1e3),
-    _inp("cuda_context_bytes", "CUDA context (non-torch, TP 1)", "B", 0.35 * GIB, "Memory outside PyTorch's allocator at TP 1: CUDA context and cuBLAS workspace; vLLM logs non_torch_memory 0.35 GiB (RTX 3090, vllm#10517).", "engine", lo=0, hi=1e12),
-    _inp("nccl_bytes", "NCCL buffers (TP > 1)", "B", 1.79 * GIB, "Extra non-torch memory when TP > 1: NVLink-SHARP buffers on NVSwitch systems (vLLM log: TP2 3.58 vs TP1 1.79 GiB on H100); ~64 MiB of ring buffers over PCIe.", "engine", lo=0, hi=1e12),
-    _inp("moe_pad_hidden", "MoE kernel tile: hidden", "elements", 256, "MXFP4 MoE kernels pad each expert's hidden dimension to this multiple (vLLM: 256).", "engine", lo=1, hi=1e5, integer=True),
-    _inp("moe_pad_intermediate", "MoE kernel tile: intermediate", "elements", 128, "MXFP4 MoE kernels pad each expert's intermediate dimension (per GPU) to this multiple (vLLM: 128).", "engine", lo=1, hi=1e5, integer=True),
+    _inp("kv_budget_rule", "Engine KV budget rule", "code", ENGINE["kv_budget_rule"], "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
+    _inp("max_num_batched_tokens", "Prefill chunk (max_num_batched_tokens)", "tokens", ENGINE["max_num_batched_tokens"], "Tokens the engine's memory profile runs in one forward pass: vLLM V1 8192 on >=70 GiB GPUs (2048 on smaller and A100), V0 max(max_model_len, 2048).", "engine", lo=1, hi=1e8, integer=True),
+    _inp("max_num_seqs", "Sequences per step (max_num_seqs)", "sequences", ENGINE["max_num_seqs"], "Sequences the engine batches; its profile samples one logits row each (vLLM V1: 1024 on >=70 GiB GPUs, else 256).", "engine", lo=1, hi=1e6, integer=True),
+    _inp("sampler_bytes_per_logit", "Sampler bytes per logit", "B", ENGINE["sampler_bytes_per_logit"], "Bytes the sampler keeps per logits element at its peak in the engine's memory profile (engines.csv: vLLM 0.19 20 B; vLLM 0.9's top-k/top-p path 40 B: logits, sort values + int64 indices, softmax, cumsum, noise).", "engine", lo=0, hi=1e3),
+    _inp("cuda_context_bytes", "CUDA context (non-torch, TP 1)", "B", ENGINE["cuda_context_bytes"], "Memory outside PyTorch's allocator at TP 1 that the engine's budget subtracts (engines.csv: vLLM 0.19 counts only the cuBLAS workspace, 162 MiB; vLLM 0.9 logs non_torch_memory 0.35 GiB, vllm#10517).", "engine", lo=0, hi=1e12),
+    _inp("nccl_bytes", "NCCL buffers (TP > 1)", "B", ENGINE["nccl_bytes"], "Extra non-torch memory when TP > 1 that the budget subtracts (engines.csv): NVLink-SHARP buffers on NVSwitch systems (vLLM 0.9 log: TP2 3.58 vs TP1 1.79 GiB on H100), ~64 MiB of ring buffers over PCIe; vLLM 0.19 snapshots after NCCL starts (0).", "engine", lo=0, hi=1e12),
+    _inp("moe_pad_hidden", "MoE kernel tile: hidden", "elements", ENGINE["moe_pad_hidden"], "MXFP4 MoE kernels pad each expert's hidden dimension to this multiple (vLLM: 256).", "engine", lo=1, hi=1e5, integer=True),
+    _inp("moe_pad_intermediate", "MoE kernel tile: intermediate", "elements", ENGINE["moe_pad_intermediate"], "MXFP4 MoE kernels pad each expert's intermediate dimension (per GPU) to this multiple (vLLM: 128).", "engine", lo=1, hi=1e5, integer=True),
     # workload
     _inp("input_tokens", "Input tokens per request", "tokens", 1024, "Prompt length S.", "workload", lo=1),
     _inp("output_tokens", "Output tokens per request", "tokens", 512, "Generated length T.", "workload", lo=1),
@@ -117,10 +123,10 @@ INPUTS: tuple[Input, ...] = (
     _inp("bw_efficiency", "Weight-streaming efficiency", "fraction", EFF["bw_efficiency"], "Achieved share of peak HBM bandwidth when a decode step streams the weights (75-78% measured on an H200 in bf16). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
     _inp("kv_read_efficiency", "KV-read efficiency", "fraction", EFF["kv_read_efficiency"], "Achieved share of peak HBM bandwidth when attention reads the KV cache (~90% when large, H200). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
     _inp("decode_compute_efficiency", "Compute efficiency at large batch", "fraction", EFF["decode_compute_efficiency"], "Achieved share of dense peak when a step's linear layers are compute-bound (large decode batch plus prefill chunks; 55-65% measured on an H200). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
-    _inp("allreduce_latency_seconds", "All-reduce latency", "s", 15e-6, "Fixed cost of one small TP all-reduce (launch + synchronise over NVLink, ~10-20 us for NCCL/custom all-reduce); two per layer per decode step.", "efficiency", lo=0, hi=1),
-    _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", 20e-6, "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
-    _inp("scaleout_latency_seconds", "Scale-out message latency", "s", 10e-6, "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
-    _inp("step_overhead_seconds", "Per-step overhead", "s", 0.2e-3, "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
+    _inp("allreduce_latency_seconds", "All-reduce latency", "s", EFF["allreduce_latency_seconds"], "Fixed cost of one small TP all-reduce (launch + synchronise over NVLink, ~10-20 us for NCCL/custom all-reduce); two per layer per decode step.", "efficiency", lo=0, hi=1),
+    _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", EFF["layer_overhead_seconds"], "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
+    _inp("scaleout_latency_seconds", "Scale-out message latency", "s", EFF["scaleout_latency_seconds"], "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
+    _inp("step_overhead_seconds", "Per-step overhead", "s", EFF["step_overhead_seconds"], "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
     # cost
     _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", 2.5, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
     _inp("requests_per_day", "Requests per day", "requests/day", 1_000_000, "Average daily load: the Cost sheet's requests-per-day bill (monthly_cost) and the Forecast's average-to-peak ratio.", "cost"),
