@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from inference_ledger import catalog, ledger, resolve, serving
+from inference_ledger import catalog, ledger, parallel, resolve, serving
 from inference_ledger.expr import Sym
 
 
@@ -65,6 +65,7 @@ def test_seed_roofline_pieces():
 def test_the_efficiency_file_has_every_default_and_refuses_a_row_without_a_source(tmp_path):
     eff = serving.load_efficiencies()
     assert eff["bw_efficiency"].value == 0.8 and eff["kv_read_efficiency"].value == 0.9
+    assert eff["bw_efficiency"].name == "bw_efficiency" and "75-78%" in eff["bw_efficiency"].quote
     assert eff["layer_overhead_seconds"].value == 20e-6 and eff["bw_efficiency"].gpu_family == "*"
     assert "h200-microbench" in eff["bw_efficiency"].source and eff["bw_efficiency"].date == "2026-11-30"
     bad = tmp_path / "e.csv"
@@ -91,14 +92,10 @@ DEEPSEEK = catalog.get_model("deepseek-v3")
     (LLAMA, 1, 1, 1, 8, 4, "redundant_experts",
      "redundant experts need a mixture-of-experts model: llama-3.1-70b is dense"),
     (DEEPSEEK, 1, 48, 48, 1, 0, "ep", "EP 48 does not divide the 256 routed experts of deepseek-v3"),
-    (DEEPSEEK, 1, 48, 48, 1, 32, "ep", "EP 48 does not divide the 256 + 32 redundant routed experts of deepseek-v3"
-     .replace("256 + 32 redundant routed", "256 + 32 redundant routed")),
+    (DEEPSEEK, 1, 64, 64, 1, 32, "ep", "EP 64 does not divide the 256 + 32 redundant routed experts of deepseek-v3"),
     (DEEPSEEK, 1, 16, 1, 8, 0, "ep", "EP 16 does not divide the 8 GPUs of a pipeline stage (TP 8 x DP attention 1)"),
 ])
 def test_layout_refusals(model, pp, ep, dp, tp, red, option, message):
-    if red == 32:      # 256 + 32 = 288 = 6 x 48: EP 48 divides them, so this layout runs
-        assert resolve.layout_problem(model, pp, ep, dp, tp, red) is None
-        return
     assert resolve.layout_problem(model, pp, ep, dp, tp, red) == (option, message)
 
 
@@ -107,3 +104,31 @@ def test_layouts_the_engines_run():
     assert resolve.layout_problem(DEEPSEEK, 1, 144, 144, 1, 32) is None        # DeepSeek's decode: 288 / 144
     assert resolve.layout_problem(None, 999, 999, 999, 1) is None
     assert resolve.layout_problem(dataclasses.replace(LLAMA, num_layers=4), 4, 1, 1, 1) is None
+
+
+def test_redundant_experts_reach_the_layout_rule():
+    # 256 + 32 = 288 = 6 x 48: EP 48 runs only with the redundant copies counted
+    ok = resolve.resolve("deepseek-v3", "h200", numbers={"tp": 1, "dp_attention": 48, "ep": 48, "redundant_experts": 32})
+    assert ok.inputs["ep"] == 48
+    with pytest.raises(resolve.ChoiceError, match="EP 48 does not divide the 256 routed experts"):
+        resolve.resolve("deepseek-v3", "h200", numbers={"tp": 1, "dp_attention": 48, "ep": 48})
+
+
+def test_batching_words():
+    assert resolve.batching_code(None) == resolve.batching_code("  ") == resolve.batching_code("continuous") == 1
+    assert resolve.batching_code("Static") == 2
+    with pytest.raises(resolve.ChoiceError) as e:
+        resolve.batching_code("dynamic")
+    assert e.value.option == "batching" and "continuous" in str(e.value) and "static" in str(e.value)
+
+
+def test_binding_limit_queue_and_links_by_hand():
+    assert serving.binding_limit(16, 100, 1024, 1, 1) == 4          # fits, meets TPOT, compute-bound
+    assert serving.binding_limit(16, 100, 1024, 1, 0) == 0          # nothing binds: bandwidth-bound
+    assert serving.binding_limit(200, 100, 1024, 1, 0) == 1         # the KV cache holds 100 of 200
+    assert serving.queue_seconds(1, 4, 2.0) == 0                    # fewer clients than slots: no wait
+    assert serving.queue_seconds(10, 4, 2.0) == 3.0                 # 6 waiting at 2 requests/s
+    assert serving.distinct_experts(1, 1, 5) == 1                   # one expert: always read
+    assert parallel.seconds_per_byte(False, 50e9, 450e9) == 1 / 450e9
+    assert parallel.seconds_per_byte(True, 50e9, 450e9) == 1 / 50e9
+    assert parallel.ep_seconds_per_byte(4, 8, 50e9, 450e9) == pytest.approx(1 / 450e9)    # EP inside a node
