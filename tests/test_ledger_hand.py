@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from inference_ledger import ledger, whatif
+from inference_ledger import engine_ledger, ledger, whatif
 
 
 def test_default_byte_widths_are_bf16():
@@ -146,3 +146,19 @@ def test_min_gpus_to_fit_edges():
     assert whatif.min_gpus_closed_form(100, 120, 60, 2) == 0
     # a small model fits one GPU
     assert whatif.min_gpus_closed_form(10, 10, 60, 8) == 1
+
+
+def test_engine_terms_by_hand():
+    """Non-torch memory adds NCCL only above TP 1; the decode overhead is L x per-layer + per-step."""
+    assert engine_ledger.non_torch_bytes(0.35 * 2**30, 1.79 * 2**30, 1) == 0.35 * 2**30
+    assert engine_ledger.non_torch_bytes(0.35 * 2**30, 1.79 * 2**30, 2) == pytest.approx(2.14 * 2**30)
+    assert engine_ledger.decode_overhead_seconds(80, 20e-6, 0.2e-3) == pytest.approx(1.8e-3)
+
+
+def test_seed_fit_test_is_inclusive():
+    assert ledger.fits_usable(76.5e9, 76.5e9) == 1
+    assert ledger.fits_usable(76.5e9 + 1, 76.5e9) == 0
+
+
+def test_context_for_tokens_without_sliding_layers_is_the_tokens():
+    assert whatif.context_for_tokens(1000, 80) == 1000
