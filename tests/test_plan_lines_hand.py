@@ -47,3 +47,22 @@ def test_expert_bytes_and_prefill_communication_by_hand():
     pp = plan_of("llama-3.1-405b", "h100-sxm", tp=8, pp=2)
     # one hop between the two nodes: 10 us + 1024 tokens x 16384 x 2 B at 50 GB/s
     assert pp["prefill_parallel_seconds"] == pytest.approx(10e-6 + 1024 * 16384 * 2 / 50e9)
+
+
+def test_the_tpot_floor_turns_compute_bound_at_large_batch():
+    v = plan_of("llama-3.1-8b", "h100-sxm", tp=1, concurrency=1024, batching=2, input_tokens=128, output_tokens=128)
+    b = v["effective_concurrency"]
+    # 2 x N_active x B FLOPs at the dense peak, against the bytes at full bandwidth: the larger bounds the step
+    flops = 2 * v["active_params"] * b / v["peak_flops"]
+    assert v["tpot_floor_seconds"] == pytest.approx(max(flops, v["decode_bytes_per_step_per_gpu"] / v["hbm_bw"]))
+    assert flops > v["decode_bytes_per_step_per_gpu"] / v["hbm_bw"]      # compute-bound here
+
+
+def test_mixtral_prefill_reads_every_expert_once_per_chunk():
+    v = plan_of("mixtral-8x7b", "h100-sxm", tp=2, input_tokens=4096)
+    per_expert = 3 * 4096 * 14336                                  # one expert's three matrices, parameters
+    assert v["expert_weights_bytes"] == 32 * 8 * per_expert * 2     # BF16
+    assert v["prefill_chunks"] == 1 and v["prefill_distinct_experts"] == pytest.approx(8)   # 4096 tokens: all 8
+    extra = min(32 * 6 * per_expert, v["num_params"] - v["active_params"]) * 2
+    assert v["prefill_extra_expert_bytes"] == pytest.approx(extra)
+    assert v["prefill_weight_bytes_per_gpu"] == pytest.approx((v["weights_read_bytes"] + extra) / 2)
