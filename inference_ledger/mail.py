@@ -57,31 +57,31 @@ class Verdict:
 
     model: str
     gpu: str
-    tp: int  # GPUs per model copy
-    gpus_total: int  # GPUs the request forecast needs (replicas x tp)
+    gpus_per_replica: int  # GPUs per model copy (TP x PP x DP attention)
+    gpus_for_qps: int  # GPUs the target QPS needs (replicas x GPUs per replica): the Plan sheet's one bill
     verdict: int  # the plan's verdict code (inference_ledger.verdict)
     tpot_seconds: float
-    monthly_cost: float
+    monthly_cost_qps: float
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str) -> "Verdict":
         """From the values of ``inference_ledger.plan.evaluate`` and the catalog ids of the model and GPU."""
-        return cls(model, gpu, int(plan["tp"]), int(plan["gpus_total"]), int(plan["verdict"]),
-                   float(plan["tpot_seconds"]), float(plan["monthly_cost"]))
+        return cls(model, gpu, int(plan["gpus_per_replica"]), int(plan["gpus_for_qps"]), int(plan["verdict"]),
+                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]))
 
     def rows(self) -> list[tuple[str, str]]:
         return [
             ("Model", self.model),
-            ("GPU", f"{self.tp} x {self.gpu} per model copy (tensor parallel)"),
-            ("GPUs for the forecast", str(self.gpus_total)),
+            ("GPU", f"{self.gpus_per_replica} x {self.gpu} per model copy"),
+            ("GPUs for the target QPS", str(self.gpus_for_qps)),
             ("Verdict", verdict.words_of(self.verdict)),
             ("TPOT", f"{self.tpot_seconds * 1e3:.1f} ms per output token"),
-            ("Monthly GPU cost", f"${self.monthly_cost:,.0f}/month"),
+            ("Monthly cost for the target QPS", f"${self.monthly_cost_qps:,.0f}/month"),
         ]
 
     def headline(self) -> str:
-        return (f"{self.model} on {self.tp} x {self.gpu}: {verdict.words_of(self.verdict)}, TPOT {self.tpot_seconds * 1e3:.1f} ms, "
-                f"${self.monthly_cost:,.0f}/month")
+        return (f"{self.model} on {self.gpus_per_replica} x {self.gpu}: {verdict.words_of(self.verdict)}, "
+                f"TPOT {self.tpot_seconds * 1e3:.1f} ms, ${self.monthly_cost_qps:,.0f}/month")
 
     def text(self) -> str:
         width = max(len(k) for k, _ in self.rows())

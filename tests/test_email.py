@@ -98,8 +98,8 @@ def tiny_workbook(path: Path) -> Path:
     return path
 
 
-VERDICT = mail.Verdict("llama-3.1-70b", "h100-sxm", tp=4, gpus_total=8, verdict=3,
-                       tpot_seconds=0.0234, monthly_cost=14600.0)
+VERDICT = mail.Verdict("llama-3.1-70b", "h100-sxm", gpus_per_replica=4, gpus_for_qps=8, verdict=3,
+                       tpot_seconds=0.0234, monthly_cost_qps=14600.0)
 
 
 def message(tmp_path, to=("cfo@example.com",), cc=()):
@@ -123,7 +123,7 @@ def test_message_states_verdict_in_text_and_html_and_attaches_xlsx(tmp_path):
         assert "23.4 ms" in body and "$14,600/month" in body
     assert re.search(r"^  Verdict: +fits, meets targets\r?$", text, re.M)
     assert "<th align=\"left\">Verdict</th><td>fits, meets targets</td>" in html
-    assert "<th align=\"left\">GPUs for the forecast</th><td>8</td>" in html
+    assert "<th align=\"left\">GPUs for the target QPS</th><td>8</td>" in html
     (att,) = list(msg.iter_attachments())
     assert att.get_content_type() == XLSX
     assert att.get_filename() == "llama-3.1-70b_h100-sxm_2026-11-30.xlsx"
@@ -131,8 +131,8 @@ def test_message_states_verdict_in_text_and_html_and_attaches_xlsx(tmp_path):
 
 
 def test_verdict_says_no_when_it_does_not_fit():
-    v = mail.Verdict.from_plan({"tp": 1.0, "gpus_total": 3.0, "verdict": 0.0, "tpot_seconds": 0.1,
-                                "monthly_cost": 5475.0}, "llama-3.1-405b", "l4")
+    v = mail.Verdict.from_plan({"gpus_per_replica": 1.0, "gpus_for_qps": 3.0, "verdict": 0.0, "tpot_seconds": 0.1,
+                                "monthly_cost_qps": 5475.0}, "llama-3.1-405b", "l4")
     assert v.headline() == "llama-3.1-405b on 1 x l4: does not fit, TPOT 100.0 ms, $5,475/month"
     assert ("Verdict", "does not fit") in v.rows()
 
@@ -232,18 +232,18 @@ def check_message(raw: bytes):
     missing = [c[:60] for c in cells
                if not (re.search(r"<v>[^<]+</v>", c) or ('t="str"' in c and "<v></v>" in c))]
     assert cells and not missing, f"formula cells without a cached value: {missing[:5]}"
-    v = {n: named(cached, n).value for n in ("model_id", "gpu_id", "tp", "gpus_total", "verdict", "tpot_seconds",
-                                             "monthly_cost")}
+    v = {n: named(cached, n).value for n in ("model_id", "gpu_id", "gpus_per_replica", "gpus_for_qps", "verdict",
+                                             "tpot_seconds", "monthly_cost_qps")}
     assert str(named(formulas, "tpot_seconds").value).startswith("=")  # a live formula ...
     assert isinstance(v["tpot_seconds"], float) and 0 < v["tpot_seconds"] < 1  # ... with its cached number
-    assert (v["model_id"], v["gpu_id"], v["tp"]) == ("llama-3.1-70b", "h100-sxm", 4)
+    assert (v["model_id"], v["gpu_id"], v["gpus_per_replica"]) == ("llama-3.1-70b", "h100-sxm", 4)
     text = msg.get_body(("plain",)).get_content()
     html = re.sub(r"<[^>]+>", " ", msg.get_body(("html",)).get_content())  # the words a reader sees
     for body in (text, html):
         assert "Llama-3.1-70B" in body and "4 x NVIDIA H100 SXM5 80GB" in body
         assert f"{v['tpot_seconds'] * 1e3:.1f} ms" in body
-        assert f"${v['monthly_cost']:,.0f}/month" in body
-        assert re.search(rf"GPUs for the forecast\W+{v['gpus_total']:.0f}\W", body)
+        assert f"${v['monthly_cost_qps']:,.0f}/month" in body
+        assert re.search(rf"GPUs for the target QPS\W+{v['gpus_for_qps']:.0f}\W", body)
         words = ("does not fit", "fits below the requested concurrency", "fits, misses targets", "fits, meets targets")
         assert re.search(rf"Verdict\W+{words[int(v['verdict'])]}\W", body)
     return msg
