@@ -22,11 +22,11 @@ evaluates both pools for a choice, and :func:`cheapest` searches the layouts of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
-from inference_ledger import engines, ledger, plan, resolve
-from inference_ledger.expr import ceil, maximum
-from inference_ledger.units import BATCHING_STATIC, HOURS_PER_MONTH
+from inference_ledger import engines, ledger, plan, resolve, serving
+from inference_ledger.expr import and_, ceil, ge, le, maximum, where
+from inference_ledger.units import BATCHING_STATIC
 
 POOL_LAYOUT = ("tp", "pp", "ep", "dp_attention")
 
@@ -86,7 +86,7 @@ class Pools:
 
 
 #: Batching codes of the pools: prefill as prompts arrive (continuous), decode steps without prompt chunks (static).
-PREFILL_BATCHING, DECODE_BATCHING = 1, int(BATCHING_STATIC)
+PREFILL_BATCHING, DECODE_BATCHING = serving.BATCHING["continuous"], int(BATCHING_STATIC)
 
 
 def _pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any], **choice) -> dict[str, Any]:
@@ -106,27 +106,70 @@ def disaggregate(model: str, gpu: str, prefill_layout: Mapping[str, int], decode
     d0 = _pool(model, gpu, decode_layout, numbers | {"concurrency": 1, "batching": DECODE_BATCHING}, **choice)
     best = max(float(d0["serving_concurrency"]), 1.0)
     d = _pool(model, gpu, decode_layout, numbers | {"concurrency": best, "batching": DECODE_BATCHING}, **choice)
-    return Pools(p, d, _totals(p, d, best >= 1 and d0["serving_concurrency"] >= 1))
+    return Pools(p, d, _totals(p, d0, d))
 
 
-def _totals(p: Mapping[str, Any], d: Mapping[str, Any], decode_ok: bool) -> dict[str, float]:
-    senders = ledger.kv_shards(p["kv_heads"], p["tp"], p["mla_latent_dim"]) * p["pp"]
-    kv_bytes = kv_transfer_bytes(p["kv_bytes_per_token"], p["input_tokens"])
-    kv_seconds = kv_transfer_seconds(kv_bytes, senders, p["scaleout_bw"], p["scaleout_latency_seconds"])
-    rate_p = prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_service_seconds"])
-    rate_d = decode_requests_per_second(d["concurrency"], d["output_tokens"], d["tpot_seconds"])
-    n_p, n_d = instances(d["target_qps"], rate_p), instances(d["target_qps"], rate_d)
-    gpus = n_p * p["gpus_per_replica"] + n_d * d["gpus_per_replica"]
-    ttft = p["ttft_seconds"] + kv_seconds
-    fits_p = p["max_concurrency"] >= p["dp_attention"]
-    meets = fits_p and decode_ok and d["tpot_seconds"] <= d["tpot_target"] and ttft <= d["ttft_target"]
-    return {"kv_transfer_bytes": float(kv_bytes), "kv_transfer_seconds": float(kv_seconds),
-            "prefill_requests_per_second": float(rate_p), "decode_requests_per_second": float(rate_d),
-            "prefill_input_tokens_per_second_per_gpu": float(rate_p * p["input_tokens"] / p["gpus_per_replica"]),
-            "decode_output_tokens_per_second_per_gpu": float(rate_d * d["output_tokens"] / d["gpus_per_replica"]),
-            "prefill_instances": float(n_p), "decode_instances": float(n_d), "gpus": float(gpus),
-            "ttft_seconds": float(ttft), "monthly_cost": float(gpus * d["price_per_gpu_hour"] * HOURS_PER_MONTH),
-            "meets_targets": float(meets)}
+#: The totals of both pools: (name, label, unit), in order; :func:`totals` computes them.  The workbook's
+#: Disaggregated sheet writes one row each (defined name = name), ``Pools.numbers`` holds them by name.
+TOTALS = (
+    ("kv_senders", "GPUs sending a prompt's KV", "GPUs"),
+    ("kv_transfer_bytes", "KV transfer per request", "B"),
+    ("kv_transfer_seconds", "KV transfer time", "s"),
+    ("disagg_ttft_seconds", "TTFT (prefill + KV transfer)", "s"),
+    ("prefill_requests_per_second", "Requests/s per prefill instance", "requests/s"),
+    ("decode_requests_per_second", "Requests/s per decode instance", "requests/s"),
+    ("prefill_input_tokens_per_second_per_gpu", "Prefill input tokens/s per GPU", "tokens/s"),
+    ("decode_output_tokens_per_second_per_gpu", "Decode output tokens/s per GPU", "tokens/s"),
+    ("prefill_instances", "Prefill instances (x of xPyD)", "instances"),
+    ("decode_instances", "Decode instances (y of xPyD)", "instances"),
+    ("disagg_gpus", "GPUs, both pools", "GPUs"),
+    ("disagg_monthly_cost", "Monthly GPU cost, both pools", "$/month"),
+    ("disagg_meets_targets", "Meets TTFT and TPOT targets", "1/0"),
+)
+
+
+def totals(p: Callable[[str], Any], d1: Callable[[str], Any], d: Callable[[str], Any], at: Callable[[str], Any],
+           cell: Optional[Callable[[str], Any]] = None) -> dict[str, Any]:
+    """Every total of :data:`TOTALS`, from the prefill pool ``p``, the decode pool at batch 1 ``d1`` and at its
+    serving batch ``d``, and the shared inputs ``at`` (each a quantity by name: numbers, or Sym references
+    for the workbook's cells).  A total the next ones use is read as the number itself, or through ``cell``
+    (its own cell on the sheet)."""
+    out: dict[str, Any] = {}
+    ref = cell or out.__getitem__
+
+    def put(name, value):
+        out[name] = value
+        return ref(name)
+
+    senders = put("kv_senders", ledger.kv_shards(at("kv_heads"), p("tp"), at("mla_latent_dim")) * p("pp"))
+    kv_bytes = put("kv_transfer_bytes", kv_transfer_bytes(p("kv_bytes_per_token"), at("input_tokens")))
+    kv_seconds = put("kv_transfer_seconds", kv_transfer_seconds(kv_bytes, senders, at("scaleout_bw"),
+                                                                at("scaleout_latency_seconds")))
+    ttft = put("disagg_ttft_seconds", p("ttft_seconds") + kv_seconds)
+    rate_p = put("prefill_requests_per_second",
+                 prefill_requests_per_second(p("dp_attention"), p("pp"), p("ttft_service_seconds")))
+    rate_d = put("decode_requests_per_second",
+                 decode_requests_per_second(d("concurrency"), at("output_tokens"), d("tpot_seconds")))
+    put("prefill_input_tokens_per_second_per_gpu", rate_p * at("input_tokens") / p("gpus_per_replica"))
+    put("decode_output_tokens_per_second_per_gpu", rate_d * at("output_tokens") / d("gpus_per_replica"))
+    n_p = put("prefill_instances", instances(at("target_qps"), rate_p))
+    n_d = put("decode_instances", instances(at("target_qps"), rate_d))
+    gpus = put("disagg_gpus", n_p * p("gpus_per_replica") + n_d * d("gpus_per_replica"))
+    put("disagg_monthly_cost", ledger.monthly_cost(at("price_per_gpu_hour"), gpus))
+    put("disagg_meets_targets", where(and_(le(ttft, at("ttft_target")), le(d("tpot_seconds"), at("tpot_target")),
+                                           ge(d1("serving_concurrency"), 1), ge(p("max_concurrency"), p("dp_attention"))),
+                                      1, 0))
+    return out
+
+
+#: ``Pools.numbers`` keys of the totals the sheet names ``disagg_*`` (the rest keep their names).
+NUMBERS_KEY = {"disagg_ttft_seconds": "ttft_seconds", "disagg_gpus": "gpus", "disagg_monthly_cost": "monthly_cost",
+               "disagg_meets_targets": "meets_targets"}
+
+
+def _totals(p: Mapping[str, Any], d1: Mapping[str, Any], d: Mapping[str, Any]) -> dict[str, float]:
+    values = totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
+    return {NUMBERS_KEY.get(k, k): float(v) for k, v in values.items()}
 
 
 def cheapest(model: str, gpu: str, layouts: Sequence[Mapping[str, int]], *, weight_dtype: Optional[str] = None,

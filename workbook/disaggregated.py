@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_ledger import disaggregated, ledger, plan
-from inference_ledger.expr import Sym, and_, ge, le, where
+from inference_ledger import disaggregated, plan
+from inference_ledger.expr import Sym
 
 from . import style
 from .context import Ctx, xname
@@ -102,59 +102,21 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
 
 
 def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[str, Any]]) -> None:
-    """KV transfer, pool sizes, GPUs, TTFT and cost: inference_ledger.disaggregated's formulas over the columns."""
+    """KV transfer, pool sizes, GPUs, TTFT and cost: :func:`inference_ledger.disaggregated.totals` over the columns."""
     ctx.put(ws, f"A{r}", "Both pools", style.SECTION)
-    p, d = values["prefill"], values["decode"]
+    own = {name: r + k for k, (name, _, _) in enumerate(disaggregated.TOTALS, start=1)}
 
-    def cell(col: str, name: str) -> Sym:
-        return Sym(f"{col}{row[name]}") if name in row else Sym(xname(name))
+    def column(col: str):
+        return lambda name: Sym(f"{col}{row[name]}") if name in row else Sym(xname(name))
 
-    def at(name: str) -> Sym:
-        return Sym(xname(name))
-
-    P, D = (lambda n: cell("B", n)), (lambda n: cell("D", n))
-    items: list[tuple[str, str, str, Any, Any]] = []   # (name, label, unit, formula, value)
-
-    def add(name, label, unit, formula, value):
-        items.append((name, label, unit, formula, value))
-        return Sym(f"B{r + len(items)}")
-
-    senders_f = ledger.kv_shards(at("kv_heads"), P("tp"), at("mla_latent_dim")) * P("pp")
-    senders_v = ledger.kv_shards(p["kv_heads"], p["tp"], p["mla_latent_dim"]) * p["pp"]
-    senders = add("kv_senders", "GPUs sending a prompt's KV", "GPUs", senders_f, senders_v)
-    kvb_v = disaggregated.kv_transfer_bytes(p["kv_bytes_per_token"], p["input_tokens"])
-    kvb = add("kv_transfer_bytes", "KV transfer per request", "B",
-              disaggregated.kv_transfer_bytes(P("kv_bytes_per_token"), at("input_tokens")), kvb_v)
-    kvs_v = disaggregated.kv_transfer_seconds(kvb_v, senders_v, p["scaleout_bw"], p["scaleout_latency_seconds"])
-    kvs = add("kv_transfer_seconds", "KV transfer time", "s",
-              disaggregated.kv_transfer_seconds(kvb, senders, at("scaleout_bw"), at("scaleout_latency_seconds")), kvs_v)
-    ttft_v = p["ttft_seconds"] + kvs_v
-    ttft = add("disagg_ttft_seconds", "TTFT (prefill + KV transfer)", "s", P("ttft_seconds") + kvs, ttft_v)
-    rp_v = disaggregated.prefill_requests_per_second(p["dp_attention"], p["pp"], p["ttft_service_seconds"])
-    rp = add("prefill_requests_per_second", "Requests/s per prefill instance", "requests/s",
-             disaggregated.prefill_requests_per_second(P("dp_attention"), P("pp"), P("ttft_service_seconds")), rp_v)
-    rd_v = disaggregated.decode_requests_per_second(d["concurrency"], d["output_tokens"], d["tpot_seconds"])
-    rd = add("decode_requests_per_second", "Requests/s per decode instance", "requests/s",
-             disaggregated.decode_requests_per_second(D("concurrency"), at("output_tokens"), D("tpot_seconds")), rd_v)
-    np_v, nd_v = disaggregated.instances(d["target_qps"], rp_v), disaggregated.instances(d["target_qps"], rd_v)
-    n_p = add("prefill_instances", "Prefill instances (x of xPyD)", "instances",
-              disaggregated.instances(at("target_qps"), rp), np_v)
-    n_d = add("decode_instances", "Decode instances (y of xPyD)", "instances",
-              disaggregated.instances(at("target_qps"), rd), nd_v)
-    gpus_v = np_v * p["gpus_per_replica"] + nd_v * d["gpus_per_replica"]
-    gpus = add("disagg_gpus", "GPUs, both pools", "GPUs", n_p * P("gpus_per_replica") + n_d * D("gpus_per_replica"),
-               gpus_v)
-    add("disagg_monthly_cost", "Monthly GPU cost, both pools", "$/month", ledger.monthly_cost(at("price_per_gpu_hour"),
-                                                                                              gpus),
-        ledger.monthly_cost(p["price_per_gpu_hour"], gpus_v))
-    meets_v = int(ttft_v <= p["ttft_target"] and d["tpot_seconds"] <= d["tpot_target"] and d["concurrency"] >= 1
-                  and p["max_concurrency"] >= p["dp_attention"])
-    meets_f = where(and_(le(ttft, at("ttft_target")), le(D("tpot_seconds"), at("tpot_target")),
-                         ge(cell("C", "serving_concurrency"), 1), ge(P("max_concurrency"), P("dp_attention"))), 1, 0)
-    add("disagg_meets_targets", "Meets TTFT and TPOT targets", "1/0", meets_f, meets_v)
-    for k, (name, label, unit, formula, value) in enumerate(items, start=1):
-        ctx.put(ws, f"A{r + k}", label)
-        ctx.formula(ws, f"B{r + k}", formula, _num(value), style.FORMULA, style.number_format(unit, _num(value)))
-        ctx.put(ws, f"E{r + k}", unit)
-        ctx.put(ws, f"F{r + k}", name, style.NOTE)
-        ctx.define(name, ws, f"B{r + k}")
+    formulas = disaggregated.totals(column("B"), column("C"), column("D"), lambda name: Sym(xname(name)),
+                                    cell=lambda name: Sym(f"B{own[name]}"))
+    p, d1, d = values["prefill"], values["decode1"], values["decode"]
+    numbers = disaggregated.totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
+    for name, label, unit in disaggregated.TOTALS:
+        k, v = own[name], _num(numbers[name])
+        ctx.put(ws, f"A{k}", label)
+        ctx.formula(ws, f"B{k}", formulas[name], v, style.FORMULA, style.number_format(unit, v))
+        ctx.put(ws, f"E{k}", unit)
+        ctx.put(ws, f"F{k}", name, style.NOTE)
+        ctx.define(name, ws, f"B{k}")

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from openpyxl.chart import BarChart, LineChart, Reference
 from openpyxl.formatting.rule import FormulaRule
