@@ -18,7 +18,7 @@ import click
 
 from inference_ledger import engines, resolve, serving
 from inference_ledger.args import LedgerInputError
-from inference_ledger.plan import INPUT_BY_NAME, INPUTS, Input, evaluate
+from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
 from inference_ledger.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
 
@@ -34,9 +34,7 @@ OPTION_NAMES = {
 FROM_CATALOG = resolve.FROM_CATALOG
 
 #: What --engine sets (its values for the GPU and TP) when neither --gpu nor --tp is given: the shown defaults.
-ENGINE_DEFAULTS = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=INPUT_BY_NAME["gpu_memory_bytes"].default,
-                                        interconnect_bw=INPUT_BY_NAME["interconnect_bw"].default, gpu_id="",
-                                        tp=int(INPUT_BY_NAME["tp"].default))
+ENGINE_DEFAULTS = ENGINE
 
 # Suffixes each unit accepts besides the unit itself (case-insensitive), value = multiplier to base units.
 _SUFFIXES: dict[str, dict[str, float]] = {
