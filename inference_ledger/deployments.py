@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from inference_ledger import disaggregated, plan, resolve
+from inference_ledger import disaggregated
 from inference_ledger.units import MS_PER_S
 
 DEPLOYMENTS_CSV = Path(__file__).with_name("data") / "measured_deployments.csv"
@@ -69,14 +69,10 @@ def predict(d: Deployment) -> float:
     tpot = d.tpot_ms / MS_PER_S if d.tpot_ms else NO_TPOT_TARGET
     numbers = {**d.layout, "input_tokens": d.input_tokens, "output_tokens": d.output_tokens, "tpot_target": tpot}
     if d.role == "decode":
-        numbers |= {"batching": disaggregated.DECODE_BATCHING}
-        first = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id, numbers=numbers | {"concurrency": 1}).inputs)
-        batch = max(float(first["serving_concurrency"]), 1.0)
-        v = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id, numbers=numbers | {"concurrency": batch}).inputs)
+        _, v = disaggregated.decode_pool(d.model_id, d.gpu_id, {}, numbers)
         rate = v["effective_concurrency"] / v["tpot_seconds"]
     else:
-        v = plan.evaluate(resolve.resolve(d.model_id, d.gpu_id, numbers=numbers | {
-            "concurrency": d.layout["dp_attention"], "batching": disaggregated.PREFILL_BATCHING}).inputs)
+        v = disaggregated.prefill_pool(d.model_id, d.gpu_id, d.layout, numbers)
         rate = disaggregated.prefill_requests_per_second(v["dp_attention"], v["pp"], v["ttft_service_seconds"]) \
             * d.input_tokens
     return float(rate / (d.nodes if d.scope == "per_node" else d.gpus))

@@ -101,12 +101,25 @@ def disaggregate(model: str, gpu: str, prefill_layout: Mapping[str, int], decode
     choice = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "engine": engine}
     # the prefill pool serves one prompt per DP rank as it arrives (continuous); the decode pool's steps carry no
     # prompt chunks (its prompts were prefilled elsewhere): in the plan's terms, a static batch
-    p = _pool(model, gpu, prefill_layout, numbers | {"concurrency": prefill_layout.get("dp_attention", 1),
-                                                     "batching": PREFILL_BATCHING}, **choice)
-    d0 = _pool(model, gpu, decode_layout, numbers | {"concurrency": 1, "batching": DECODE_BATCHING}, **choice)
-    best = max(float(d0["serving_concurrency"]), 1.0)
-    d = _pool(model, gpu, decode_layout, numbers | {"concurrency": best, "batching": DECODE_BATCHING}, **choice)
+    p = prefill_pool(model, gpu, prefill_layout, numbers, **choice)
+    d0, d = decode_pool(model, gpu, decode_layout, numbers, **choice)
     return Pools(p, d, _totals(p, d0, d))
+
+
+def prefill_pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any], **choice) -> dict[str, Any]:
+    """The prefill pool's plan: one prompt per DP-attention rank, prefilled as it arrives."""
+    return _pool(model, gpu, layout, dict(numbers) | {"concurrency": layout.get("dp_attention", 1),
+                                                      "batching": PREFILL_BATCHING}, **choice)
+
+
+def decode_pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any],
+                **choice) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The decode pool's plan at batch 1 and at its serving batch (the largest that fits, meets the TPOT
+    target and the schedulers run), its steps without prompt chunks."""
+    numbers = dict(numbers) | {"batching": DECODE_BATCHING}
+    d0 = _pool(model, gpu, layout, numbers | {"concurrency": 1}, **choice)
+    best = max(float(d0["serving_concurrency"]), 1.0)
+    return d0, _pool(model, gpu, layout, numbers | {"concurrency": best}, **choice)
 
 
 #: The totals of both pools: (name, label, unit), in order; :func:`totals` computes them.  The workbook's
