@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve, serving
+from inference_ledger import engines, resolve, serving, summary
 from inference_ledger.args import LedgerInputError
 from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
@@ -256,4 +256,6 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
                         kv_dtype=desc["kv_dtype"], engine=desc["engine"])
         click.echo(json.dumps(doc, indent=2))
     else:
+        # the answer first, in the sentences the email and the workbook's Summary say; then every line
+        click.echo(summary.summary_text(summary.quantities({**inputs, **values}, desc)) + "\n")
         click.echo(plan_table(values, title=title(values, desc)))
