@@ -107,11 +107,12 @@ def accuracy_line(st) -> str:
     cov = {c.metric: c for c in accuracy.coverage(st.served)}
     parts = [f"{accuracy.SHORT[m]} {h[m]:.0%}" for m in accuracy.METRICS if m in h]
     band = cov.get("output_tok_s")
-    tail = (f"; {band.inside:.0%} of held-out tokens/s figures inside their band (median high/low {band.median_width:.2f})"
-            if band else "")
-    return (f"**Accuracy on sources it was not fitted on** ({len(st.rowset)} load rows, {len(st.sources)} sources, "
-            f"each left out in turn): median abs. error {', '.join(parts)}{tail}. "
-            f"Every plan carries a band ({accuracy.BAND_SHARE_WORDS}): [docs/accuracy.md](docs/accuracy.md).")
+    tail = (f"; {band.inside:.0%} of the tokens/s figures fall inside a band drawn without their source (median "
+            f"high/low {band.median_width:.2f})" if band else "")
+    return (f"**Accuracy on deployments it was not fitted on** ({len(st.rowset)} published load rows, "
+            f"{len(st.sources)} sources; no figure is predicted with anything fitted on its own source): median abs. "
+            f"error {', '.join(parts)}{tail}. Every plan carries a band ({accuracy.BAND_SHARE_WORDS}): "
+            "[docs/accuracy.md](docs/accuracy.md).")
 
 
 def accuracy_page(st) -> str:
