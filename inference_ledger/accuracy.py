@@ -1,7 +1,7 @@
 """Accuracy as it generalizes: a few fitted parameters, leave-one-source-out errors, and error bands.
 
 The load rows of :mod:`inference_ledger.load_measurements` come from a handful of independent sources (a source is
-the publisher of a page or a repository: ``source_key`` where the file names one, else derived from the row's URL).
+the file's ``source_group``: one team with one harness, whatever documents it published; see :func:`source_of`).
 A number that was tuned on a source says little about the next deployment, so every error this module reports as
 the headline is *left out*: for each source, the declared parameters are fitted on every other source and the left-out
 source is predicted with them.
@@ -60,12 +60,14 @@ MIN_FIT_SOURCES = 2
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def source_key(row: LoadRow) -> str:
-    """The independent source of a row: its ``source_key`` column where the file has one, else the publisher of its
-    URL (``github.com/<owner>/<repo>`` for GitHub, the host otherwise, without ``www.``)."""
-    key = getattr(row, "source_key", "") or ""
-    if key:
-        return key
+def source_of(row: LoadRow) -> str:
+    """The independent source a row is held out with: its ``source_group`` (team + harness: documents of one group
+    are left out together, so a sibling document cannot leak the held-out harness), else its ``source_key``, else the
+    publisher of its URL (``github.com/<owner>/<repo>`` for GitHub, the host otherwise, without ``www.``)."""
+    for attr in ("source_group", "source_key"):
+        key = getattr(row, attr, "") or ""
+        if key:
+            return key
     m = re.match(r"\s*https?://(?:www\.)?([^/\s]+)/?([^/\s]*)/?([^/\s#?]*)", row.source)
     if not m:
         return row.source.split(" ")[0]
@@ -178,7 +180,7 @@ class RowSet:
         names = sorted(set(group))
         self.group = np.array([names.index(g) for g in group])
         self.n_groups = len(names)
-        self.sources = np.array([source_key(r) for r in self.rows])
+        self.sources = np.array([source_of(r) for r in self.rows])
         seg = [row_segment(r) for r in self.rows]
         self.segment = {f: np.array([s[f] for s in seg]) for f in SEGMENT_FIELDS}
         self.measured = {m: np.array([np.nan if (x := measured_metrics(r)[m]) is None else x for r in self.rows])

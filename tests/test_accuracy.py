@@ -94,7 +94,7 @@ def _fake_evaluate(values, validate=True):
 def _synthetic_rows():
     """Four sources of two rows each (one GPU, TP 1); sources a, b and c were measured at e = 0.6, source d at 0.8."""
     base = next(r for r in load_measured_load() if r.gpus == r.tp == 1 and r.output_tok_s is not None)
-    blank = {"source_key": ""} if "source_key" in {f.name for f in dataclasses.fields(base)} else {}
+    blank = {"source_key": "", "source_group": ""}
     rows = []
     for src, e in (("a.example", 0.6), ("b.example", 0.6), ("c.example", 0.6), ("d.example", 0.8)):
         for k in range(2):
@@ -137,12 +137,15 @@ def test_a_parameter_seen_in_one_source_only_keeps_its_default(monkeypatch):
     assert not fa.fitted and fa.value == fa.default
 
 
-def test_source_keys_come_from_the_url_when_the_file_has_none():
+def test_a_source_is_the_rows_group_then_its_key_then_its_url():
     row = load_measured_load()[0]
-    r = dataclasses.replace(row, source="https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/x.md (table)")
-    assert accuracy.source_key(r) == "github.com/NVIDIA/TensorRT-LLM"
-    r = dataclasses.replace(row, source="https://www.example.org/post/a-b (section 2)")
-    assert accuracy.source_key(r) == "example.org"
+    assert accuracy.source_of(row) == row.source_group
+    r = dataclasses.replace(row, source_group="", source_key="doc-key")
+    assert accuracy.source_of(r) == "doc-key"
+    url = "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/x.md (table)"
+    assert accuracy.source_of(dataclasses.replace(r, source_key="", source=url)) == "github.com/NVIDIA/TensorRT-LLM"
+    url = "https://www.example.org/post/a-b (section 2)"
+    assert accuracy.source_of(dataclasses.replace(r, source_key="", source=url)) == "example.org"
 
 
 # ---------------------------------------------------------------------------------------------------------------
