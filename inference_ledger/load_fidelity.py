@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from . import plan
+from .accuracy import measured_metrics, predicted_metrics, row_inputs
 from .load_measurements import REGIMES, LoadRow, load_measured_load
 
 #: metric -> label (unit)
@@ -41,12 +42,10 @@ class LoadCheck:
 
 def row_values(row: LoadRow) -> dict:
     """The plan's values for one load row."""
-    from .accuracy import row_inputs
     return plan.evaluate(row_inputs(row))
 
 
 def row_checks(row: LoadRow) -> list[LoadCheck]:
-    from .accuracy import measured_metrics, predicted_metrics
     predicted = predicted_metrics(row_values(row), row.gpus / row.tp)
     return [LoadCheck(row.id, metric, row.regime, measured, float(predicted[metric]))
             for metric, measured in measured_metrics(row).items() if measured is not None]

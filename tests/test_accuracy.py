@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_ledger import accuracy, bands, catalog, load_fidelity, plan, resolve
+from inference_ledger import accuracy, accuracy_report, bands, catalog, load_fidelity, plan, resolve
 from inference_ledger.args import LedgerInputError
 from inference_ledger.load_measurements import MEASURED_LOAD_CSV, load_measured_load
 
@@ -72,8 +72,8 @@ def test_the_shipped_band_table_is_fresh(study):
     """error_bands.csv was written from the load file as it is now (its fingerprint) and equals a fresh study's bands
     (after a change to the data or the model: `inference-ledger validate --write-bands`)."""
     text = bands.BANDS_CSV.read_text()
-    assert f"sha256 {accuracy.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
-    fresh = accuracy.bands(study.served)
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
+    fresh = accuracy_report.bands(study.served)
     shipped = bands.load_bands()
     assert [(b.key, b.metric, b.n, b.sources) for b in shipped] == [(b.key, b.metric, b.n, b.sources) for b in fresh]
     for s, f in zip(shipped, fresh):
@@ -119,7 +119,7 @@ def test_leave_one_source_out_on_a_synthetic_set_by_hand(monkeypatch):
         assert by[(f"a.example-{k}", "output_tok_s")].error == pytest.approx(0.0, abs=1e-12)
         assert by[(f"d.example-{k}", "output_tok_s")].error == pytest.approx(600 / 800 - 1)
         assert by[(f"d.example-{k}", "tpot_ms")].error == pytest.approx((10 / 0.6) / 12.5 - 1)
-    g = {(x.breakdown, x.name, x.metric): x for x in accuracy.groups(st.left_out)}
+    g = {(x.breakdown, x.name, x.metric): x for x in accuracy_report.groups(st.left_out)}
     assert g[("all", "all", "output_tok_s")].median_abs_error == pytest.approx(0.0, abs=1e-12)
     assert g[("source", "d.example", "output_tok_s")].median_abs_error == pytest.approx(0.25)
     assert g[("source", "d.example", "tpot_ms")].median_abs_error == pytest.approx(1 / 3)
@@ -164,7 +164,7 @@ def test_a_thin_segment_falls_back_to_its_parent():
     assert bands.MIN_BAND_ROWS == 12
     figs = [_fig("trtllm", "NVIDIA", "dense", k) for k in range(1, 21)] + \
            [_fig("trtllm", "NVIDIA", "moe", k) for k in range(21, 26)]
-    table = accuracy.bands(figs)
+    table = accuracy_report.bands(figs)
     keys = {b.key for b in table}
     assert ("trtllm", "NVIDIA", "moe") not in keys and ("*", "NVIDIA", "moe") not in keys
     moe = bands.pick(table, "output_tok_s", {"engine_family": "trtllm", "gpu_vendor": "NVIDIA", "architecture": "moe"})
@@ -182,7 +182,7 @@ def test_coverage_draws_each_sources_band_from_the_other_sources():
     """Source x (ratios 1..12, one segment) and source y (one figure at 100): y's band comes from x alone
     (2.1 to 10.9), so y is outside; x's band comes from y's single figure (the all-rows band: 100 to 100)."""
     figs = [_fig("vllm", "NVIDIA", "dense", k, "x") for k in range(1, 13)] + [_fig("vllm", "NVIDIA", "dense", 100, "y")]
-    (c,) = accuracy.coverage(figs)
+    (c,) = accuracy_report.coverage(figs)
     assert c.n == 13 and c.inside == 0.0
     assert c.median_width == pytest.approx(1.0)   # 12 of 13 bands are 100/100
 
@@ -272,8 +272,8 @@ def test_readme_headline_line_is_generated(study):
 def test_headline_errors_are_held_out(study):
     """The headline is the plan's held-out figures; in-sample only appears labelled."""
     from inference_ledger.cli.validate import accuracy_tables
-    h = accuracy.headline(study)
-    g = {(x.breakdown, x.name, x.metric): x for x in accuracy.groups(study.served)}
+    h = accuracy_report.headline(study)
+    g = {(x.breakdown, x.name, x.metric): x for x in accuracy_report.groups(study.served)}
     assert h["output_tok_s"] == g[("all", "all", "output_tok_s")].median_abs_error
     titles = [t for t, _ in accuracy_tables(study)]
     assert titles[0].startswith("leave one source out") and "in-sample" in titles[-1]
