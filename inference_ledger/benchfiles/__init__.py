@@ -217,7 +217,7 @@ def load_json(path, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        if e.pos >= len(text.rstrip()):
+        if e.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]")):
             why = f"the JSON ends early (truncated at line {e.lineno}, column {e.colno})"
         else:
             why = f"not valid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
@@ -233,7 +233,7 @@ def json_lines(path, text: str) -> list[Any]:
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError as e:
-            cut = e.pos >= len(line.rstrip())
+            cut = e.pos >= len(line.rstrip()) or not line.rstrip().endswith(("}", "]"))
             raise BadFile(path, f"line {n}", "the JSON ends early (truncated)" if cut else
                           f"not valid JSON at column {e.colno}: {e.msg}") from None
     return out
