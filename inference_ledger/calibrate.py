@@ -518,6 +518,33 @@ def _sha(path: str) -> str:
         return "unreadable"
 
 
+#: What a profile keeps of each measured record (the Calibration sheet shows them against the predictions).
+MEASURED_KEYS = ("concurrency", "input_tokens", "output_tokens", "max_model_len", "gpu_memory_utilization",
+                 "tokens_per_second", "tpot_seconds", "ttft_seconds", "kv_capacity_tokens")
+
+
+def _measured(rec: Record) -> dict[str, float]:
+    """A record's workload and measured figures under the plan's names."""
+    out: dict[str, float] = {}
+    if isinstance(rec, Run):
+        out.update(_workload(rec))
+    else:
+        for k in ("max_model_len", "gpu_memory_utilization"):
+            if getattr(rec, k) is not None:
+                out[k] = float(getattr(rec, k))
+    for line, attr, _ in METRICS[rec.kind]:
+        v = getattr(rec, attr)
+        if v is not None and line in MEASURED_KEYS:
+            out[line] = float(v)
+    return out
+
+
+def _measured_line(rec: Record) -> str:
+    m = _measured(rec)
+    return f"file={rec.path.replace(' ', '%20')} kind={rec.kind} " + " ".join(f"{k}={m[k]:.10g}" for k in
+                                                                                 MEASURED_KEYS if k in m)
+
+
 def profile_csv(cal: Calibration) -> str:
     """The profile in the project's commented-CSV style: sources, date, and what each value was fitted on."""
     d = cal.resolved.describe()
@@ -537,6 +564,8 @@ def profile_csv(cal: Calibration) -> str:
             buf.write(f"# not fitted: {n} ({why})\n")
         if g.thin:
             buf.write(f"# thin data: {g.points} points for {len(g.fitted)} parameter(s) of the {g.kind} fit\n")
+    for rec in cal.records:
+        buf.write(f"# measured: {_measured_line(rec)}\n")
     buf.write("#   name       the plan input (inference_ledger/plan.py INPUTS)\n")
     buf.write("#   value      the fitted value, base units; default: the value it replaces for this deployment\n")
     buf.write("#   fitted_on  what measured it: the points, files and residual of the fit\n")
@@ -560,6 +589,7 @@ class Profile:
     sources: list[str]
     deployment: dict[str, str]
     date: str
+    measured: list[dict[str, Any]] = field(default_factory=list)   # each record's workload and measured figures
 
     def describe(self) -> dict[str, Any]:
         return {"note": "calibrated from your measurements", "profile": self.path, "date": self.date,
@@ -572,7 +602,7 @@ def read_profile(path: str | os.PathLike) -> Profile:
 
     p = os.fspath(path)
     text = read_text(p)
-    sources, dep, date = [], {}, ""
+    sources, dep, date, measured = [], {}, "", []
     body = []
     for line in text.splitlines():
         s = line.strip()
@@ -584,6 +614,18 @@ def read_profile(path: str | os.PathLike) -> Profile:
                 dep = dict(kv.split("=", 1) for kv in c[len("deployment:"):].split() if "=" in kv)
             elif c.startswith("date:"):
                 date = c[len("date:"):].strip()
+            elif c.startswith("measured:"):
+                row: dict[str, Any] = {}
+                for kv in c[len("measured:"):].split():
+                    k, _, v = kv.partition("=")
+                    if k in ("file", "kind"):
+                        row[k] = v.replace("%20", " ")
+                    elif k in MEASURED_KEYS:
+                        try:
+                            row[k] = float(v)
+                        except ValueError:
+                            raise BadFile(p, "measured", f"{k}={v!r} is not a number") from None
+                measured.append(row)
         elif s:
             body.append(line)
     if not body or body[0].replace(" ", "") != PROFILE_HEADER:
@@ -602,7 +644,7 @@ def read_profile(path: str | os.PathLike) -> Profile:
             values[name] = plan.INPUT_BY_NAME[name].arg.check(v)
         except ValueError as e:
             raise BadFile(p, f"row {n} ({name}), column 'value'", str(e)) from None
-    return Profile(p, values, sources, dep, date)
+    return Profile(p, values, sources, dep, date, measured)
 
 
 def with_profile(profile: Optional[Profile], numbers: Mapping[str, Any]) -> dict[str, Any]:

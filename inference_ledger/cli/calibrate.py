@@ -46,6 +46,9 @@ def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
         if options.get(k) is not None:
             raise click.BadParameter("each file states its own workload; leave this option out",
                                      param_hint=option_hint(k))
+    if options.pop("profile", None) is not None:
+        raise click.BadParameter("calibrate fits from the catalog's defaults; leave --profile out",
+                                 param_hint="'--profile'")
     model, config, gpu = options.pop("model"), options.pop("config"), options.pop("gpu")
     dep = cal.Deployment(model=model, config=config, gpu=gpu, weight_dtype=options.pop("weight_dtype"),
                          kv_dtype=options.pop("kv_dtype"), engine=options.pop("engine"),
