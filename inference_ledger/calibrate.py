@@ -80,6 +80,11 @@ METRICS = {
     "startup": (("kv_capacity_tokens", "kv_cache_tokens", "KV cache tokens"),
                 ("kv_cache_budget_bytes_per_gpu", "kv_cache_bytes", "KV cache memory")),
 }
+#: Weight of each plan line's residuals in the fit.  TTFT under load also holds the prefill's contention with
+#: the decode steps, which the step model does not price: it informs the prefill efficiency without pulling the
+#: step-time inputs away from what throughput and TPOT measure.
+WEIGHTS = {"tokens_per_second": 1.0, "tpot_seconds": 1.0, "ttft_seconds": 0.25, "kv_capacity_tokens": 1.0,
+           "kv_cache_budget_bytes_per_gpu": 1.0}
 #: Kinds whose metrics are alternatives (the first the record states is used: KV memory only without KV tokens).
 FIRST_ONLY = {"startup"}
 #: A residual column this small (ln change per ln change of the parameter) means the data does not move it.
@@ -218,7 +223,7 @@ def check_models(records: Sequence[Record], chosen: Optional[Model]) -> list[str
 
 
 def check_layout(records: Sequence[Record], inputs: Mapping[str, Any], gpu: Optional[catalog.Gpu]) -> None:
-    """Refuse a file that states another TP/PP/EP or another GPU than the one chosen."""
+    """Refuse a file that states another TP/PP/EP or another GPU (its name, or its memory) than the one chosen."""
     for r in records:
         for key, opt in (("tp", "--tp"), ("pp", "--pp"), ("ep", "--ep")):
             v = getattr(r, key, None)
@@ -226,11 +231,12 @@ def check_layout(records: Sequence[Record], inputs: Mapping[str, Any], gpu: Opti
                 raise CalibrationError(f"{r.path} ran {key.upper()} {v}, the deployment has {key.upper()} "
                                        f"{int(inputs[key])}: give {opt} {v} or leave the file out")
         stated = getattr(r, "gpu_memory_bytes", None)
-        if stated and gpu is not None:
-            have = gpu.memory_runtime_bytes
+        if stated:
+            have = float(inputs["gpu_memory_bytes"])
             if abs(stated / have - 1) > MEMORY_TOLERANCE:
-                raise CalibrationError(f"{r.path} ran on a GPU with {stated / 2**30:.2f} GiB; {gpu.id} has "
-                                       f"{have / 2**30:.2f} GiB: give the --gpu it ran on")
+                what = gpu.id if gpu is not None else "the deployment's GPU"
+                raise CalibrationError(f"{r.path} ran on a GPU with {stated / 2**30:.2f} GiB; {what} has "
+                                       f"{have / 2**30:.2f} GiB: give the --gpu it ran on (or --gpu-memory)")
         name = getattr(r, "gpu", None)
         if name and gpu is not None:
             try:
@@ -299,18 +305,41 @@ class Model_:
         for k, v in held.items():
             self.base[k] = np.full(len(self.rows), float(v))
         self.meas = np.array([o.measured for o in obs])
+        self.weights = np.array([WEIGHTS.get(o.line, 1.0) for o in obs])
 
     def predict(self, params: Mapping[str, float]) -> np.ndarray:
-        vals = dict(self.base)
-        for k, v in params.items():
-            vals[k] = np.full(len(self.rows), float(v))
+        return self.predict_many([params])[0]
+
+    def predict_many(self, variants: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """Predictions for several parameter sets in one plan evaluation (the rows tiled once per set)."""
+        n, k = len(self.rows), len(variants)
+        vals = {name: np.tile(a, k) for name, a in self.base.items()}
+        for name in {key for v in variants for key in v}:
+            col = vals[name].copy()
+            for j, v in enumerate(variants):
+                if name in v:
+                    col[j * n:(j + 1) * n] = float(v[name])
+            vals[name] = col
         out = plan.evaluate(vals, validate=False)
-        return np.array([float(np.asarray(out[o.line])[self.index[o.record]]) for o in self.obs])
+        pick = np.array([self.index[o.record] for o in self.obs])
+        return np.array([[float(np.asarray(out[o.line])[j * n + pick[i]]) for i, o in enumerate(self.obs)]
+                         for j in range(k)])
+
+    def errors(self, params: Mapping[str, float]) -> np.ndarray:
+        """ln(predicted / measured) of every observation."""
+        return self.errors_many([params])[0]
+
+    def errors_many(self, variants: Sequence[Mapping[str, float]]) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.log(self.predict_many(variants) / self.meas)
+        return np.where(np.isfinite(r), r, 10.0)
 
     def residuals(self, params: Mapping[str, float]) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.log(self.predict(params) / self.meas)
-        return np.where(np.isfinite(r), r, 10.0)
+        """The errors, weighted as the fit sees them (:data:`WEIGHTS`)."""
+        return self.errors(params) * self.weights
+
+    def residuals_many(self, variants: Sequence[Mapping[str, float]]) -> np.ndarray:
+        return self.errors_many(variants) * self.weights
 
 
 def _scale(p: Param, default: float) -> float:
@@ -318,17 +347,19 @@ def _scale(p: Param, default: float) -> float:
 
 
 def _jacobian(model: Model_, names: Sequence[str], x: np.ndarray, scales: np.ndarray, r0: np.ndarray) -> np.ndarray:
-    cols = []
-    for j, _ in enumerate(names):
-        h = 0.05 * max(abs(x[j]), 0.1)
+    if not names:
+        return np.zeros((len(r0), 0))
+    hs = [0.05 * max(abs(x[j]), 0.1) for j in range(len(names))]
+    variants = []
+    for j, h in enumerate(hs):
         xp = x.copy()
         xp[j] += h
-        rp = model.residuals(dict(zip(names, xp * scales)))
-        cols.append((rp - r0) / h)
-    return np.array(cols).T if cols else np.zeros((len(r0), 0))
+        variants.append(dict(zip(names, xp * scales)))
+    rp = model.residuals_many(variants)
+    return np.array([(rp[j] - r0) / hs[j] for j in range(len(names))]).T
 
 
-def fit(model: Model_, names: Sequence[str], start: Mapping[str, float], iterations: int = 60) -> dict[str, float]:
+def fit(model: Model_, names: Sequence[str], start: Mapping[str, float], iterations: int = 40) -> dict[str, float]:
     """Bounded Levenberg-Marquardt on the named parameters (others at their held values)."""
     if not names:
         return {}
@@ -350,7 +381,7 @@ def fit(model: Model_, names: Sequence[str], start: Mapping[str, float], iterati
             cn = float(rn @ rn)
             if cn < cost:
                 x, r, lam, improved = xn, rn, max(lam / 3, 1e-7), True
-                if cost - cn < 1e-12 * max(cost, 1e-30):
+                if cost - cn < 1e-6 * max(cost, 1e-30):
                     cost = cn
                     return {n: float(v) for n, v in zip(names, x * scales)}
                 cost = cn
@@ -404,7 +435,7 @@ def _mad_outliers(values: Sequence[float]) -> list[bool]:
 
 
 def _fit_group(kind: str, inputs: list[dict[str, Any]], records: Sequence[Record], held: Mapping[str, float],
-               candidates: Sequence[Param]) -> Optional[GroupFit]:
+               candidates: Sequence[Param], leave_one_out: bool = True) -> Optional[GroupFit]:
     obs = [o for o in observations(records) if o.kind == kind]
     if not obs:
         return None
@@ -414,20 +445,20 @@ def _fit_group(kind: str, inputs: list[dict[str, Any]], records: Sequence[Record
     start = {**defaults}
     fitted = fit(model, names, start)
     allp = {**defaults, **fitted}
-    r_before = model.residuals(defaults)
-    r_after = model.residuals(allp)
+    r_before = model.errors(defaults)
+    r_after = model.errors(allp)
     files = list(dict.fromkeys(o.file for o in obs))
     results = []
     for f in files:
         res = {o.words: float(r_after[k]) for k, o in enumerate(obs) if o.file == f}
         results.append(FileResult(f, res))
     # leave one file out: refit the same parameters on the others, predict the one left out
-    if len(files) > 1 and names:
+    if leave_one_out and len(files) > 1 and names:
         for fr in results:
             keep = [k for k, o in enumerate(obs) if o.file != fr.file]
             sub = Model_(inputs, [obs[k] for k in keep], held)
             p_loo = fit(sub, names, {**defaults, **fitted})
-            r_loo = model.residuals({**defaults, **p_loo})
+            r_loo = model.errors({**defaults, **p_loo})
             fr.loo = {o.words: float(r_loo[k]) for k, o in enumerate(obs) if o.file == fr.file}
     flags = _mad_outliers(list(r_after))
     bad = {obs[k].file for k, b in enumerate(flags) if b}
@@ -438,7 +469,8 @@ def _fit_group(kind: str, inputs: list[dict[str, Any]], records: Sequence[Record
                     thin=len(obs) < 2 * max(1, len(names)), rms_before=rms(r_before), rms_after=rms(r_after))
 
 
-def calibrate(records: Sequence[Record], dep: Deployment, *, today: Optional[str] = None) -> Calibration:
+def calibrate(records: Sequence[Record], dep: Deployment, *, today: Optional[str] = None,
+              leave_one_out: bool = True) -> Calibration:
     """Fit the deployment's named parameters to the records (see the module doc)."""
     if not records:
         raise CalibrationError("no measured records to calibrate on")
@@ -455,7 +487,7 @@ def calibrate(records: Sequence[Record], dep: Deployment, *, today: Optional[str
     for kind in ("startup", "benchmark"):
         cands = [p for p in FITTABLE if p.group == kind and p.name not in dep.numbers
                  and not (kind == "benchmark" and has_logs and p.name == "gpu_memory_utilization")]
-        g = _fit_group(kind, inputs, records, held, cands)
+        g = _fit_group(kind, inputs, records, held, cands, leave_one_out)
         if g is not None:
             if kind == "benchmark" and has_logs:
                 g.left["gpu_memory_utilization"] = "the KV budget comes from the start-up logs"
