@@ -525,7 +525,10 @@ def report(cal: Calibration) -> str:
         kind = "benchmark runs" if g.kind == "benchmark" else "start-up logs"
         out.append(f"{kind.capitalize()}: {g.points} measured points, {len(g.fitted)} parameter(s) fitted.")
         for n, v in g.fitted.items():
-            out.append(f"  fitted {n} = {_value(n, v)} (default {_value(n, g.defaults[n])}): {PARAM_BY_NAME[n].what}")
+            p = PARAM_BY_NAME[n]
+            edge = " [at its bound: the data asks for more than the step model allows]" \
+                if math.isclose(v, p.hi, rel_tol=1e-6) or (p.lo > 0 and math.isclose(v, p.lo, rel_tol=1e-6)) else ""
+            out.append(f"  fitted {n} = {_value(n, v)} (default {_value(n, g.defaults[n])}): {p.what}{edge}")
         for n, why in g.left.items():
             out.append(f"  left {n} at its default: {why}")
         if g.thin:
