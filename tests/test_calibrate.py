@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_cli_rules import assert_one_line, cli  # noqa: E402
 
-from inference_ledger import benchfiles, calibrate as cal  # noqa: E402
+from inference_ledger import benchfiles, calibrate as cal, calibrate_fit, calibrate_profile  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 SWEEP = {c: BENCH / "sweep-nim-llama-3.3-70b-h100x2" / f"c{c}" / "profile_export_aiperf.json"
@@ -79,7 +79,7 @@ def test_sweep_leave_one_concurrency_out(tmp_path):
         rest = [f for k, f in SWEEP.items() if k != c]
         fit = cal.calibrate(benchfiles.read_all(rest), dep, leave_one_out=False)
         prof = tmp_path / f"without-c{c}.csv"
-        prof.write_text(cal.profile_csv(fit))
+        prof.write_text(calibrate_profile.profile_csv(fit))
         got = _plan(*NIM, "--input-tokens", 5000, "--output-tokens", 500, "--concurrency", c, "--profile", prof)
         m = benchfiles.read(path)[0]
         errs[c] = (got["tokens_per_second"] / m.output_tokens_per_second - 1, got["tpot_seconds"] / m.tpot_seconds - 1)
@@ -119,14 +119,14 @@ def test_calibrate_reports_fit_defaults_residuals_outliers_and_leave_one_out(tmp
     assert text.startswith("# Calibration profile")
     assert "# date: " in text and text.count("# source: ") == 7 and text.count("# measured: ") == 7
     assert "# deployment: model=llama-3.1-70b gpu=h100-sxm tp=2 pp=1 ep=1 weight_dtype=fp8 kv_dtype=fp8" in text
-    prof = cal.read_profile(out_csv)
+    prof = calibrate_profile.read_profile(out_csv)
     assert set(prof.values) >= {"bw_efficiency", "gpu_memory_utilization"}
     assert all("points of 7 benchmark file(s)" in row for row in text.splitlines() if row.startswith("bw_efficiency,"))
 
 
 def test_the_mad_rule():
-    assert cal._mad_outliers([0.01, -0.01, 0.02, 0.0, 0.5]) == [False, False, False, False, True]
-    assert cal._mad_outliers([0.1, 0.1]) == [False, False]
+    assert calibrate_fit._mad_outliers([0.01, -0.01, 0.02, 0.0, 0.5]) == [False, False, False, False, True]
+    assert calibrate_fit._mad_outliers([0.1, 0.1]) == [False, False]
 
 
 # ----------------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def test_profile_refusals(tmp_path):
 
 def test_options_given_win_over_the_profile_and_every_command_says_calibrated(tmp_path):
     p = _profile(tmp_path, SWEEP.values(), NIM)
-    fitted = cal.read_profile(p).values
+    fitted = calibrate_profile.read_profile(p).values
     a = _plan(*NIM, "--profile", p)
     assert a["bw_efficiency"] == pytest.approx(fitted["bw_efficiency"])
     b = _plan(*NIM, "--profile", p, "--bw-efficiency", "0.5")

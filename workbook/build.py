@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from openpyxl import Workbook
 
 from inference_ledger import __version__, engines, plan, resolve
+from inference_ledger.calibrate_profile import read_profile
 from inference_ledger.files import check_target, write_bytes
 from inference_ledger.finance import finance_options
 
@@ -116,12 +117,10 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     config.json whose model joins the Models sheet and is selected), ``context`` (prompt
     + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
     input names; None means "not given".  ``profile`` (a path or an
-    :class:`inference_ledger.calibrate.Profile`) puts its fitted inputs beneath the numbers given; the
+    :class:`inference_ledger.calibrate_profile.Profile`) puts its fitted inputs beneath the numbers given; the
     Calibration sheet then shows its measured rows against the catalog and calibrated predictions.
     """
     if isinstance(profile, (str, os.PathLike)):
-        from inference_ledger.calibrate import read_profile
-
         profile = read_profile(profile)
     given = dict(numbers)
     if profile is not None:

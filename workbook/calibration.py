@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import engine_ledger
+from inference_ledger import engine_ledger, engines
 from inference_ledger import ledger
 from inference_ledger import plan
 from inference_ledger.expr import Sym, abs_, and_, eq, isnumber, where
@@ -268,8 +268,6 @@ PROFILE_WORKLOAD = (("concurrency", "Concurrency"), ("input_tokens", "Prompt tok
 def profile_predictions(ctx: Ctx, row: dict) -> dict[str, tuple[float, float]]:
     """(catalog prediction, calibrated prediction) of each measured figure of a profile row, by the plan's lines
     at that row's workload: the Plan's inputs without the profile and with it."""
-    from inference_ledger import engines
-
     def at(inputs: dict) -> dict:
         v = dict(inputs)
         for k in ("concurrency", "input_tokens", "output_tokens", "gpu_memory_utilization"):

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from . import TIME_UNITS, BadFile, Run, number
+from inference_ledger.benchfiles.core import TIME_UNITS, BadFile, Run, number
 
 TOOL = "AIPerf / genai-perf"
 #: tag -> (Run fields for avg, p50, p99) for time metrics

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import BadFile, Run, ms, number, whole
+from inference_ledger.benchfiles.core import BadFile, Run, ms, number, whole
 
 TOOL = "sglang.bench_serving"
 _REQUIRED = ("duration", "completed", "total_input_tokens", "total_output_tokens", "output_throughput")

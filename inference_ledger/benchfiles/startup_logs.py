@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from . import GIB, BadFile, Startup
+from inference_ledger.benchfiles.core import GIB, BadFile, Startup
 
 _NUM = r"([0-9][0-9,]*(?:\.[0-9]+)?)"
 _GIB = _NUM + r"\s*Gi?B"

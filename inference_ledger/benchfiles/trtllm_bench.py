@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import GIB, BadFile, Run, ms, number, whole
+from inference_ledger.benchfiles.core import GIB, BadFile, Run, ms, number, whole
 
 TOOL = "trtllm-bench"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from . import BadFile, Run, ms, number, whole
+from inference_ledger.benchfiles.core import BadFile, Run, ms, number, whole
 
 TOOL = "vllm bench serve"
 _REQUIRED = ("duration", "completed", "total_input_tokens", "total_output_tokens", "output_throughput")

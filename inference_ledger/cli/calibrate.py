@@ -39,7 +39,7 @@ def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
         --weight-dtype fp8 --kv-dtype fp8 -o profile.csv
     inference-ledger calibrate vllm-startup.log --model llama-3.1-8b --gpu h100-sxm -o kv.csv
     """
-    from inference_ledger import benchfiles, calibrate as cal
+    from inference_ledger import benchfiles, calibrate as cal, calibrate_profile
 
     check_output(output, "csv")
     for k in WORKLOAD:
@@ -59,6 +59,6 @@ def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
                       engine=dep.engine, numbers=dep.numbers)    # a refused choice names its option (exit 2)
     records = benchfiles.read_all(files)
     result = cal.calibrate(records, dep)
-    _files.write_bytes(output, cal.profile_csv(result).encode("utf-8"), "csv", "--output")
-    click.echo(cal.report(result))
+    _files.write_bytes(output, calibrate_profile.profile_csv(result).encode("utf-8"), "csv", "--output")
+    click.echo(calibrate_profile.report(result))
     click.echo(f"wrote {output}: {len(result.values)} fitted plan input(s); use it with --profile {output}")

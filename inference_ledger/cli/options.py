@@ -30,7 +30,7 @@ def check_output(path: str, fmt: str, option: str = "--output") -> None:
 
 
 def profile_option(f: Callable) -> Callable:
-    """Add --profile: plan inputs fitted by `inference-ledger calibrate` (inference_ledger.calibrate.read_profile)."""
+    """Add --profile: plan inputs fitted by `inference-ledger calibrate` (inference_ledger.calibrate_profile.read_profile)."""
     return click.option("--profile", metavar="PROFILE.csv", type=click.Path(exists=True, dir_okay=False),
                         help="A profile written by `inference-ledger calibrate`: its fitted plan inputs replace the "
                              "defaults (options you give still win), and the output says it is calibrated from your "
@@ -41,7 +41,7 @@ def load_profile(path: Optional[str]):
     """The profile at ``path`` (None without one); a bad row is one line naming the file and the row (exit 2)."""
     if path is None:
         return None
-    from inference_ledger.calibrate import read_profile
+    from inference_ledger.calibrate_profile import read_profile
 
     return read_profile(path)
 
