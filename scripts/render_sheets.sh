@@ -43,7 +43,7 @@ for ((p = 1; p <= pages; p++)); do
            awk '/inference-ledger [0-9]+\.[0-9]/ && !done {sub(/^ +/, ""); print; done = 1}')
     name=""
     for n in "${names[@]}"; do   # the longest sheet name the header starts with ("GPU costs" before "GPUs")
-        if [[ $line == "$n "* || $line == "$n" ]] && (( ${#n} > ${#name} )); then name=$n; fi
+        if [[ " ${line%%inference-ledger:*} " == *" $n "* ]] && (( ${#n} > ${#name} )); then name=$n; fi
     done
     if [[ -n $name && -z ${first[$name]:-} ]]; then first[$name]=$p; fi
 done

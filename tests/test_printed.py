@@ -30,9 +30,13 @@ def pages_by_sheet(pdf: Path, sheets: list[str]) -> dict[str, list[str]]:
     pages = text.split("\f")[:n]
     out: dict[str, list[str]] = {}
     for page in pages:
-        # the header line ends with the version; chart text cut at the page's edge may print above it
-        first = next((ln.strip() for ln in page.splitlines() if re.search(r"inference-ledger \d+\.\d", ln)), "")
-        name = max((s for s in sheets if first == s or first.startswith(s + " ")), key=len, default=None)
+        # the header line ends with the version, the footer's with the page number; the sheet's name stands left
+        # of the workbook title on both (chart text cut at the page's edge may print on the same line)
+        marks = [ln.split("inference-ledger:")[0] for ln in page.splitlines()
+                 if re.search(r"inference-ledger \d+\.\d|Page \d+ of \d+", ln)]
+        first = marks[0].strip() if marks else ""
+        name = max((s for s in sheets if any(re.search(rf"(^|\s){re.escape(s)}(\s|$)", m) for m in marks)),
+                   key=len, default=None)
         assert name is not None, f"a page whose header names no sheet: {first[:80]!r}"
         out.setdefault(name, []).append(page)
     return out
@@ -57,3 +61,23 @@ def test_summary_prints_on_one_page(printed):
 def test_every_visible_sheet_prints(printed):
     visible, pages = printed
     assert set(pages) == set(visible)
+
+
+#: Scientific notation as a spreadsheet or Python prints it (2.22E-12, 1E+14, 1e+15); "1e9" in prose is not.
+SCIENTIFIC = re.compile(r"\d(?:\.\d+)?[eE][+-]\d")
+
+
+def test_no_hash_marks_and_no_scientific_notation_on_any_sheet(printed):
+    """A number too wide for its column prints as ###; a format without units as 2.22E-12: neither reaches paper."""
+    _, pages = printed
+    bad = [(sheet, line.strip()[:120]) for sheet, ps in pages.items() for page in ps for line in page.splitlines()
+           if "###" in line or SCIENTIFIC.search(line)]
+    assert not bad, f"{len(bad)} printed lines with ### or scientific notation, e.g. {bad[:5]}"
+
+
+def test_units_are_said_once(printed):
+    """A value's number format carries its unit; the unit column beside it does not repeat it ('0.0720 s s')."""
+    _, pages = printed
+    doubled = re.compile(r"\d (s|ms|GB|TB/s|TFLOP/s|W) +\1(\s|$)")
+    bad = [(s, ln.strip()[:100]) for s, ps in pages.items() for p in ps for ln in p.splitlines() if doubled.search(ln)]
+    assert not bad, bad[:5]

@@ -183,7 +183,7 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     finally:
         style.set_currency("USD", "$")
     for ws in wb.worksheets:
-        fit_rows(ws)
+        fit_rows(ws, ctx.cached)
     wb.active = 0  # open on the Summary
     for ws in wb.worksheets:
         ws.sheet_view.tabSelected = ws is wb.worksheets[0]

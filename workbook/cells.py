@@ -18,10 +18,11 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import catalog, engines, plan, resolve
+from inference_ledger import catalog, engines, plan, resolve, serving, verdict
 from inference_ledger.args import LedgerInputError
-from inference_ledger.expr import Sym
-from inference_ledger.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
+from inference_ledger.expr import Sym, eq, where
+from inference_ledger.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
+                                    VERDICT_MEETS)
 
 from . import style
 from .context import Ctx, xname
@@ -62,6 +63,35 @@ def section(ctx: Ctx, ws, coord: str, text: str) -> None:
 
 def shown(unit: str, value: float | None = None) -> str:
     return style.shown_as(unit, value)
+
+
+def unit_text(unit: str, fmt: str, value: float | None = None) -> str:
+    """A unit column's text: empty where the number format already shows the unit or the word (units once)."""
+    text = shown(unit, value)
+    if unit in ("1/0", "code") or (text and fmt.endswith(f' {text.split()[0]}"')):
+        return ""
+    return text
+
+
+def _kv_rule_words(x):
+    return where(eq(x, KV_RULE_TRTLLM), "TensorRT-LLM", where(eq(x, KV_RULE_SGLANG), "SGLang", "vLLM"))
+
+
+def _batching_words(x):
+    return where(eq(x, BATCHING_STATIC), "static", "continuous")
+
+
+#: The words of every code a person reads (a number to formulas, the words beside it): dual, like the lines.
+CODE_WORDS = {"verdict": verdict.words, "binding_limit": serving.limit_words, "kv_budget_rule": _kv_rule_words,
+              "batching": _batching_words}
+
+
+def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:
+    """The words of the code in ``at`` written into ``coord`` (a live formula), if the code has words."""
+    fn = CODE_WORDS.get(name)
+    if fn is not None:
+        v = ctx.values.get(name, ctx.inputs.get(name))
+        ctx.formula(ws, coord, fn(Sym(at)), fn(py_value(v)), style.FORMULA)
 
 
 @functools.lru_cache(maxsize=None)
@@ -177,10 +207,15 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     formula, _ = plan.render(line, named)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = py_value(ctx.values[line.name])
-    ctx.formula(ws, coord, formula, value, style.FORMULA, quantity_format(line.name, line.unit, value))
-    ctx.put(ws, f"{L(2)}{r}", shown(line.unit, scale(line.name, line.unit, value)))
+    fmt = quantity_format(line.name, line.unit, value)
+    ctx.formula(ws, coord, formula, value, style.FORMULA, fmt)
+    ctx.put(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
     also = second_view(line.unit, scale(line.name, line.unit, value))
-    if also:
+    if line.unit == "code" and line.name in CODE_WORDS:   # the words where the unit and second view would be
+        code_words(ctx, ws, f"{L(2)}{r}", line.name, coord)
+        ws[f"{L(2)}{r}"].alignment = Alignment(wrap_text=True, vertical="top")
+        ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")
+    elif also:
         conv, unit = also
         ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), py_value(conv(ctx.values[line.name])), style.FORMULA,
                     style.number_format(unit))
@@ -233,21 +268,26 @@ def build_date(tables: Mapping[str, Table]) -> datetime:
     return max(dates) if dates else datetime(2026, 1, 1)
 
 
-def fit_rows(ws) -> None:
-    """Give rows of wrapped text the height their lines need (openpyxl leaves 15 pt, and text overlaps)."""
+def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}) -> None:  # noqa: B006 (read only)
+    """Give rows of wrapped text the height their lines need (openpyxl leaves 15 pt, and text overlaps).
+
+    A formula's text is its cached value (``cached``: the build's (sheet, cell) -> value)."""
     merged = {str(m).split(":")[0]: m for m in ws.merged_cells.ranges}
     default = 8.43
     for row in ws.iter_rows():
         need = 0
         for c in row:
-            if not isinstance(c.value, str) or c.value.startswith("=") or not c.alignment.wrap_text:
+            text = c.value
+            if isinstance(text, str) and text.startswith("="):
+                text = cached.get((ws.title, c.coordinate))
+            if not isinstance(text, str) or not c.alignment.wrap_text:
                 continue
             m = merged.get(c.coordinate)
             cols = range(m.min_col, m.max_col + 1) if m else [c.column]
             width = sum(ws.column_dimensions[get_column_letter(k)].width or default for k in cols)
             size = (c.font.sz or 11) if c.font else 11
-            per_line = max(1.0, width * 11.0 / size * 1.15)
-            need = max(need, -(-len(c.value) // int(per_line)))
+            per_line = max(1.0, width * 11.0 / size * (1.0 if c.font and c.font.b else 1.15))
+            need = max(need, -(-len(text) // int(per_line)))
         if need > 1:
             r = row[0].row
             ws.row_dimensions[r].height = max(ws.row_dimensions[r].height or 0, 13.5 * need)
@@ -255,4 +295,3 @@ def fit_rows(ws) -> None:
                 if c.value is not None and c.alignment.vertical != "top":
                     c.alignment = Alignment(vertical="top", wrap_text=c.alignment.wrap_text,
                                             horizontal=c.alignment.horizontal)
-

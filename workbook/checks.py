@@ -227,7 +227,7 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         r += 1
         ctx.put(ws, f"A{r}", group, style.NOTE)
         ctx.put(ws, f"B{r}", label, style.NOTE)
-        ctx.formula(ws, f"C{r}", formula, value, style.CHECK, "0")
+        ctx.formula(ws, f"C{r}", formula, value, style.CHECK, style.PASS_FAIL)
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
@@ -252,21 +252,30 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"A{r}", inp.name)
         v = ctx.inputs[inp.name]
         ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, style.FORMULA, quantity_format(inp.name, inp.unit, v))
-        ctx.put(ws, f"E{r}", a.lo, style.CONSTANT, "General")
-        ctx.put(ws, f"F{r}", int(a.lo_inclusive), style.CONSTANT, "0")
-        ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, "General")
-        ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, "0")
+        ctx.put(ws, f"E{r}", a.lo, style.CONSTANT, style.number_format("", a.lo))
+        ctx.put(ws, f"F{r}", int(a.lo_inclusive), style.CONSTANT, style.number_format("1/0"))
+        ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, style.number_format("", a.hi))
+        ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, style.number_format("1/0"))
         cells = [Sym(f"{c}{r}") for c in "BEFGH"]
         ctx.formula(ws, f"C{r}", in_range(*cells), int(in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
-                    style.CHECK, "0")
+                    style.CHECK, style.PASS_FAIL)
         flag_rules(ws, f"C{r}", f"C{r}")
-        ctx.put(ws, f"D{r}", f"{a.allowed()} ({inp.unit})", style.NOTE)
+        ctx.put(ws, f"D{r}", allowed_words(a, inp.unit), style.NOTE)
         counted.append(f"C{r}")
     r += 2
     ctx.put(ws, f"A{r}", "Master check", style.SECTION)
-    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(_runs(counted)) + ")"), ctx.master_value, style.CHECK, "0")
+    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(_runs(counted)) + ")"), ctx.master_value, style.CHECK,
+                style.PASS_FAIL)
     flag_rules(ws, f"C{r}", f"C{r}")
     ctx.define("master_check", ws, f"C{r}")
+
+
+def allowed_words(a, unit: str) -> str:
+    """An input's allowed range for a reader: numbers with separators, never 1e+15."""
+    def num(x: float) -> str:
+        return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.{style.decimals_for(x)}f}"
+    kind = "a whole number" if a.integer else "a number"
+    return f"{kind} {'>=' if a.lo_inclusive else '>'} {num(a.lo)} and <= {num(a.hi)} ({unit})"
 
 
 def _runs(cells: Sequence[str]) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from openpyxl.styles import Font
+from openpyxl.styles import Alignment, Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
@@ -16,7 +16,7 @@ from inference_ledger.expr import Sym, where
 from inference_ledger.units import CONSTANTS
 
 from . import checks, style
-from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, flag_rules, header, line_row, list_validation, named,
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, code_words, unit_text, flag_rules, header, line_row, list_validation, named,
                     numeric_validation, py_value, quantity_format, scale, second_view, section, shown, verdict_rules)
 from .context import Ctx
 from .load_chart import binding_limit_row
@@ -58,7 +58,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A3", "Yellow cells are inputs (pick the model, GPU and formats below the verdict); green cells come "
             "from the catalogs: type a number in Override to replace one. Every line's formula is on Memory, "
             "Compute, Bandwidth and Cost.", style.NOTE)
-    ws.merge_cells("A3:K3")
+    ws.merge_cells("A3:E3")   # the inputs' printed page (A:E); the results (G:K) print on the next
     r = _plan_verdict(ctx, ws, PLAN_TOP) + 1
     section(ctx, ws, f"A{r}", "Choose")
     r += 1
@@ -114,9 +114,11 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     """label | value (typed, or a catalog lookup) | unit | override | what it is, and the input's defined name."""
     coord = f"B{r}"
     ctx.put(ws, f"A{r}", inp.label)
-    ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
-    ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
     fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
+    ctx.put(ws, f"C{r}", unit_text(inp.unit, fmt, ctx.inputs[inp.name]))
+    if inp.unit == "code":
+        code_words(ctx, ws, f"C{r}", inp.name, coord)   # the code's words beside the code
+    ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
     lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, ctx.choice)
     typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
     dv = numeric_validation(inp, typed)
@@ -146,7 +148,7 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
         for col, line in (("B", lo), ("D", hi)):
             value = py_value(ctx.values[line])
             ctx.formula(ws, f"{col}{r}", Sym(named(line)), value, style.FORMULA, quantity_format(line, q.unit, value))
-        ctx.put(ws, f"C{r}", shown(q.unit, scale(name, q.unit, ctx.values[name])))
+        ctx.put(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
     ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
             "rows of this deployment's segment (engine family x GPU vendor x dense/MoE), each held out from what "
             "predicts it: the Band multiplier inputs below (docs/accuracy.md). GPUs and cost follow the tokens/s band.",
@@ -166,10 +168,14 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
             "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
     r += 1
     binding_limit_row(ctx, ws, r)
+    ws[f"B{r}"].alignment = Alignment(wrap_text=True, vertical="top")   # its words run long: wrap, never cut
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = line_row(ctx, ws, r, "A", line)
-        (verdict_rules if line.name == "verdict" else flag_rules)(ws, coord, coord)
+        if line.name == "verdict":
+            verdict_rules(ws, coord, coord)
+        elif line.unit == "1/0":   # pass/fail colours only on pass/fail cells (a code is neither)
+            flag_rules(ws, coord, coord)
     return r
 
 
@@ -184,8 +190,9 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         q = plan.LINE_BY_NAME.get(name) or plan.INPUT_BY_NAME[name]
         ctx.put(ws, f"{L(0)}{r}", q.label)
         value = py_value(ctx.values[name])
-        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, quantity_format(name, q.unit, value))
-        ctx.put(ws, f"{L(2)}{r}", shown(q.unit, scale(name, q.unit, value)))
+        fmt = quantity_format(name, q.unit, value)
+        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, fmt)
+        ctx.put(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:
             ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), py_value(also[0](ctx.values[name])), style.FORMULA,
@@ -204,7 +211,9 @@ def _plan_results(ctx: Ctx, ws, r: int) -> None:
     top = r
     r = _refs_block(ctx, ws, r, "G", SUMMARY) + 2
     # memory use at a glance: bars over weights, KV, workspace, total and usable per GPU (0 to the largest)
-    rows = [k for k in range(top + 1, r - 1) if ws[f"I{k}"].value == shown("B")][:5]
+    listed = [n for n in SUMMARY if n in plan.LINE_BY_NAME or n in plan.INPUT_BY_NAME]
+    rows = [top + 1 + k for k, n in enumerate(listed)
+            if (plan.LINE_BY_NAME.get(n) or plan.INPUT_BY_NAME[n]).unit == "B"][:5]
     if rows:
         bars(ws, f"H{rows[0]}:H{rows[-1]}")
     # any ledger without a sheet of its own (finance, and whatever a later plan adds)

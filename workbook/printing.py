@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.worksheet.hyperlink import Hyperlink
 
@@ -18,11 +19,11 @@ from . import style
 from .context import Ctx
 
 #: Character units of column width that print readably across one landscape A4 page (about 10 pt text).
-PAGE_WIDTH = 190
+PAGE_WIDTH = 210
 #: The sheet every other sheet links back to.
 HOME = "Summary"
 #: The link's text.
-BACK = "\u2190 Back to Summary"
+BACK = "\u2190 Summary"
 #: Width Excel gives a column with no width of its own (character units).
 DEFAULT_WIDTH = 8.43
 
@@ -148,9 +149,64 @@ def link_back(ws, ctx: Ctx) -> None:
     c.hyperlink = Hyperlink(ref=c.coordinate, location=f"'{HOME}'!A1", display=BACK)
 
 
+#: A purpose line wraps within this width (character units).
+PURPOSE_WIDTH = 150
+#: Styles whose text may run over the next cells (titles, sections) or wraps by design (headers).
+_FREE = (style.TITLE, style.SECTION, style.HEADER, "Hyperlink")
+
+
+def _merged_cells(ws) -> set[tuple[int, int]]:
+    return {(r, c) for m in ws.merged_cells.ranges for r in range(m.min_row, m.max_row + 1)
+            for c in range(m.min_col, m.max_col + 1)}
+
+
+def fit_columns(ws, ctx: Ctx) -> None:
+    """Columns as wide as the formatted values and labels they hold (numbers never show ###).
+
+    A number needs its whole formatted text; a label that does not fit wraps where the cell to its right is
+    not empty (else it runs over), so the sheet's own widths stay."""
+    merged = _merged_cells(ws)
+    need: dict[int, float] = {}
+    for (r, col), c in list(ws._cells.items()):
+        if c.value is None or (r, col) in merged or c.style in _FREE or (c.alignment and c.alignment.wrap_text):
+            continue
+        v = ctx.cached.get((ws.title, c.coordinate), c.value) if c.data_type == "f" or (
+            isinstance(c.value, str) and c.value.startswith("=") and (ws.title, c.coordinate) in ctx.cached) \
+            else c.value
+        text = style.display_text(v, c.number_format)
+        size = (c.font.sz or 10) if c.font else 10
+        width = len(text) * max(1.0, size / 10) * (1.1 if c.font and c.font.b else 1.0) + 2
+        if isinstance(v, str):
+            # a label runs over an empty neighbour; else it wraps in its column (the sheet's widths stay)
+            if ws.cell(r, col + 1).value is not None and width > column_width(ws, col):
+                c.alignment = Alignment(wrap_text=True, vertical="top", horizontal=c.alignment.horizontal)
+            continue
+        need[col] = max(need.get(col, 0.0), width)
+    for col, w in need.items():
+        dim = ws.column_dimensions[get_column_letter(col)]
+        if not dim.hidden and column_width(ws, col) < w:
+            dim.width = round(w, 1)
+
+
+def wrap_purpose(ws) -> None:
+    """The one-line purpose under the title (row 3) wraps in a merged block of readable width."""
+    c = ws["A3"]
+    if not isinstance(c.value, str) or (3, 1) in _merged_cells(ws) or any(
+            ws.cell(3, k).value is not None for k in range(2, 40)):
+        return
+    end, run = 1, column_width(ws, 1)
+    while run < PURPOSE_WIDTH and end < 40:
+        end += 1
+        run += column_width(ws, end)
+    ws.merge_cells(start_row=3, start_column=1, end_row=3, end_column=end)
+    c.alignment = Alignment(wrap_text=True, vertical="top")
+
+
 def finish(wb, ctx: Ctx, title: str) -> None:
-    """The central pass over every sheet of the workbook: link, print setup, chart titles."""
+    """The central pass over every sheet of the workbook: widths, link, print setup, chart titles."""
     for ws in wb.worksheets:
+        fit_columns(ws, ctx)
+        wrap_purpose(ws)
         link_back(ws, ctx)
         print_setup(ws, ctx, title)
         for chart in ws._charts:

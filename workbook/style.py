@@ -14,6 +14,9 @@ latency converts with the named constant MS_PER_S.
 
 from __future__ import annotations
 
+import math
+import re
+
 from openpyxl.chart.text import RichText, Text
 from openpyxl.chart.title import Title
 from openpyxl.drawing.text import CharacterProperties, Paragraph, ParagraphProperties, RegularTextRun
@@ -63,23 +66,23 @@ def register(wb) -> None:
 
 _FORMATS = {
     "B": '#,##0.00,,," GB"',
-    "B/token": '#,##0" B"',
+    "B/token": '#,##0" B/token"',
     "B/s": '#,##0.00,,,," TB/s"',
     "FLOP/s": '#,##0,,,," TFLOP/s"',
     "OP/s": '#,##0,,,," TOP/s"',
-    "FLOP": "0.00E+00",
-    "s": '0.0000" s"',
+    "FLOP": '#,##0.00,,,," TFLOP"',
+    "s": '#,##0.00" s"',
     "ms": '#,##0.0" ms"',
     "params": '#,##0.00,,," bn"',
     "fraction": "0%",
     "$/GPU-h": '"$"#,##0.00',
     "$/h": '"$"#,##0.00',
-    "$/Mtok": '"$"#,##0.000',
+    "$/Mtok": '"$"#,##0.00',
     "$/month": '"$"#,##0',
     "tokens/s": "#,##0.0",
     "requests/day": "#,##0",
     "B/param": "0.0#####",
-    "1/0": "0",
+    "1/0": '[=1]"yes";[=0]"no";General',   # the value stays 1/0 for formulas; a reader sees the word
     "requests/s": "#,##0.00",
     "GPU-h/month": "#,##0",
     "W": '#,##0" W"',
@@ -117,16 +120,42 @@ def money(fmt: str) -> str:
 _INTEGER_UNITS = {"tokens", "sequences", "layers", "heads", "elements", "GPUs", "replicas", "bit", "x"}
 
 
+#: A pass/fail cell (the Checks sheet's results): the value stays 1/0, the reader sees the word.
+PASS_FAIL = '[=1]"pass";[=0]"FAIL";General'
+
+
+def decimals_for(value: float | None, significant: int = 3) -> int:
+    """Decimals that show ``significant`` digits of a value below 1 (0.0000150 for 1.5e-5), none above 1,000."""
+    if value is None or value == 0 or not math.isfinite(value):
+        return 2
+    return max(0, min(15, significant - 1 - math.floor(math.log10(abs(value)))))
+
+
+def plain(value: float | None, suffix: str = "") -> str:
+    """A fixed-decimal format for any magnitude (thousands separators, never scientific notation)."""
+    d = decimals_for(value)
+    tail = f'" {suffix}"' if suffix else ""
+    return ("#,##0." + "0" * d if d else "#,##0") + tail
+
+
 def number_format(unit: str, value: float | None = None) -> str:
-    """Format of a quantity in its base unit; bytes below a megabyte (bytes per element) stay in bytes."""
+    """Format of a quantity in its base unit; never scientific notation.
+
+    Bytes below a megabyte (bytes per element) stay in bytes; FLOP below a tera-FLOP read as GFLOP; seconds
+    get the decimals that show three significant digits (0.0000150 s), as does any unit without a format."""
     if unit == "B" and value is not None and abs(value) < 1e6:
-        return 'General" B"'
-    if unit == "s" and value is not None and 0 < abs(value) < 1e-3:
-        return '0.00E+00" s"'
+        return '#,##0" B"'
+    if unit == "s" and value is not None and 0 < abs(value) < 1:
+        return plain(value, "s")
+    if unit == "FLOP" and value is not None and abs(value) < 1e12:
+        return '#,##0.00,,," GFLOP"'
     if unit in _FORMATS:
         return money(_FORMATS[unit])
     if unit in _INTEGER_UNITS:
         return "#,##0"
+    if value is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0 \
+            and not (1e-2 <= abs(value) < 1e9):
+        return plain(value, unit if unit not in ("", "code") else "")
     return "General"
 
 
@@ -183,3 +212,46 @@ def axis_text(points: float) -> RichText:
     """Tick labels of an axis at this size."""
     cp = CharacterProperties(sz=int(points * 100))
     return RichText(p=[Paragraph(pPr=ParagraphProperties(defRPr=cp), endParaRPr=cp)])
+
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def display_text(value, fmt: str | None) -> str:
+    """About the text a number format shows for a value (to size a column; not a full format engine).
+
+    Handles what this workbook writes: conditions ([=1]"yes"), quoted prefixes and suffixes, thousands
+    separators, trailing commas (each divides by 1,000), fixed decimals and percent."""
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return "" if value is None else str(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(v):
+        return "#NUM!"
+    fmt = fmt or "General"
+    sections = [x for x in re.split(r';(?=(?:[^"]*"[^"]*")*[^"]*$)', fmt)]
+    for sec in sections:
+        m = re.match(r"\[=([-0-9.]+)\](.*)$", sec)
+        if m:
+            if float(m.group(1)) == v:
+                return "".join(_QUOTED.findall(m.group(2))) or m.group(2)
+            continue
+        fmt = sec
+        break
+    if fmt == "General":
+        return f"{v:.10g}"
+    first = re.search(r"[#0](?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", fmt)   # the first digit outside quotes
+    cut = first.start() if first else len(fmt)
+    prefix, suffix = "".join(_QUOTED.findall(fmt[:cut])), "".join(_QUOTED.findall(fmt[cut:]))
+    body = _QUOTED.sub("", fmt)
+    m = re.search(r"[#0,]*0(\.0+)?(,*)(%?)", body)
+    if not m:
+        return prefix + f"{v:g}" + suffix
+    decimals = len(m.group(1) or "") - (1 if m.group(1) else 0)
+    v /= 1000 ** len(m.group(2))
+    if m.group(3):
+        v *= 100
+    number = f"{v:,.{decimals}f}" if "," in body[:m.start(2)] else f"{v:.{decimals}f}"
+    return prefix + number + m.group(3) + suffix

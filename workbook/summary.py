@@ -77,7 +77,7 @@ def summary_sheet(wb, ctx: Ctx) -> None:
     last = r
     _cost_chart(ctx, wb, ws)
     _load_chart(ctx, wb, ws)
-    fit_rows(ws)   # the rows' heights as printed, then the page ends below the lowest chart
+    fit_rows(ws, ctx.cached)   # the rows' heights as printed, then the page ends below the lowest chart
     bottom = max([chart_box(ws, ch)[3] for ch in ws._charts], default=0.0)
     ws.print_area = f"A1:L{max(last, last_row_under(ws, bottom))}"
 

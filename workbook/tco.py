@@ -22,8 +22,9 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger import finance
 from inference_ledger import plan
-from inference_ledger.expr import Sym, and_, eq, ge, where
+from inference_ledger.expr import Sym, and_, concat, eq, ge, where
 from inference_ledger.units import VERDICT_MEETS
+from inference_ledger.verdict import DOES_NOT_FIT
 
 from . import style
 from .calibration import _Names
@@ -76,7 +77,7 @@ def _num(v):
 def add_tco_sheet(wb, ctx: Ctx) -> None:
     """Add the TCO sheet (a workbook sheet builder)."""
     ws = ctx.new_sheet(SHEET, "TCO: own vs rent, by utilization, and the scenarios compared",
-                       {"A": 40, "B": 16, "C": 16, "D": 16, "E": 16, "F": 16, "G": 16, "H": 30}, tab="C00000")
+                       {"A": 40, "B": 16, "C": 16, "D": 16, "E": 16, "F": 16, "G": 40, "H": 16, "I": 16}, tab="C00000")
     ctx.put(ws, "A3", "What a used GPU-hour costs when owned (capex over the depreciation years at the cost of capital, "
             "support, hosting per kW, energy x PUE) or rented (on demand, reserved, spot). Inputs: Plan, Finance "
             "group; server prices and power per GPU: GPU costs sheet. Every number is a formula.", style.NOTE)
@@ -184,7 +185,8 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     ws.merge_cells(f"C{r}:H{r}")
     r += 1
     heads = ("Scenario", "$/Mtok (on demand)", "Monthly cost (target QPS)", "Meets the targets (1/0)",
-             "Cost if it meets them", "Cheapest that meets them")
+             "Cost if it meets them", "Cheapest that meets them", "Charted as", "$/Mtok if it fits",
+             "Monthly cost if it fits")
     for k, h in enumerate(heads):
         ctx.put(ws, f"{get_column_letter(1 + k)}{r}", h, style.HEADER)
     top, first = r, r + 1
@@ -205,6 +207,14 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ctx.formula(ws, f"E{r}", where(eq(Sym(f"D{r}"), 1), Sym(f"C{r}"), ""), val("monthly_cost_qps") if meets else "",
                     style.FORMULA, style.number_format("$/month"))
         cached[r] = (meets, val("monthly_cost_qps"))
+        # the charts: a scenario that does not fit gets no bar (its cost would dwarf the rest) and says so
+        unfit, unfit_v = eq(ref("verdict"), DOES_NOT_FIT), val("verdict") == DOES_NOT_FIT
+        label = wb["Scenarios"][f"A{sr}"].value
+        ctx.formula(ws, f"G{r}", where(unfit, concat(Sym(f"$A{r}"), ": does not fit"), Sym(f"$A{r}")),
+                    f"{label}: does not fit" if unfit_v else label, style.FORMULA)
+        for col, src, name in (("H", "B", "cost_per_million_output_tokens"), ("I", "C", "monthly_cost_qps")):
+            ctx.formula(ws, f"{col}{r}", where(unfit, 0, Sym(f"{src}{r}")), 0 if unfit_v else val(name),
+                        style.FORMULA, ws[f"{src}{r}"].number_format)
     for name, col in (("scenario_labels", "A"), ("scenario_meets_cost", "E"), ("scenario_cheapest", "F")):
         ctx.define(name, ws, f"{col}{first}:{col}{first + ROOM}")   # the Summary's cheapest alternative
     candidates = [c for m, c in cached.values() if m]
@@ -217,16 +227,21 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
                                                                    font=Font(color=style.GREEN[1], bold=True)))
     # below the utilization chart above them (charts on a grid, never over each other)
     row = max(top, last_row_under(ws, max([chart_box(ws, c)[3] for c in ws._charts], default=0.0)) + 1)
-    for k, (col, title, fmt) in enumerate((("B", "$/Mtok per scenario (on demand)", style.number_format("$/Mtok")),
-                                           ("C", "Monthly cost per scenario (target QPS)", style.number_format("$/month")))):
+    for k, (col, title, fmt) in enumerate((("H", "$/Mtok per scenario that fits (on demand)",
+                                            style.number_format("$/Mtok")),
+                                           ("I", "Monthly cost per scenario that fits (target QPS)",
+                                            style.money('"$"#,##0,"k"')))):
         ch = BarChart()
         ch.type = "bar"
         ch.title = title
         ch.y_axis.numFmt = fmt
         ci = ord(col) - ord("A") + 1
         ch.add_data(Reference(ws, min_col=ci, min_row=top, max_row=last), titles_from_data=True)
-        ch.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-        ch.x_axis.scaling.orientation = "maxMin"
+        ch.set_categories(Reference(ws, min_col=7, min_row=first, max_row=last))
+        ch.x_axis.scaling.orientation = "maxMin"   # the first scenario on top, the value axis below
+        ch.y_axis.crosses = "max"
+        ch.x_axis.tickLblSkip = 1
+        ch.x_axis.txPr = style.axis_text(7)
         ch.x_axis.tickLblPos = "low"
         ch.height, ch.width = 12, 12
         ch.legend = None
