@@ -123,7 +123,7 @@ def scale(name: str, unit: str, value):
         return value
     lo, hi = _catalog_range().get(name, (math.inf, 0.0))
     v = abs(float(value))
-    if unit == "B":
+    if unit in ("B", "FLOP"):   # formatted for their largest value over the catalog (GB; TFLOP, else GFLOP)
         return max(v, hi)
     if unit == "s":
         return min(x for x in (v, lo) if x > 0) if (v > 0 or lo < math.inf) else v
