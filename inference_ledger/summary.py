@@ -109,6 +109,13 @@ def _tpot(q, cur):
                   ms(q.tpot_target), " target.")
 
 
+def _band(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No band: the plan does not fit.",
+                 concat("Band (80% of measurements): TPOT ", ms(q.tpot_seconds_low), " to ", ms(q.tpot_seconds_high),
+                        ", monthly cost ", money(q.monthly_cost_qps_low, cur), " to ",
+                        money(q.monthly_cost_qps_high, cur), "."))
+
+
 def _limit(q, cur):
     return concat("What limits a replica: ", serving.limit_words(q.binding_limit), ".")
 
@@ -132,6 +139,7 @@ SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("own", "Own or rent", _own),
     ("ttft", "Time to first token", _ttft),
     ("tpot", "Time per output token", _tpot),
+    ("band", "How far to trust it", _band),
     ("limit", "What limits it", _limit),
     ("fails", "What fails", _fails),
 )
