@@ -166,6 +166,7 @@ def fit_columns(ws, ctx: Ctx) -> None:
     A number needs its whole formatted text; a label that does not fit wraps where the cell to its right is
     not empty (else it runs over), so the sheet's own widths stay."""
     merged = _merged_cells(ws)
+    printed = printed_columns(ws) if ws.print_area else (1, 16384)   # chart data beyond the print area stay as they are
     need: dict[int, float] = {}
     for (r, col), c in list(ws._cells.items()):
         if c.value is None or (r, col) in merged or c.style in _FREE or (c.alignment and c.alignment.wrap_text):
@@ -178,7 +179,7 @@ def fit_columns(ws, ctx: Ctx) -> None:
         width = len(text) * max(1.0, size / 10) * (1.1 if c.font and c.font.b else 1.0) + 2
         if isinstance(v, str):
             # a label runs over an empty neighbour; else it wraps in its column (the sheet's widths stay)
-            if ws.cell(r, col + 1).value is not None and width > column_width(ws, col):
+            if ws.cell(r, col + 1).value is not None and width > column_width(ws, col) and printed[0] <= col <= printed[1]:
                 c.alignment = Alignment(wrap_text=True, vertical="top", horizontal=c.alignment.horizontal)
             continue
         need[col] = max(need.get(col, 0.0), width)
