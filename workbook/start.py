@@ -18,6 +18,8 @@ DESCRIPTION = ("How many GPUs, how fast, what it costs: the memory, compute and 
 
 def start_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Start", TITLE, {"A": 34, "B": 30, "C": 100}, tab="1F3864")
+    ctx.put(ws, "A3", "How the workbook works: what it answers, how to use it, the legend and the units. The answer "
+            "itself is on the Summary sheet.", style.NOTE)
     r = 4
     section(ctx, ws, f"A{r}", "What this workbook answers")
     r += 1
@@ -83,8 +85,8 @@ def start_sheet(wb, ctx: Ctx) -> None:
     r += 2
     section(ctx, ws, f"A{r}", "Master check")
     r += 1
-    ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, style.CHECK, "0")
-    ctx.put(ws, f"B{r}", "1 when every check on the Checks sheet passes.")
+    ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, style.CHECK, style.PASS_FAIL)
+    ctx.put(ws, f"B{r}", "pass (1) when every check on the Checks sheet passes, FAIL (0) otherwise.")
     for row in range(4, r + 1):
         if ws[f"B{row}"].value:
             ws.merge_cells(f"B{row}:C{row}")

@@ -40,7 +40,7 @@ STYLES = (
     (CONSTANT, Font(name="Calibri", size=10, color="595959"), PatternFill("solid", fgColor="EDEDED"), _box,
      "Named constant: a labelled number every formula refers to by name"),
     (CHECK, Font(name="Calibri", size=10, bold=True), PatternFill("solid", fgColor="DDEBF7"), _box,
-     "Check: 1 = pass, 0 = fail"),
+     "Check: pass (1) or FAIL (0); formulas read the 1/0"),
 )
 
 GREEN = ("C6EFCE", "006100")
