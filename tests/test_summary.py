@@ -163,3 +163,24 @@ def test_no_two_charts_of_a_sheet_overlap(book):
             for b in bs[i + 1:]:
                 dx, dy = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
                 assert not (dx > 0.5 and dy > 0.5), f"{sheet}: charts at {a} and {b} overlap by {min(dx, dy):.0f} pt"
+
+
+def test_every_sheet_has_a_title_row_and_a_purpose_line(book):
+    wb = load_workbook(book[0])
+    for ws in wb.worksheets:
+        assert ws["A1"].style == "IL Title" and ws["A1"].value, ws.title
+        assert isinstance(ws["A3"].value, str) and len(ws["A3"].value) > 30, ws.title
+
+
+def test_codes_read_as_words_and_only_pass_fail_cells_are_coloured(book):
+    """Binding limit 0 ('nothing binds') was red: a code is neither pass nor fail; its words sit beside it."""
+    wb = load_workbook(book[0])
+    ws = wb["Plan"]
+    ref = wb.defined_names["binding_limit"].attr_text.split("!")[1].replace("$", "")
+    coloured = {str(r.sqref) for r in ws.conditional_formatting}
+    assert ref not in coloured
+    words = ws.cell(ws[ref].row, ws[ref].column + 1).value
+    assert words.startswith("=IF(") and "KV cache" in words
+    checks = wb["Checks"]
+    results = [c for c in checks["C"][5:30] if isinstance(c.value, str) and c.value.startswith("=")]
+    assert results and all(c.number_format == '[=1]"pass";[=0]"FAIL";General' for c in results)
