@@ -12,7 +12,7 @@ How it is chosen, once for every adapter (``plan``, ``build``, ``sweep``, ``emai
   sequences the KV cache holds at full context ``max_concurrency``, the engine's batch limit
   ``max_running_sequences`` = max_num_seqs x DP-attention ranks), then the fixed family
   :data:`FAMILY` below it: round(2^(k/4)), four steps per doubling (1, 2, 3, 4, 5, 6, 7, 8, 10, 11,
-  13, 16, 19, 23, 27, 32, ... 32,768), so the choice is within 19% of the largest concurrency
+  13, 16, 19, 23, 27, 32, ... 32,768), so the choice is within a step (about 20%) of the largest concurrency
   meeting the targets, and exact where the KV cache or the engine limit binds.
 * **The plan's own lines at every candidate**: ``plan.evaluate`` over the candidate array (the
   same lines a sweep evaluates), whichever step model they hold.  A candidate qualifies
