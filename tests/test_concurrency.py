@@ -141,3 +141,57 @@ def test_cli_takes_auto_and_refuses_words(capsys):
     with pytest.raises(SystemExit) as e:
         run(["plan", "--concurrency", "lots"])
     assert e.value.code == 2 and "--concurrency" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------
+# the workbook: the choice stays live (LibreOffice recalculates it from the Load sheet's candidates)
+# ----------------------------------------------------------------------------------------
+
+
+def _named(wb, name: str):
+    (sheet, coord), = list(wb.defined_names[name].destinations)
+    return wb[sheet][coord.replace("$", "")]
+
+
+def _edited(path, tmp_path, tag, **cells):
+    from openpyxl import load_workbook
+    from workbook.recalc import recalculate
+
+    wb = load_workbook(path)
+    for name, value in cells.items():
+        _named(wb, name).value = value
+    changed = tmp_path / f"{tag}.xlsx"
+    wb.save(changed)
+    return load_workbook(recalculate(changed, tmp_path / tag), data_only=True)
+
+
+@pytest.fixture(scope="module")
+def workbook_built(tmp_path_factory):
+    from workbook.build import build_workbook
+
+    return build_workbook(tmp_path_factory.mktemp("auto") / "auto.xlsx")
+
+
+@pytest.mark.libreoffice
+@pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
+@pytest.mark.parametrize("tag, cells, argv", [
+    ("tpot", {"tpot_target": 0.03}, ("--tpot-target", "0.03")),          # a tighter TPOT: fewer sequences
+    ("gpu", {"gpu_id": "h200", "input_tokens": 4096}, ("--gpu", "h200", "--input-tokens", "4096")),
+    ("typed", {"concurrency_override": 16}, ("--concurrency", "16")),      # a number typed: used as given
+])
+def test_editing_plan_moves_the_chosen_concurrency_and_the_bill(workbook_built, soffice, tmp_path, capsys, tag,
+                                                                 cells, argv):
+    path, values = workbook_built
+    assert (values["concurrency_used"], values["gpus_for_qps"]) == (181, 12)     # the default: TPOT-bound
+    got = _edited(path, tmp_path, tag, **cells)
+    base = ("--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4")
+    want = _plan(capsys, *base, *argv)
+    used, gpus = _named(got, "concurrency_used").value, _named(got, "gpus_for_qps").value
+    assert (used, gpus) == (want["concurrency_used"], want["gpus_for_qps"])
+    assert _named(got, "concurrency_reason").value == want["concurrency_reason"]
+    assert _named(got, "monthly_cost_qps").value == pytest.approx(want["monthly_cost_qps"], rel=1e-9)
+    assert used != 181 and gpus != 12
+    if tag == "tpot":   # 30 ms: the TPOT target still binds, at fewer sequences and more replicas
+        assert want["concurrency_reason_words"] == "TPOT target" and used < 181 and gpus > 12
+    if tag == "typed":
+        assert (used, gpus, want["concurrency_reason_words"]) == (16, 48, "requested")
