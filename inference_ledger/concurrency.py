@@ -33,8 +33,9 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from inference_ledger import plan
 from inference_ledger.expr import ge, is_sym, le, lt, maximum, minimum, where
-from inference_ledger.units import (CONC_ENGINE, CONC_KV, CONC_NONE, CONC_REQUESTED, CONC_TPOT, CONC_TTFT)
+from inference_ledger.units import CONC_ENGINE, CONC_KV, CONC_NONE, CONC_REQUESTED, CONC_TPOT, CONC_TTFT
 
 #: The word that asks for the choice (``--concurrency auto``, a blank =PLAN argument).
 AUTO = "auto"
@@ -119,8 +120,6 @@ def choose(inputs: Mapping[str, Any]) -> dict[str, Any]:
 
     Returns ``concurrency_used``, ``concurrency_reason`` (code), ``concurrency_cap`` and the candidates'
     table (``candidates``: the concurrencies, and every plan line over them, a trailing axis each)."""
-    from inference_ledger import plan   # plan imports the lines; this module is below it
-
     base = plan.evaluate({**inputs, "concurrency": 1.0}, validate=False)
     top = cap(base["max_concurrency"], base["max_running_sequences"])
     cands = candidates(top)
@@ -142,8 +141,6 @@ def evaluate(inputs: Mapping[str, Any], requested: Optional[Any] = None, validat
 
     The values are :func:`inference_ledger.plan.evaluate` at that concurrency, with ``concurrency_used``,
     ``concurrency_reason`` and ``concurrency_reason_words`` added."""
-    from inference_ledger import plan
-
     if not is_auto(requested):
         vals = plan.evaluate({**inputs, "concurrency": requested}, validate=validate)
         vals.update(concurrency_used=vals["concurrency"], concurrency_reason=float(CONC_REQUESTED))
