@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog, engines, resolve
+from inference_ledger import catalog, concurrency, engines, resolve
 from inference_ledger import plan
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
@@ -110,7 +110,10 @@ def test_libreoffice_recalculates_rather_than_trusting_cached_values(built, soff
 def test_plan_names_equal_the_python_ledger(built, books):
     """Every input and line on Plan/ledger sheets, recalculated, equals plan_inputs + evaluate."""
     _, _, recalc = books
-    expected = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm").inputs)
+    # no concurrency given: the plan at the concurrency it chooses (Load sheet: concurrency_auto)
+    expected = concurrency.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm").inputs)
+    for name in ("concurrency_used", "concurrency_reason"):
+        assert _close(_cell(recalc, name).value, float(expected[name])), name
     for name in plan.NAMES:
         assert _close(_cell(recalc, named(name)).value, float(expected[name])), name
     # the seed's KV formula through the workbook: 2 x 80 x 8 x 128 x 2 B per token
@@ -364,7 +367,8 @@ def test_scenarios_from_csv_and_options(tmp_path):
     assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])
     # another engine's defaults reach the Plan as `plan --engine` applies them
     _, sg = build_workbook(tmp_path / "sg.xlsx", model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
-    want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang", numbers={"tp": 4}).inputs)
+    want = concurrency.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang",
+                                                numbers={"tp": 4}).inputs)
     assert all(_close(sg[n], float(want[n])) for n in plan.NAMES)
     assert sg["gpu_memory_utilization"] != values["gpu_memory_utilization"]  # SGLang's mem_fraction_static
     csv.write_text("model,gpu,bogus\nx,y,1\n")
@@ -416,8 +420,6 @@ def test_build_into_a_missing_folder_fails_in_one_line_and_creates_nothing(tmp_p
 def test_load_sheet_recalculates_to_the_plan_at_each_concurrency(books):
     """The Load sheet after LibreOffice: each candidate row is `plan --concurrency C`; throughput flattens at the KV
     plateau; the largest row meeting the targets is the concurrency the Plan runs at."""
-    from inference_ledger import concurrency
-
     _, _, recalc = books
     ws = recalc["Load"]
     top = next(r for r in range(1, 60) if ws.cell(r, 1).value == "Concurrency")
