@@ -16,6 +16,18 @@ class LedgerInputError(ValueError):
     """A bad argument; the message names it and what is allowed."""
 
 
+#: Most characters of a user's value a message repeats (a 100,000-character id is not echoed in full).
+ECHO_LIMIT = 60
+
+
+def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
+    """A user's value for a message: its repr, cut to ``limit`` characters with its length said."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(value)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 @dataclass(frozen=True)
 class Arg:
     name: str

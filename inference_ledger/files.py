@@ -17,7 +17,13 @@ workbook ``email`` saves):
 * errors name the user's path, never the temporary file, and give the OS reason in words.
 
 The CLI sets ``--force``/``--follow-symlinks`` for a command with :func:`policy`; library
-callers get the safe defaults.  This module imports only the standard library.
+callers get the safe defaults.
+
+Files the user gives are read through :func:`read_input`: regular files only (a FIFO, a device
+such as ``/dev/zero``, a folder or a socket is refused in one line naming it, before anything
+blocks or grows), at most :data:`INPUT_LIMITS` bytes per kind, every read error naming the file.
+
+This module imports only the standard library.
 """
 
 from __future__ import annotations
@@ -205,6 +211,61 @@ def write_with(path: str | os.PathLike, fmt: str, fill: Callable[[str], None], o
     with atomic(path, fmt, option) as tmp:
         fill(tmp)
     return Path(os.fspath(path))
+
+
+#: Largest file read, per kind of input (bytes; MB = 1e6).  A Hugging Face config.json is a few kilobytes;
+#: a scenarios or measured-data CSV of 100,000 rows is a few megabytes.
+INPUT_LIMITS: dict[str, int] = {"config": 1_000_000, "scenarios": 10_000_000, "data": 10_000_000}
+
+
+def limit_words(kind: str) -> str:
+    """'a regular file of at most 1 MB' (for --help and the refusals)."""
+    return f"a regular file of at most {INPUT_LIMITS[kind] / 1e6:g} MB"
+
+
+def read_input(path: str | os.PathLike, kind: str) -> bytes:
+    """The bytes of a file the user gave as ``kind`` (config, scenarios, data).
+
+    A path that is not a regular file (FIFO, device, folder, socket) or is over the kind's limit is
+    InvalidInput (a wrong value: exit 2); a file that cannot be read is FileFailed (exit 1).  Both name
+    the file.  The file is opened without blocking, so a FIFO swapped in after the check cannot hang the read.
+    """
+    limit = INPUT_LIMITS[kind]
+    text = os.fspath(path)
+    try:
+        st = os.stat(text)
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    _regular(st, text, kind)
+    try:
+        fd = os.open(text, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    try:
+        _regular(os.fstat(fd), text, kind)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise InvalidInput(f"{kind} file {text} is larger than {limit / 1e6:g} MB: give {limit_words(kind)}")
+    return b"".join(chunks)
+
+
+def _regular(st: os.stat_result, text: str, kind: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInput(f"{kind} file {text}: it is {_kind(st.st_mode)}, not a regular file "
+                           f"(give {limit_words(kind)})")
+    if st.st_size > INPUT_LIMITS[kind]:
+        raise InvalidInput(f"{kind} file {text} is {st.st_size / 1e6:,.1f} MB, larger than "
+                           f"{INPUT_LIMITS[kind] / 1e6:g} MB: give {limit_words(kind)}")
 
 
 def read_text(path: str | os.PathLike, what: str = "file", encoding: str = "utf-8") -> str:

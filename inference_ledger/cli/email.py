@@ -14,10 +14,10 @@ import click
 
 from inference_ledger import PASSWORD_ENV
 from inference_ledger.cli.build import build_options
-from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.options import Command, check_output, write_options
 
 
-@click.command("email")
+@click.command("email", cls=Command)
 @click.option("--to", "to", required=True, metavar="ADDR[,ADDR...]", help="Recipients, comma-separated.")
 @click.option("--cc", metavar="ADDR[,ADDR...]", help="Copy recipients, comma-separated.")
 @click.option("--from", "sender", metavar="ADDR", help="Sender address (default: --user when it is an address).")

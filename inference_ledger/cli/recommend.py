@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 import click
 
 from inference_ledger import catalog, engines
-from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.options import Command, check_output, write_options
 from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
 from inference_ledger.plan import INPUT_BY_NAME
@@ -43,7 +43,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
     return "\n".join([*(fmt.format(*row) for row in [head, *rows]), "", "why:", *why])
 
 
-@click.command("recommend")
+@click.command("recommend", cls=Command)
 @click.option("--model", "-m", required=True, metavar="IDS", help="Model(s), comma-separated.")
 @click.option("--qps", type=Quantity(INPUT_BY_NAME["target_qps"]), required=True,
               help="Requests per second to sustain (target QPS).")
