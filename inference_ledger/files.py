@@ -31,8 +31,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import gc
 import os
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,9 +184,57 @@ def atomic(path: str | os.PathLike, fmt: str, option: str = "-o") -> Iterator[st
         if isinstance(e, WriteRefused):
             raise
         raise WriteRefused(f"cannot write {p}: {reason(e)}") from None
+    except Exception as e:
+        code = serialisation_errno(e)
+        if code is None:
+            raise
+        raise WriteRefused(f"cannot write {p}: {reason(OSError(code, os.strerror(code)))}") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def serialisation_errno(e: BaseException) -> int | None:
+    """The errno behind lxml's ``SerialisationError: IO_EFBIG`` (or IO_ENOSPC ...): lxml reports a failed write
+    of its output file as this error, not as an OSError.  None for any other exception."""
+    name = str(e)
+    if type(e).__name__ == "SerialisationError" and name.startswith("IO_"):
+        return getattr(errno, name[3:], None) or errno.EIO
+    return None
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """Work that prepares ``path`` in temporary files (openpyxl writes each sheet to one in the temp folder):
+    an OS error there (no space, file too large, permission) is one WriteRefused line naming ``path``."""
+    where = f" (while writing temporary files in {tempfile.gettempdir()})"
+    try:
+        yield
+    except FileFailed:
+        raise
+    except Exception as e:
+        code = e.errno if isinstance(e, OSError) else serialisation_errno(e)
+        if code is None and not isinstance(e, OSError):
+            raise
+        why = reason(e) if isinstance(e, OSError) else reason(OSError(code, os.strerror(code)))
+        _release_quietly(e)
+        raise WriteRefused(f"cannot write {os.fspath(path)}: {why}{where}") from None
+
+
+def _release_quietly(e: BaseException) -> None:
+    """Let go of the failed writer's frames now: a half-written lxml file object would otherwise report its own
+    error again when it is collected ("Exception ignored in ...", a traceback on stderr after the one line)."""
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda *_: None
+    try:
+        tb = e.__traceback__
+        while tb is not None:
+            with contextlib.suppress(RuntimeError):   # a frame still running (this one) cannot be cleared
+                tb.tb_frame.clear()
+            tb = tb.tb_next
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
 
 
 def _fsync(name: str) -> None:
