@@ -265,7 +265,8 @@ def write_with(path: str | os.PathLike, fmt: str, fill: Callable[[str], None], o
 
 #: Largest file read, per kind of input (bytes; MB = 1e6).  A Hugging Face config.json is a few kilobytes;
 #: a scenarios or measured-data CSV of 100,000 rows is a few megabytes.
-INPUT_LIMITS: dict[str, int] = {"config": 1_000_000, "scenarios": 10_000_000, "data": 10_000_000}
+INPUT_LIMITS: dict[str, int] = {"config": 1_000_000, "scenarios": 10_000_000, "data": 10_000_000,
+                                 "CA bundle": 10_000_000}
 
 
 def limit_words(kind: str) -> str:
@@ -281,12 +282,7 @@ def read_input(path: str | os.PathLike, kind: str) -> bytes:
     the file.  The file is opened without blocking, so a FIFO swapped in after the check cannot hang the read.
     """
     limit = INPUT_LIMITS[kind]
-    text = os.fspath(path)
-    try:
-        st = os.stat(text)
-    except OSError as e:
-        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
-    _regular(st, text, kind)
+    text = check_input(path, kind)
     try:
         fd = os.open(text, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
@@ -307,6 +303,17 @@ def read_input(path: str | os.PathLike, kind: str) -> bytes:
     if size > limit:
         raise InvalidInput(f"{kind} file {text} is larger than {limit / 1e6:g} MB: give {limit_words(kind)}")
     return b"".join(chunks)
+
+
+def check_input(path: str | os.PathLike, kind: str) -> str:
+    """Refuse, without opening it, a path that is not a regular file within the kind's limit (as read_input)."""
+    text = os.fspath(path)
+    try:
+        st = os.stat(text)
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    _regular(st, text, kind)
+    return text
 
 
 def _regular(st: os.stat_result, text: str, kind: str) -> None:

@@ -487,3 +487,11 @@ def test_plan_graph_formulas_stay_pure():
     assert ledger.kv_bytes(80, 8, 128, -1) == -327_680          # the formula itself: no range check
     assert "B1" in ledger.kv_bytes(Sym("A1"), Sym("A2"), Sym("A3"), Sym("B1"), Sym("C1")).text
     assert udfs.kv_bytes.pure is ledger.kv_bytes
+
+
+def test_fifo_as_ca_bundle_refused_before_connecting(tmp_path):
+    os.mkfifo(tmp_path / "ca.pem")
+    r = il("email", "--to", "a@example.com", "--from", "me@example.com", "--smtp", "127.0.0.1:9", "--starttls",
+           "--cafile", tmp_path / "ca.pem")
+    assert r.returncode == 2, r.stderr
+    assert_one_line(r.stderr, "ca.pem", "FIFO")

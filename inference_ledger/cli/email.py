@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from inference_ledger import PASSWORD_ENV
+from inference_ledger import PASSWORD_ENV, files
 from inference_ledger.cli.build import build_options
 from inference_ledger.cli.options import Command, check_output, write_options
 
@@ -37,7 +37,8 @@ def fresh_name(path: Path) -> Path:
 @click.option("--ssl", "implicit_tls", is_flag=True, help="Implicit TLS from the first byte (port 465).")
 @click.option("--user", help=f"Log in as this user; the password comes ONLY from ${PASSWORD_ENV}.")
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False),
-              help="Trust this CA bundle (PEM) for the server certificate; SSL_CERT_FILE works too.")
+              help="Trust this CA bundle (PEM) for the server certificate; SSL_CERT_FILE works too "
+                   f"({files.limit_words('CA bundle')}).")
 @click.option("--insecure", is_flag=True, help="Do not verify the TLS certificate. Loopback test servers only.")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), default=30.0, show_default=True,
               help="Seconds to wait for the connection and for each server reply.")
@@ -75,6 +76,8 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
             raise ValueError("--subject must not contain line breaks")
         if starttls and implicit_tls:
             raise ValueError("--starttls and --ssl exclude each other")
+        if cafile is not None:
+            files.check_input(cafile, "CA bundle")   # a FIFO or a device would block the TLS library's read
         server = password = None
         if eml is not None and smtp:
             raise ValueError("give --eml FILE (write the message) or --smtp HOST:PORT (send it), not both")
