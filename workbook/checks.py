@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import ledger, plan, resolve
+from inference_ledger import ledger, plan, rules
 from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, le, lt, mod, or_, where
 
 from . import style
@@ -145,8 +145,11 @@ def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_atten
                 eq(mod(tp * dp_attention, ep), 0))
 
 
-#: The resolver's rules between model inputs (inference_ledger.resolve.MODEL_RULES), each rendered from its one definition.
-MODEL_RULE_CHECKS: tuple[Check, ...] = tuple(Check(r.label, r.doc, r.condition) for r in resolve.MODEL_RULES)
+#: The KV-heads rule, as the resolver applies it (inference_ledger.rules.kv_heads_split_ok).
+tp_splits_kv_heads = rules.kv_heads_split_ok
+
+#: The resolver's rules between model inputs (inference_ledger.rules.MODEL_RULES), each rendered from its one definition.
+MODEL_RULE_CHECKS: tuple[Check, ...] = tuple(Check(r.label, r.doc, r.condition) for r in rules.MODEL_RULES)
 
 PLAN_INTEGRITY: tuple[Check, ...] = MODEL_RULE_CHECKS + (
     Check("TP within one node", "Tensor parallelism stays inside the GPU's NVLink/xGMI domain (gpus_per_node); "

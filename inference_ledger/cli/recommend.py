@@ -100,7 +100,7 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     pools = []
     if disaggregated:
         from inference_ledger.cli.disaggregated import disaggregated_text, recommend_disaggregated
-        pools = recommend_disaggregated(split_list("model", model, ids=True), gpus, split_list("tp", tp, int),
+        pools = recommend_disaggregated(split_list("model", model, ids=True), gpus, split_list("tp", tp, int, "tp"),
                                         split_list("weight-dtype", weight_dtype), kv_dtype, engine, fixed, max_gpus,
                                         found)
     if output is not None:
