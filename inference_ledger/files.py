@@ -45,6 +45,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "xlsx": (".xlsx", ".xltx"),
     "csv": (".csv",),
     "eml": (".eml",),
+    "md": (".md",),               # validate --accuracy-page
     "table": (".xlsx", ".csv"),   # sweep/recommend: live formulas or values
 }
 
