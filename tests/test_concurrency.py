@@ -184,8 +184,8 @@ def test_editing_plan_moves_the_chosen_concurrency_and_the_bill(workbook_built, 
     path, values = workbook_built
     assert (values["concurrency_used"], values["gpus_for_qps"]) == (181, 12)     # the default: TPOT-bound
     got = _edited(path, tmp_path, tag, **cells)
-    base = ("--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4")
-    want = _plan(capsys, *base, *argv)
+    options = {"--model": "llama-3.1-70b", "--gpu": "h100-sxm", "--tp": "4"} | dict(zip(argv[::2], argv[1::2]))
+    want = _plan(capsys, *(x for kv in options.items() for x in kv))
     used, gpus = _named(got, "concurrency_used").value, _named(got, "gpus_for_qps").value
     assert (used, gpus) == (want["concurrency_used"], want["gpus_for_qps"])
     assert _named(got, "concurrency_reason").value == want["concurrency_reason"]
