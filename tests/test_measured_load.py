@@ -81,7 +81,9 @@ def test_units_are_sane(rows):
         assert per_gpu is None or 1 <= per_gpu <= 1e5, r.id
         for ms in (r.tpot_ms, r.itl_ms):
             assert ms is None or 1 <= ms <= 1000, r.id  # a decode step: 1 ms to 1 s
-        assert r.ttft_ms is None or 1 <= r.ttft_ms <= 300_000, r.id  # queueing included: up to minutes
+        # queueing included: up to half an hour (dstack's DeepSeek-R1 on 8 H200 at concurrency 128, 3,200 -> 6,400
+        # tokens prints a mean TTFT of 1,059,605 ms: requests wait for whole 6,400-token generations to finish)
+        assert r.ttft_ms is None or 1 <= r.ttft_ms <= 1_800_000, r.id
         # a client at concurrency C cannot receive more than C tokens per TPOT/ITL step
         step = r.tpot_ms or r.itl_ms
         if step and r.output_tok_s is not None:
