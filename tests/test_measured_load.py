@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import re
 from collections import Counter
+from decimal import Decimal
 
 import pytest
 
@@ -96,10 +97,20 @@ def test_every_number_is_in_its_quote_and_every_row_has_a_source(rows, raw):
         assert r.source.startswith("http") and r.date[:4].isdigit(), r.id
         quote = cells["quote"].replace(",", "")
         numbers = set(re.findall(r"\d+(?:\.\d+)?", quote))
+        # a latency printed in seconds is entered in ms as exactly the printed figure x 1000 (no rounding)
+        as_ms = {Decimal(n) * 1000 for n in numbers}
         for key in ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms"):
             if cells[key]:
-                assert cells[key] in numbers, (r.id, key, cells[key])
+                assert cells[key] in numbers or (key != "output_tok_s" and Decimal(cells[key]) in as_ms), \
+                    (r.id, key, cells[key])
         assert str(r.batch) in numbers, r.id
+
+
+def test_a_latency_printed_in_seconds_is_moved_three_places_exactly():
+    """LMDeploy prints FTL(ave) in seconds: '0.129' is entered as 129 ms, nothing rounded."""
+    quote = "| 16 | 1 | 128 | 128 | 1272.47 | 76.77 | 0.129 | 0.023 |"
+    as_ms = {Decimal(n) * 1000 for n in re.findall(r"\d+(?:\.\d+)?", quote)}
+    assert Decimal("129") in as_ms and Decimal("129.0") in as_ms and Decimal("128.9") not in as_ms
 
 
 def test_static_batch_throughput_matches_the_published_latency(rows):
