@@ -152,6 +152,18 @@ def test_static_batch_throughput_matches_the_published_latency(rows):
         assert r.batch * r.output_tokens / latency_s == pytest.approx(r.output_tok_s, abs=1.0), r.id
 
 
+def test_dstack_throughput_is_its_generated_tokens_over_the_duration(rows):
+    """dstack's CSV prints duration, total_output_tokens and output_throughput: tokens / duration = throughput (a hand
+    check that the right cell was read, independent of the cell itself)."""
+    dstack = [r for r in rows if r.source_key == "dstack-deepseek-r1-h200-mi300x"]
+    assert len(dstack) == 45
+    for r in dstack:
+        header, row = (part.split(" | ") for part in r.quote.split(" -> "))
+        cell = dict(zip(header, row))
+        assert int(cell["total_output_tokens"]) == int(cell["completed"]) * r.output_tokens, r.id
+        assert int(cell["total_output_tokens"]) / float(cell["duration"]) == pytest.approx(r.output_tok_s, rel=1e-6), r.id
+
+
 def test_per_gpu_throughput_is_scaled_to_the_deployment(rows):
     by_id = {r.id: r for r in rows}
     # TensorRT-LLM 0.9.0, H100 FP8, Llama-2-70B TP4, batch 512, 128 -> 2048: '2,725' per GPU x 4 GPUs
