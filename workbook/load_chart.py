@@ -4,7 +4,8 @@ Each row of its table is the plan's own lines at concurrency = the row's value (
 Plan's named inputs, the concurrency from the row's first cell), so throughput flattens where the KV
 cache stops admitting sequences (``effective_concurrency``) and TPOT climbs with the batch and its
 prompt chunks.  Two native scatter charts plot them; a dashed vertical line marks ``max_concurrency``
-(the KV-capacity plateau) and a dashed horizontal line the ``tpot_target``.  The package writer fills
+(the KV-capacity plateau) and a dashed horizontal line the ``tpot_target``; light dotted lines the error band of
+throughput and TPOT (about 80% of new measurements should fall inside).  The package writer fills
 every series' cache from the cells' cached values (:func:`workbook.package.fill_chart_caches`).
 
 Also :func:`binding_limit_row`, the Plan's line saying which limit binds (KV cache, max_num_seqs, TPOT
@@ -27,6 +28,10 @@ from .context import Ctx, xname
 CONCURRENCIES = tuple(2 ** k for k in range(11))
 #: The lines the charts plot.
 TARGETS = ("tokens_per_second", "tpot_seconds")
+#: Each plotted line's error band (inference_ledger/band_lines.py), drawn as two light lines around it.
+BANDS = {"tokens_per_second": ("tokens_per_second_low", "tokens_per_second_high"),
+         "tpot_seconds": ("tpot_seconds_low", "tpot_seconds_high")}
+BAND_WORDS = "band: about 80% of new measurements should fall inside"
 #: First column of the table.
 FIRST_COL = 1
 
@@ -90,13 +95,30 @@ def _chart(title: str, y_title: str, y_fmt: str) -> ScatterChart:
     return chart
 
 
+def _band_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
+                 color: str) -> None:
+    """The target's band as two thin dotted lines in a light shade of its colour (low and high)."""
+    for name in BANDS.get(target, ()):
+        if name not in col_of:
+            continue
+        side = "low" if name.endswith("_low") else "high"
+        s = Series(Reference(ws, min_col=col_of[name], min_row=rows[0], max_row=rows[1]), xs,
+                   title=f"{side} end of the {BAND_WORDS}")
+        s.graphicalProperties.line.solidFill = color
+        s.graphicalProperties.line.dashStyle = "sysDot"
+        s.graphicalProperties.line.width = 19050
+        s.marker.symbol = "none"
+        s.smooth = False
+        chart.series.append(s)
+
+
 def load_sheet(wb, ctx: Ctx) -> None:
     """Throughput and TPOT against concurrency (plan formulas), with the KV plateau and the TPOT target marked."""
     ws = ctx.new_sheet("Load", "Throughput and TPOT under load", {"A": 14}, tab="ED7D31")
     ctx.put(ws, "A3", "Each row is the plan at concurrency = column A (steady state, the Plan's batching): output "
             "tokens/s flattens where the KV cache holds no more sequences; TPOT climbs with the batch and its "
             "prompt chunks.", style.NOTE)
-    cols = varying_columns(TARGETS)
+    cols = varying_columns(TARGETS + tuple(n for pair in BANDS.values() for n in pair if n in plan.LINE_BY_NAME))
     r = 5
     ctx.put(ws, f"A{r}", "Concurrency", style.HEADER)
     for j, c in enumerate(cols):
@@ -154,6 +176,7 @@ def load_sheet(wb, ctx: Ctx) -> None:
     s.graphicalProperties.line.solidFill = "4472C4"
     s.smooth = False
     throughput.series.append(s)
+    _band_series(ws, throughput, "tokens_per_second", col_of, (first, last), xs, "9DC3E6")
     throughput.series.append(_marker(ws, kv_rows, kv_rows, 2, 3, "KV-capacity plateau (max_concurrency)", "C00000"))
     latency = _chart("TPOT vs concurrency (the dashed level is the TPOT target)", "Seconds per output token",
                      "0.000")
@@ -163,6 +186,7 @@ def load_sheet(wb, ctx: Ctx) -> None:
     s.graphicalProperties.line.solidFill = "ED7D31"
     s.smooth = False
     latency.series.append(s)
+    _band_series(ws, latency, "tpot_seconds", col_of, (first, last), xs, "F8CBAD")
     latency.series.append(_marker(ws, kv_rows, kv_rows, 2, 4, "KV-capacity plateau (max_concurrency)", "C00000"))
     t_rows = (rows["target"], rows["target"] + 1)
     latency.series.append(_marker(ws, t_rows, t_rows, 2, 4, "TPOT target", "70AD47"))
