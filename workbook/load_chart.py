@@ -97,13 +97,14 @@ def _chart(title: str, y_title: str, y_fmt: str) -> ScatterChart:
 
 def _band_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
                  color: str) -> None:
-    """The target's band as two thin dotted lines in a light shade of its colour (low and high)."""
+    """The target's band as two thin dotted lines in a light shade of its colour (low and high): about 80% of new
+    measurements should fall between them (the sheet's note says so)."""
     for name in BANDS.get(target, ()):
         if name not in col_of:
             continue
         side = "low" if name.endswith("_low") else "high"
         s = Series(Reference(ws, min_col=col_of[name], min_row=rows[0], max_row=rows[1]), xs,
-                   title=f"{side} end of the {BAND_WORDS}")
+                   title=f"Band {side} (80%)")
         s.graphicalProperties.line.solidFill = color
         s.graphicalProperties.line.dashStyle = "sysDot"
         s.graphicalProperties.line.width = 19050
@@ -117,7 +118,7 @@ def load_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Load", "Throughput and TPOT under load", {"A": 14}, tab="ED7D31")
     ctx.put(ws, "A3", "Each row is the plan at concurrency = column A (steady state, the Plan's batching): output "
             "tokens/s flattens where the KV cache holds no more sequences; TPOT climbs with the batch and its "
-            "prompt chunks.", style.NOTE)
+            f"prompt chunks. Dotted lines: the error {BAND_WORDS} (docs/accuracy.md).", style.NOTE)
     cols = varying_columns(TARGETS + tuple(n for pair in BANDS.values() for n in pair if n in plan.LINE_BY_NAME))
     r = 5
     ctx.put(ws, f"A{r}", "Concurrency", style.HEADER)
