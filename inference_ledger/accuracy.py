@@ -157,6 +157,14 @@ def measured_metrics(row: LoadRow) -> dict[str, Optional[float]]:
             "ttft_ms": row.ttft_ms}
 
 
+def _is_number(x) -> bool:
+    try:
+        float(x)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 class RowSet:
     """Load rows resolved once; :meth:`predict` evaluates the plan over numpy arrays, one call per deployment group
     (GPU x engine), with some inputs replaced per row."""
@@ -167,9 +175,12 @@ class RowSet:
             raise ValueError("no load rows to evaluate")
         inputs = [row_inputs(r) for r in self.rows]
         self.keys = tuple(inputs[0])
-        self.base = {k: np.array([float(i[k]) for i in inputs]) for k in self.keys}
+        numeric = {k for k in self.keys if all(_is_number(i.get(k)) for i in inputs)}
+        self.base = {k: np.array([float(i[k]) for i in inputs]) for k in self.keys if k in numeric}
+        # inputs that are not numbers (a table, a name) cannot be stacked: rows sharing them form one group
+        self.fixed = [{k: i[k] for k in self.keys if k not in numeric} for i in inputs]
         self.replicas = np.array([r.gpus / r.tp for r in self.rows], dtype=float)
-        group = [(r.gpu_id, r.engine_id) for r in self.rows]
+        group = [(r.gpu_id, r.engine_id, repr(sorted(f.items()))) for r, f in zip(self.rows, self.fixed)]
         names = sorted(set(group))
         self.group = np.array([names.index(g) for g in group])
         self.n_groups = len(names)
@@ -189,7 +200,7 @@ class RowSet:
         for g in np.unique(gi):
             pos = np.nonzero(gi == g)[0]
             rows = idx[pos]
-            vals = {k: a[rows] for k, a in self.base.items()}
+            vals = {**self.fixed[rows[0]], **{k: a[rows] for k, a in self.base.items()}}
             for k, a in overrides.items():
                 vals[k] = np.asarray(a, dtype=float)[pos]
             v = plan.evaluate(vals, validate=False)

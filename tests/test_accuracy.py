@@ -277,3 +277,13 @@ def test_headline_errors_are_held_out(study):
     assert h["output_tok_s"] == g[("all", "all", "output_tok_s")].median_abs_error
     titles = [t for t, _ in accuracy_tables(study)]
     assert titles[0].startswith("leave one source out") and "in-sample" in titles[-1]
+
+
+def test_the_vectorised_rows_equal_the_plan_row_by_row(study):
+    """The study evaluates each GPU x engine group as one numpy call; each figure equals the plan run on its row
+    alone (load_fidelity, one resolve and one evaluate per row)."""
+    one_by_one = {(c.row, c.metric): c.predicted for c in load_fidelity.compare()}
+    got = {(f.row, f.metric): f.predicted for f in study.defaults}
+    assert got.keys() == one_by_one.keys()
+    for k, v in one_by_one.items():
+        assert got[k] == pytest.approx(v, rel=1e-12), k
