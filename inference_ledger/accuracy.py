@@ -33,7 +33,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from . import catalog, engines, plan, resolve
-from .bands import SEGMENT_FIELDS, segment_of
+from .bands import SEGMENT_FIELDS, segment_of, unfitted
 from .load_measurements import LoadRow, load_measured_load
 from .units import MS_PER_S
 
@@ -173,7 +173,8 @@ class RowSet:
         self.rows = list(rows)
         if not self.rows:
             raise ValueError("no load rows to evaluate")
-        inputs = [row_inputs(r) for r in self.rows]
+        with unfitted():  # a fit starts from the sourced defaults, whatever the plan applies
+            inputs = [row_inputs(r) for r in self.rows]
         self.keys = tuple(inputs[0])
         numeric = {k for k in self.keys if all(_is_number(i.get(k)) for i in inputs)}
         self.base = {k: np.array([float(i[k]) for i in inputs]) for k in self.keys if k in numeric}
@@ -312,10 +313,12 @@ def _figures(rs: RowSet, rows: np.ndarray, pred: dict[str, np.ndarray]) -> list[
     return out
 
 
-#: Whether the plan runs the fitted values.  It does not: it runs its sourced defaults (efficiencies.csv,
-#: engines.csv), which were not fitted on the load rows, so each of its figures is already held out.  On the set as it
-#: stands the fit, left out source by source, does worse than those defaults (``validate`` prints both); the fit is
-#: reported until it does better, and the bands describe what the plan runs (:attr:`Study.served`).
+#: Whether plans run the fitted values.  They do not: they run their sourced defaults (efficiencies.csv,
+#: engines.csv), which were not fitted on the load rows, so each of their figures is already held out.  On the set as
+#: it stands the fit, left out source by source, does worse than those defaults (``validate`` prints both); the fit is
+#: recorded (data/fitted_parameters.csv, ``applied`` 0) until it does better.  Set True and run ``validate
+#: --write-bands``: the fitted rows are then marked applied (a resolved plan of their scope takes them) and the bands
+#: come from the left-out figures of the fit (:attr:`Study.served`).
 PLAN_USES_FIT = False
 
 

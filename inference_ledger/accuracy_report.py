@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .accuracy import METRICS, MIN_FIT_ROWS, MIN_FIT_SOURCES, PLAN_USES_FIT, Figure, Study
-from .bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, MIN_BAND_ROWS, SEGMENT_CHAIN, Band, level_key, pick)
+from .bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, FITTED_CSV, FITTED_HEADER,
+                    MIN_BAND_ROWS, SEGMENT_CHAIN, Band, level_key, pick)
 from .files import write_with
 from .load_measurements import MEASURED_LOAD_CSV
 
@@ -147,6 +148,11 @@ def bands_csv(table: Sequence[Band], n_rows: int, n_sources: int, fingerprint: s
     return buf.getvalue()
 
 
+def write_fitted(st: Study, path: Path | str = FITTED_CSV, date: Optional[str] = None) -> Path:
+    text = fitted_csv(st, data_fingerprint(), date or _dt.date.today().isoformat())
+    return write_with(path, "csv", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), "--write-bands")
+
+
 def write_bands(st: Study, path: Path | str = BANDS_CSV, date: Optional[str] = None) -> Path:
     text = bands_csv(bands(st.served), len(st.rowset), len(set(st.rowset.sources)), data_fingerprint(),
                      date or _dt.date.today().isoformat())
@@ -189,7 +195,7 @@ def coverage_table(st: Study) -> list[list[str]]:
 
 
 def fitted_table(st: Study) -> list[list[str]]:
-    head = ["parameter", "scope", "value", "default", "fitted on"]
+    head = ["parameter", "scope", "value", "default", "fitted on", "plans use it"]
     body = []
     for f in st.fitted:
         p = f.parameter
@@ -198,7 +204,7 @@ def fitted_table(st: Study) -> list[list[str]]:
               f"not fitted (default kept): {f.rows} rows of {n_src}, fewer than {MIN_FIT_ROWS} figures or "
               f"{MIN_FIT_SOURCES} sources")
         body.append([p.name, f"{p.by} = {p.group}" if p.by != "*" else "all", f"{f.value:.4g}", f"{f.default:.4g}",
-                     on])
+                     on, "yes" if f.fitted and PLAN_USES_FIT else "no (the default)"])
     return [head] + body
 
 
@@ -211,3 +217,23 @@ def in_sample_table(st: Study) -> list[list[str]]:
 def headline(st: Study) -> dict[str, float]:
     """metric -> median |error| of what the plan runs, over every held-out figure."""
     return {g.metric: g.median_abs_error for g in groups(st.served) if g.breakdown == "all"}
+
+
+def fitted_csv(st: Study, fingerprint: str, date: str) -> str:
+    """The fitted parameters (on every source) as recorded data: value, default, what each was fitted on."""
+    buf = io.StringIO()
+    buf.write("# Declared parameters of inference_ledger/accuracy.py fitted on every source_group of\n"
+              "# inference_ledger/data/measured_load.csv (coarse grid search, median |log(predicted/measured)| of output\n"
+              "# tokens/s and TPOT, each source weighing the same). Written by `inference-ledger validate --write-bands`.\n"
+              f"# date {date}; data measured_load.csv sha256 {fingerprint} ({len(st.rowset)} rows, "
+              f"{len(st.sources)} sources).\n"
+              "# fitted 0: too few figures or sources in its scope (the default is kept). applied 1: resolved plans of its\n"
+              "# scope use the value (accuracy.PLAN_USES_FIT); 0: recorded only, plans run the default.\n")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(FITTED_HEADER)
+    for f in st.fitted:
+        p = f.parameter
+        w.writerow([p.name, p.by, p.group, f"{f.value:.6g}", f"{f.default:.6g}", int(f.fitted),
+                    int(f.fitted and PLAN_USES_FIT), f.rows, "|".join(f.sources),
+                    "" if f.loss != f.loss else f"{f.loss:.4f}"])
+    return buf.getvalue()

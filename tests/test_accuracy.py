@@ -287,3 +287,37 @@ def test_the_vectorised_rows_equal_the_plan_row_by_row(study):
     assert got.keys() == one_by_one.keys()
     for k, v in one_by_one.items():
         assert got[k] == pytest.approx(v, rel=1e-12), k
+
+
+def test_an_applied_fitted_parameter_reaches_plans_of_its_scope_only(tmp_path, monkeypatch):
+    """A fitted-parameters row marked applied (NVIDIA weight streaming at 0.5) is what a resolved NVIDIA plan runs;
+    an AMD plan keeps the default, an explicit number still wins, and a fit resolves without it (unfitted)."""
+    path = tmp_path / "fitted.csv"
+    path.write_text(",".join(bands.FITTED_HEADER) + "\n"
+                    "bw_efficiency,gpu_vendor,NVIDIA,0.5,0.8,1,1,10,a|b,0.1\n"
+                    "step_overhead_seconds,engine_family,sglang,0.004,0.0002,1,0,6,a|b,0.1\n")
+    monkeypatch.setattr(bands, "FITTED_CSV", path)
+    monkeypatch.setattr(bands, "_FITTED", [])
+    default = plan.INPUT_BY_NAME["bw_efficiency"].default
+    assert resolve.resolve("llama-3.1-8b", "h100-sxm", numbers={"tp": 1}).inputs["bw_efficiency"] == 0.5
+    assert resolve.resolve("llama-3.1-8b", "mi300x", numbers={"tp": 1}).inputs["bw_efficiency"] == default
+    explicit = {"tp": 1, "bw_efficiency": 0.7}
+    assert resolve.resolve("llama-3.1-8b", "h100-sxm", numbers=explicit).inputs["bw_efficiency"] == 0.7
+    # applied 0: recorded, not used
+    sglang = resolve.resolve("llama-3.1-8b", "h100-sxm", engine="sglang", numbers={"tp": 1}).inputs
+    assert sglang["step_overhead_seconds"] == plan.INPUT_BY_NAME["step_overhead_seconds"].default
+    with bands.unfitted():
+        assert resolve.resolve("llama-3.1-8b", "h100-sxm", numbers={"tp": 1}).inputs["bw_efficiency"] == default
+
+
+def test_the_shipped_fit_is_recorded_with_what_it_was_fitted_on(study):
+    """fitted_parameters.csv is the fit of a fresh study (values, scopes, rows, sources) on the load file as it is."""
+    text = bands.FITTED_CSV.read_text()
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
+    rows = bands.load_fitted()
+    assert [(r.name, r.by, r.group, r.fitted, r.rows, r.sources) for r in rows] == \
+        [(f.parameter.name, f.parameter.by, f.parameter.group, f.fitted, f.rows, f.sources) for f in study.fitted]
+    for r, f in zip(rows, study.fitted):
+        assert r.value == pytest.approx(f.value, rel=1e-5)
+        assert r.applied == (f.fitted and accuracy.PLAN_USES_FIT)
+        assert not r.fitted or len(r.sources) >= accuracy.MIN_FIT_SOURCES

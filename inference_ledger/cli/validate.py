@@ -157,7 +157,10 @@ def accuracy_page(st) -> str:
            "## Declared parameters, fitted on every source", "",
            "A few global, physically named plan inputs per GPU vendor or engine family (inference_ledger/accuracy.py "
            f"`PARAMETERS`), never one per row; a scope with fewer than {accuracy.MIN_FIT_ROWS} training figures "
-           "keeps its default.", "",
+           f"or {accuracy.MIN_FIT_SOURCES} sources keeps its default. Recorded in "
+           "`inference_ledger/data/fitted_parameters.csv`; plans use the fitted values only where its `applied` "
+           "column says so (`accuracy.PLAN_USES_FIT`), which it does not while the fit, left out source by source, "
+           "does worse than the defaults.", "",
            _markdown(accuracy_report.fitted_table(st)), "",
            "## In-sample (for reference only)", "",
            _markdown(accuracy_report.in_sample_table(st)), "",
@@ -195,6 +198,7 @@ def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool
         st = accuracy.study()
         if write_bands:
             click.echo(f"wrote {accuracy_report.write_bands(st)}", err=True)
+            click.echo(f"wrote {accuracy_report.write_fitted(st)}", err=True)
         if page:
             text = accuracy_page(st)
             write_with(page, "md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), "--accuracy-page")
