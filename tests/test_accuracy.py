@@ -1,4 +1,9 @@
-"""Leave-one-source-out validation and the plan's error bands (inference_ledger/accuracy.py, bands.py, band_lines.py)."""
+"""Leave-one-source-out validation and the plan's error bands (inference_ledger/accuracy.py, bands.py, band_lines.py).
+
+After a change to the load rows or the step model, ``python tests/test_accuracy.py`` rewrites what is generated from
+the study: inference_ledger/data/error_bands.csv and fitted_parameters.csv, docs/accuracy.md and the README's
+headline line (then rebuild the templates: ``inference-ledger build -o templates/inference-ledger.xlsx`` and .xltx).
+"""
 
 from __future__ import annotations
 
@@ -72,7 +77,7 @@ def test_the_shipped_band_table_is_fresh(study):
     """error_bands.csv was written from the load file as it is now (its fingerprint) and equals a fresh study's bands
     (after a change to the data or the model: `inference-ledger validate --write-bands`)."""
     text = bands.BANDS_CSV.read_text()
-    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run python tests/test_accuracy.py"
     fresh = accuracy_report.bands(study.served)
     shipped = bands.load_bands()
     assert [(b.key, b.metric, b.n, b.sources) for b in shipped] == [(b.key, b.metric, b.n, b.sources) for b in fresh]
@@ -258,14 +263,14 @@ def test_accuracy_page_is_generated_from_the_study(study):
     from inference_ledger.cli.validate import accuracy_page
     page = (ROOT / "docs" / "accuracy.md").read_text()
     assert page == accuracy_page(study), \
-        "docs/accuracy.md is stale: run inference-ledger validate --accuracy-page docs/accuracy.md"
+        "docs/accuracy.md is stale: run python tests/test_accuracy.py"
 
 
 def test_readme_headline_line_is_generated(study):
     from inference_ledger.cli.validate import accuracy_line
     readme = (ROOT / "README.md").read_text()
     section = readme.split("<!-- accuracy-headline -->", 1)[1].split("<!-- /accuracy-headline -->", 1)[0]
-    assert section.strip() == accuracy_line(study)
+    assert section.strip() == accuracy_line(study), "README headline is stale: run python tests/test_accuracy.py"
     assert "docs/accuracy.md" in section
 
 
@@ -313,7 +318,7 @@ def test_an_applied_fitted_parameter_reaches_plans_of_its_scope_only(tmp_path, m
 def test_the_shipped_fit_is_recorded_with_what_it_was_fitted_on(study):
     """fitted_parameters.csv is the fit of a fresh study (values, scopes, rows, sources) on the load file as it is."""
     text = bands.FITTED_CSV.read_text()
-    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run python tests/test_accuracy.py"
     rows = bands.load_fitted()
     assert [(r.name, r.by, r.group, r.fitted, r.rows, r.sources) for r in rows] == \
         [(f.parameter.name, f.parameter.by, f.parameter.group, f.fitted, f.rows, f.sources) for f in study.fitted]
@@ -321,3 +326,23 @@ def test_the_shipped_fit_is_recorded_with_what_it_was_fitted_on(study):
         assert r.value == pytest.approx(f.value, rel=1e-5)
         assert r.applied == (f.fitted and accuracy.PLAN_USES_FIT)
         assert not r.fitted or len(r.sources) >= accuracy.MIN_FIT_SOURCES
+
+
+def update() -> None:
+    """Rewrite the bands, the recorded fit, the accuracy page and the README headline line from a fresh study."""
+    import re
+
+    from inference_ledger.cli.validate import accuracy_line, accuracy_page
+    st = accuracy.study()
+    print("wrote", accuracy_report.write_bands(st))
+    print("wrote", accuracy_report.write_fitted(st))
+    (ROOT / "docs" / "accuracy.md").write_text(accuracy_page(st))
+    readme = ROOT / "README.md"
+    text = re.sub(r"(<!-- accuracy-headline -->\n).*?(\n<!-- /accuracy-headline -->)",
+                  lambda m: m.group(1) + accuracy_line(st) + m.group(2), readme.read_text(), flags=re.S)
+    readme.write_text(text)
+    print("wrote docs/accuracy.md and the README headline line")
+
+
+if __name__ == "__main__":
+    update()
