@@ -95,20 +95,22 @@ def bands(figs: Sequence[Figure]) -> list[Band]:
 @dataclass(frozen=True)
 class Coverage:
     metric: str
+    source: str            # 'all' or one source
     n: int
-    inside: float          # share of left-out figures inside a band drawn without their source
+    inside: float          # share of held-out figures inside a band drawn without their source
     median_width: float    # median high / low of those bands
 
 
-def coverage(figs: Sequence[Figure]) -> list[Coverage]:
-    """For each left-out figure, the band of its segment drawn from the *other* sources' left-out figures: the share
-    inside and the median high/low (how a band built this way does on a source it has never seen)."""
+def coverage(figs: Sequence[Figure], per_source: bool = False) -> list[Coverage]:
+    """For each held-out figure, the band of its segment drawn from the *other* sources' figures: the share inside
+    and the median high/low (how a band built this way does on a source it has never seen); per metric, and per
+    metric and source with ``per_source``."""
     out = []
     for metric in METRICS:
         fm = [f for f in figs if f.metric == metric]
         if not fm:
             continue
-        inside, widths = [], []
+        checked: list[tuple[str, bool, float]] = []
         for s in sorted({f.source for f in fm}):
             others = [f for f in figs if f.source != s]
             if not any(f.metric == metric for f in others):
@@ -117,11 +119,20 @@ def coverage(figs: Sequence[Figure]) -> list[Coverage]:
             for f in fm:
                 if f.source == s:
                     b = pick(table, metric, f.segment())
-                    inside.append(b.low <= f.ratio <= b.high)
-                    widths.append(b.high / b.low)
-        if inside:
-            out.append(Coverage(metric, len(inside), sum(inside) / len(inside), statistics.median(widths)))
+                    checked.append((s, b.low <= f.ratio <= b.high, b.high / b.low))
+        groups = [("all", checked)] + ([(s, [c for c in checked if c[0] == s]) for s in sorted({c[0] for c in checked})]
+                                       if per_source else [])
+        for name, cs in groups:
+            if cs:
+                out.append(Coverage(metric, name, len(cs), sum(c[1] for c in cs) / len(cs),
+                                    statistics.median(c[2] for c in cs)))
     return out
+
+
+#: The accuracy targets the held-out figures are read against: metric -> (median |error| at most, per source at most)
+TARGETS = {"output_tok_s": (0.15, 0.20), "tpot_ms": (0.15, None), "ttft_ms": (0.30, None)}
+#: ... and the tokens/s band: share of held-out figures inside at least, median high/low at most
+BAND_TARGET = (0.75, 1.6)
 
 
 def data_fingerprint(path: Path = MEASURED_LOAD_CSV) -> str:
@@ -189,9 +200,34 @@ def loso_table(st: Study) -> list[list[str]]:
 
 
 def coverage_table(st: Study) -> list[list[str]]:
-    head = ["metric", "figures", "inside the band", "median high/low"]
-    return [head] + [[SHORT[c.metric], str(c.n), f"{c.inside:.0%}", f"{c.median_width:.2f}"]
-                     for c in coverage(st.served)]
+    head = ["metric", "source", "figures", "inside the band", "median high/low"]
+    return [head] + [[SHORT[c.metric], c.source, str(c.n), f"{c.inside:.0%}", f"{c.median_width:.2f}"]
+                     for c in coverage(st.served, per_source=True)]
+
+
+def targets_table(st: Study) -> list[list[str]]:
+    """The plan's held-out figures against the accuracy targets (met: yes/NO)."""
+    head = ["held-out figure", "measured here", "target", "met"]
+    g = {(x.breakdown, x.name, x.metric): x for x in groups(st.served)}
+    body = []
+    for metric, (overall, per_source) in TARGETS.items():
+        a = g.get(("all", "all", metric))
+        if a is None:
+            continue
+        body.append([f"{SHORT[metric]}, median abs. error, all rows", f"{a.median_abs_error:.1%}", f"<= {overall:.0%}",
+                     "yes" if a.median_abs_error <= overall else "NO"])
+        if per_source is not None:
+            worst = max((x for x in g.values() if x.breakdown == "source" and x.metric == metric),
+                        key=lambda x: x.median_abs_error)
+            body.append([f"{SHORT[metric]}, worst source ({worst.name})", f"{worst.median_abs_error:.1%}",
+                         f"<= {per_source:.0%}", "yes" if worst.median_abs_error <= per_source else "NO"])
+    c = next((c for c in coverage(st.served) if c.metric == "output_tok_s"), None)
+    if c is not None:
+        body.append(["tokens/s figures inside their band", f"{c.inside:.0%}", f">= {BAND_TARGET[0]:.0%}",
+                     "yes" if c.inside >= BAND_TARGET[0] else "NO"])
+        body.append(["tokens/s band, median high/low", f"{c.median_width:.2f}", f"<= {BAND_TARGET[1]:g}",
+                     "yes" if c.median_width <= BAND_TARGET[1] else "NO"])
+    return [head] + body
 
 
 def fitted_table(st: Study) -> list[list[str]]:

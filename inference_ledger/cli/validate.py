@@ -94,6 +94,7 @@ def accuracy_tables(st) -> list[tuple[str, list[list[str]]]]:
     from inference_ledger import accuracy_report
     return [("leave one source out, load rows (inference_ledger/data/measured_load.csv):",
              accuracy_report.loso_table(st)),
+            ("the plan's held-out figures against the targets:", accuracy_report.targets_table(st)),
             (f"bands of the plan ({st.served_words}), each drawn without the source it is scored on:",
              accuracy_report.coverage_table(st)),
             ("declared parameters, fitted on every source:", accuracy_report.fitted_table(st)),
@@ -134,6 +135,8 @@ def accuracy_page(st) -> str:
            f"itself runs {st.served_words} (the *defaults* column): "
            + ", ".join(f"{accuracy_report.SHORT[m]} {h[m]:.1%}" for m in accuracy.METRICS if m in h)
            + " median abs. error over every row. In-sample figures appear once, labelled, at the end.", "",
+           "## Against the targets", "",
+           _markdown(accuracy_report.targets_table(st)), "",
            "## Per source, engine family, GPU vendor, dense/MoE and regime", "",
            _markdown(accuracy_report.loso_table(st)), "",
            "## Error bands", "",
