@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from openpyxl import Workbook
 
 from inference_ledger import __version__, engines, plan, resolve
+from inference_ledger.calibrate_profile import read_profile
 from inference_ledger.files import check_target, write_bytes
 from inference_ledger.finance import finance_options
 
@@ -49,10 +50,12 @@ from .ledgers import ledger_sheet
 from .load_chart import load_sheet
 from .package import package
 from .plan_sheet import plan_sheet
+from .printing import finish
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .scenarios_sheet import scenarios_sheet
 from .sensitivity import add_sensitivity_sheet
 from .start import DESCRIPTION, TITLE, start_sheet
+from .summary import BUILD_LAST, summary_sheet
 from .tables import is_lookup, load_tables, lookup
 from .tco import add_tco_sheet
 
@@ -63,6 +66,7 @@ __all__ = ["SHEET_BUILDERS", "SELECTOR_NAMES", "build_date", "build_workbook", "
 
 #: The workbook, sheet by sheet, in display order (one line per sheet: add a sheet by adding its line).
 SHEET_BUILDERS: list[SheetBuilder] = [
+    summary_sheet,
     start_sheet,
     plan_sheet,
     ledger_sheet("memory", "Memory"),
@@ -107,7 +111,7 @@ def resolve_build(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, con
 def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, config=None, context=None,
                  engine=None, scenarios: Optional[Sequence[Scenario] | str | os.PathLike] = None,
                  forecast_months: Optional[int] = None, currency: Optional[str] = None,
-                 currency_symbol: Optional[str] = None, **numbers) -> Ctx:
+                 currency_symbol: Optional[str] = None, profile=None, **numbers) -> Ctx:
     """The plan the workbook opens on, assembled as ``inference-ledger plan`` does.
 
     Catalog lookups and defaults, then the engine's defaults for this GPU and TP
@@ -115,8 +119,15 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     :func:`inference_ledger.cli.build.build_options` collects: ``config`` (a
     config.json whose model joins the Models sheet and is selected), ``context`` (prompt
     + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
-    input names; None means "not given".
+    input names; None means "not given".  ``profile`` (a path or an
+    :class:`inference_ledger.calibrate_profile.Profile`) puts its fitted inputs beneath the numbers given; the
+    Calibration sheet then shows its measured rows against the catalog and calibrated predictions.
     """
+    if isinstance(profile, (str, os.PathLike)):
+        profile = read_profile(profile)
+    given = dict(numbers)
+    if profile is not None:
+        numbers = {**numbers, **{k: v for k, v in profile.values.items() if numbers.get(k) is None}}
     r = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context, engine=engine,
                       numbers=numbers)
     explicit, inputs = r.explicit, r.inputs
@@ -141,6 +152,10 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
                                                                                    currency_symbol)
     ctx.master_value = master_value(ctx)
+    ctx.profile = profile
+    # the same choice without the profile: what the Calibration sheet calls the catalog prediction
+    ctx.catalog_inputs = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context,
+                                       engine=engine, numbers=given).inputs if profile is not None else inputs
     return ctx
 
 
@@ -155,16 +170,23 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     ctx.wb = wb
     style.register(wb)
     style.set_currency(ctx.currency_code, ctx.currency_symbol)
+    builders = list(SHEET_BUILDERS) + list(extra_sheets)
+    made: dict[int, list] = {}
     try:
-        for builder in list(SHEET_BUILDERS) + list(extra_sheets):
+        # a sheet that reads the others (the Summary) is built last and put back in its place in the list
+        for k, builder in sorted(enumerate(builders), key=lambda kb: kb[1] in BUILD_LAST):
+            before = set(wb.sheetnames)
             builder(wb, ctx)
+            made[k] = [ws for ws in wb.worksheets if ws.title not in before]
+        wb._sheets = [ws for k in sorted(made) for ws in made[k]]
+        finish(wb, ctx, TITLE)   # every sheet's print setup and link back to the Summary, in one pass
     finally:
         style.set_currency("USD", "$")
     for ws in wb.worksheets:
         fit_rows(ws)
-    wb.active = 1  # open on Plan
+    wb.active = 0  # open on the Summary
     for ws in wb.worksheets:
-        ws.sheet_view.tabSelected = ws.title == "Plan"
+        ws.sheet_view.tabSelected = ws is wb.worksheets[0]
     wb.calculation.fullCalcOnLoad = True
     p = wb.properties
     p.creator = "inference-ledger"

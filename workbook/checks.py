@@ -219,18 +219,25 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
             "every sheet. Findings describe the plan and are not counted.", style.NOTE)
     ws.merge_cells("A3:D3")
-    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
+    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies", "Failure no."])
     r = 5
     counted: list[str] = []
+    failures = 0
     for group, label, doc, formula, value in check_rows(ctx):
         r += 1
-        ctx.put(ws, f"A{r}", group)
+        ctx.put(ws, f"A{r}", group, style.NOTE)
         ctx.put(ws, f"B{r}", label, style.NOTE)
         ctx.formula(ws, f"C{r}", formula, value, style.CHECK, "0")
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
             counted.append(f"C{r}")
+            # the failures numbered 1, 2 ... in sheet order: the Summary lists them in words
+            failures += value == 0
+            ctx.formula(ws, f"E{r}", where(eq(Sym(f"C{r}"), 0), Sym(f"COUNT(E$5:E{r - 1})+1"), ""),
+                        failures if value == 0 else "", style.FORMULA, "0")
+    ctx.define("check_labels", ws, f"B6:B{r}")
+    ctx.define("check_failure_no", ws, f"E6:E{r}")
     r += 2
     section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from inference_ledger.args)")
     r += 1

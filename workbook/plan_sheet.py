@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from openpyxl.styles import Font
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
 from inference_ledger import plan, verdict
@@ -105,6 +106,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         ctx.define(const.name, ws, f"B{r}")
     _plan_results(ctx, ws, body)
     ws.print_area = f"A1:K{ws.max_row}"
+    ws.col_breaks.append(Break(id=6))   # printed: the inputs (A:E) on one page, the results (G:K) on the next
 
 
 
