@@ -100,6 +100,7 @@ _BW = "share of the HBM bandwidth a decode step streams the weights at (the vend
 _COMPUTE = "share of dense peak a compute-bound decode step reaches (the vendor's GEMM kernels at large M)"
 _PREFILL = "share of dense peak a prefill reaches (the vendor's GEMM and attention kernels)"
 _STEP = "fixed time per decode step outside the layers (scheduler, sampling, launch): the engine's own"
+_LAYER = "time per layer per forward pass of the kernels the measured tables do not hold: the engine's fusion"
 #: The declared parameters, fitted in this order.  Physical meaning and range first; never one per row.
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("bw_efficiency", "gpu_vendor", "NVIDIA", _geom(0.35, 0.95, 25), _BW),
@@ -111,6 +112,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("step_overhead_seconds", "engine_family", "vllm", _lin(0.0, 6e-3, 25), _STEP),
     Parameter("step_overhead_seconds", "engine_family", "sglang", _lin(0.0, 6e-3, 25), _STEP),
     Parameter("step_overhead_seconds", "engine_family", "trtllm", _lin(0.0, 6e-3, 25), _STEP),
+    # the kernel-table step model's per-layer remainder (norms, rotary, activation: kernels its tables do not hold)
+    Parameter("kernel_layer_overhead_seconds", "engine_family", "vllm", _lin(0.0, 6e-5, 25), _LAYER),
+    Parameter("kernel_layer_overhead_seconds", "engine_family", "sglang", _lin(0.0, 6e-5, 25), _LAYER),
+    Parameter("kernel_layer_overhead_seconds", "engine_family", "trtllm", _lin(0.0, 6e-5, 25), _LAYER),
 )
 
 
