@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from inference_ledger import engine_ledger, ledger, parallel
 from inference_ledger import verdict as verdict_rule
-from inference_ledger.expr import floor, le, maximum, where
+from inference_ledger.expr import eq, floor, le, maximum, where
 from inference_ledger.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, line
 from inference_ledger import whatif
 
@@ -255,12 +255,15 @@ def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_se
 
 
 @line("TPOT expected", "s", BANDWIDTH,
-      "The mean step a sequence sees (steady state): linear layers + attention KV reads + TP all-reduces + EP/PP "
-      "communication + per-layer and per-step overhead, at the effective concurrency with its share of prompt chunks.")
-def tpot_seconds(step_linear_seconds, step_kv_seconds, allreduce_seconds_per_step, parallel_seconds_per_step,
-                 decode_overhead_seconds):
-    return step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + parallel_seconds_per_step \
-        + decode_overhead_seconds
+      "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
+      "the step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
+      "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
+      "tables; + EP/PP communication + whole-prompt prefill stalls.")
+def tpot_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
+                 allreduce_seconds_per_step, parallel_seconds_per_step, decode_overhead_seconds, prefill_stall_seconds):
+    roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
+    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline) \
+        + parallel_seconds_per_step + prefill_stall_seconds
 
 
 @line("TTFT expected", "s", COMPUTE,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import catalog, engines, finance, plan, serving
+from inference_ledger import catalog, engines, finance, kernels, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 
@@ -273,6 +273,17 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
     return out
 
 
+def with_kernels(inputs: Mapping[str, Any], gpu: Optional[Gpu], engine: engines.Engine, model: Optional[Model],
+                 weight_dtype: str, kv_dtype: str) -> dict[str, Any]:
+    """Plan inputs with each operation's measured kernel figures at the model's shapes, TP and dtypes
+    (:func:`inference_ledger.kernels.plan_kernel_inputs`); kernel_tables 0 where the GPU has no tables."""
+    out = dict(inputs)
+    figures, _ = kernels.plan_kernel_inputs(out, gpu.id if gpu else None, engine.id,
+                                            model.num_attention_heads if model else None, weight_dtype, kv_dtype)
+    out.update(figures)
+    return out
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A choice made concrete: the plan's inputs and the catalog entries behind them."""
@@ -332,6 +343,7 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     eng = engines.get_engine(engine)
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) | explicit
+    inputs = with_kernels(inputs, g, eng, m, wd.id, kd.id) | explicit
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)

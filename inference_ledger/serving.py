@@ -45,9 +45,9 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expr import eq, floor, gt, is_sym, lt, maximum, minimum, where
+from .expr import Sym, eq, floor, gt, is_sym, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
-                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR)
+                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER)
 
 EFFICIENCIES_CSV = Path(__file__).with_name("data") / "efficiencies.csv"
 
@@ -123,6 +123,61 @@ def effective_concurrency(concurrency, kv_limit, max_num_seqs):
 def prompt_per_sequence(batching, input_tokens, output_tokens):
     """Prompt tokens each other sequence mixes into a step: S / T continuous (a new prompt per T steps), 0 static."""
     return where(eq(batching, BATCHING_STATIC), 0, input_tokens / output_tokens)
+
+
+def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
+                          ttft_service_seconds):
+    """What whole-prompt prefills add to the mean step a sequence sees when the engine does not chunk.
+
+    Each of the B - 1 other sequences runs its S-token prompt as one iteration once per request, stalling every
+    decoding sequence for that prefill (Sarathi-Serve's generation stalls, Agrawal et al. OSDI'24,
+    arXiv:2403.02310): over a request's T - 1 decode steps a sequence sees (B - 1) prefills, so the mean step grows
+    by (B - 1) x prefill(S) / (T - 1).  0 when the engine chunks (the prompt tokens ride in the decode steps) and in
+    static batching (prompt_per_sequence 0)."""
+    return (1 - chunked_prefill) * (effective_concurrency - 1) * prompt_per_sequence * output_tokens \
+        / (input_tokens * maximum(output_tokens - 1, 1)) * ttft_service_seconds
+
+
+# ---------------------------------------------------------------------------------
+# kernels: one operation at a size, from its measured floor and time per unit (inference_ledger.kernels)
+# ---------------------------------------------------------------------------------
+
+
+def gemm_curve(tokens, floor_seconds, seconds_per_token):
+    """A GEMM at M tokens: (a^p + (r M)^p)^(1/p), a its measured floor, r its measured time per token at large M,
+    p = KERNEL_GEMM_POWER (inference_ledger.kernels)."""
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
+    return (floor_seconds ** KERNEL_GEMM_POWER + (seconds_per_token * tokens) ** KERNEL_GEMM_POWER) ** root
+
+
+def linear_curve(size, floor_seconds, seconds_per_unit):
+    """An attention or all-reduce kernel at some size: a + r x (its measured floor plus its time per unit)."""
+    return floor_seconds + seconds_per_unit * size
+
+
+def experts_per_gpu(distinct_experts, ep, gpus_per_stage):
+    """Touched experts whose GEMMs one GPU runs: every distinct expert's TP slice, or its share of whole experts
+    under expert parallelism (at least one, so a dense model's lines stay finite)."""
+    d = maximum(distinct_experts, 1)
+    return where(gt(ep, 1), d / gpus_per_stage, d)
+
+
+def expert_tokens(tokens, experts_per_token, distinct_experts):
+    """Tokens each touched expert multiplies: tokens x k / distinct experts."""
+    return tokens * experts_per_token / maximum(distinct_experts, 1)
+
+
+def expert_extra_seconds(expert_tokens, floor_seconds, seconds_per_token, launch_seconds):
+    """One touched expert's GEMM pair beyond a launch: a fused MoE kernel pays the launch once per layer."""
+    return maximum(gemm_curve(expert_tokens, floor_seconds, seconds_per_token) - launch_seconds, 0)
+
+
+def mlp_seconds(num_layers, moe_layers, tokens, floor_seconds, seconds_per_token, launch_seconds, experts_per_gpu,
+                expert_extra_seconds):
+    """The MLP GEMMs of one forward pass: dense layers at M = tokens; each MoE layer one fused kernel (a launch +
+    each touched expert's time beyond it)."""
+    return (num_layers - moe_layers) * gemm_curve(tokens, floor_seconds, seconds_per_token) \
+        + moe_layers * (launch_seconds + experts_per_gpu * expert_extra_seconds)
 
 
 

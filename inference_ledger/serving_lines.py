@@ -9,7 +9,8 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger import ledger, serving
-from inference_ledger.expr import ceil
+from inference_ledger.expr import ceil, eq, gt, maximum, minimum, where
+from inference_ledger.units import ALLREDUCES_PER_LAYER, FLOPS_PER_PARAM
 from inference_ledger.line import BANDWIDTH, COMPUTE, FIT, MEMORY, line
 
 
@@ -47,9 +48,10 @@ def prompt_per_sequence(batching, input_tokens, output_tokens):
 
 
 @line("Prompt tokens per decode step", "tokens", COMPUTE,
-      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T.")
-def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence):
-    return (effective_concurrency - 1) * prompt_per_sequence
+      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T; 0 when the engine "
+      "runs each prompt whole in its own iteration (chunked_prefill 0: the prefill stalls the step instead).")
+def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence, chunked_prefill):
+    return (effective_concurrency - 1) * prompt_per_sequence * chunked_prefill
 
 
 @line("Tokens per step", "tokens", COMPUTE,
@@ -154,13 +156,23 @@ def prefill_weight_bytes_per_gpu(prefill_chunks, weights_read_bytes, routed_acti
                                                         prefill_extra_expert_bytes, tp, gpus_per_stage)
 
 
-@line("TTFT without queueing", "s", COMPUTE,
-      "Prefill of the prompt tokens a TTFT waits for: max(weights read / (BW x e_w), 2 N_active x prompt tokens / TP "
-      "/ (peak x prefill efficiency)) + its EP/PP communication.")
-def ttft_service_seconds(prefill_weight_bytes_per_gpu, active_params, prefill_batch_tokens, tp, hbm_bw, peak_flops,
-                         bw_efficiency, prefill_efficiency, prefill_parallel_seconds):
+@line("Prefill on the roofline", "s", COMPUTE,
+      "Roofline fallback of a prefill: max(weights read / (BW x e_w), 2 N_active x prompt tokens / TP / (peak x "
+      "prefill efficiency)).")
+def prefill_roofline_seconds(prefill_weight_bytes_per_gpu, active_params, prefill_batch_tokens, tp, hbm_bw,
+                             peak_flops, bw_efficiency, prefill_efficiency):
     return serving.linear_seconds(prefill_weight_bytes_per_gpu, serving.step_flops(active_params, prefill_batch_tokens)
-                                  / tp, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency) + prefill_parallel_seconds
+                                  / tp, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency)
+
+
+@line("TTFT without queueing", "s", COMPUTE,
+      "Prefill of the prompt tokens a TTFT waits for: the sum of its operations priced from the measured kernel "
+      "tables (never below 2 N_active x tokens / TP / peak), or on the roofline where the GPU has no tables; + its "
+      "EP/PP communication.")
+def ttft_service_seconds(kernel_tables, prefill_kernel_seconds, prefill_roofline_seconds, active_params,
+                         prefill_batch_tokens, tp, peak_flops, prefill_parallel_seconds):
+    measured = maximum(prefill_kernel_seconds, serving.step_flops(active_params, prefill_batch_tokens) / tp / peak_flops)
+    return where(eq(kernel_tables, 1), measured, prefill_roofline_seconds) + prefill_parallel_seconds
 
 
 @line("Wait for a slot", "s", COMPUTE,
@@ -173,3 +185,215 @@ def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
       "What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound).")
 def binding_limit(concurrency, max_concurrency, max_running_sequences, tpot_ok, step_compute_bound):
     return serving.binding_limit(concurrency, max_concurrency, max_running_sequences, tpot_ok, step_compute_bound)
+
+
+# ---------------------------------------------------------------------------------
+# the step priced per operation from the measured kernel tables (inference_ledger.kernels)
+# decode_<op>_seconds: one decode step (the decode tokens + any prompt chunks it carries), summed over layers;
+# prefill_<op>_seconds: the prompt tokens a TTFT waits for, in chunks of max_num_batched_tokens.
+# Each operation is a curve over its size with a measured floor and time per unit (plan inputs <op>_kernel_*).
+# ---------------------------------------------------------------------------------
+
+
+@line("Decode: QKV projection", "s", BANDWIDTH,
+      "Layers x QKV GEMM at M = tokens per step (measured table, kernels.gemm_curve).")
+def decode_qkv_seconds(num_layers, step_tokens, qkv_kernel_floor_seconds, qkv_kernel_seconds_per_token):
+    return num_layers * serving.gemm_curve(step_tokens, qkv_kernel_floor_seconds, qkv_kernel_seconds_per_token)
+
+
+@line("Decode: attention output projection", "s", BANDWIDTH,
+      "Layers x O GEMM at M = tokens per step.")
+def decode_o_seconds(num_layers, step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token):
+    return num_layers * serving.gemm_curve(step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token)
+
+
+@line("Experts per GPU per step", "experts", BANDWIDTH,
+      "Touched experts whose GEMMs one GPU runs in a step: every distinct expert's TP slice, or the GPU's share of "
+      "whole experts under expert parallelism.")
+def decode_experts_per_gpu(moe_distinct_experts, ep, gpus_per_stage):
+    return serving.experts_per_gpu(moe_distinct_experts, ep, gpus_per_stage)
+
+
+@line("Tokens per touched expert per step", "tokens", COMPUTE,
+      "Tokens per step x k / distinct experts: the M of each expert's GEMMs.")
+def decode_expert_tokens(step_tokens, experts_per_token, moe_distinct_experts):
+    return serving.expert_tokens(step_tokens, experts_per_token, moe_distinct_experts)
+
+
+@line("Decode: one expert beyond a launch", "s", BANDWIDTH,
+      "One touched expert's gate/up + down GEMMs at its tokens, less the launch a fused MoE kernel pays once.")
+def decode_expert_seconds(decode_expert_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
+                          moe_kernel_launch_seconds):
+    return serving.expert_extra_seconds(decode_expert_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
+                                        moe_kernel_launch_seconds)
+
+
+@line("Decode: MLP / expert GEMMs", "s", BANDWIDTH,
+      "Gate/up + down GEMMs: dense layers at M = tokens per step; each MoE layer one fused kernel (a launch + every "
+      "touched expert on the GPU).")
+def decode_mlp_seconds(num_layers, moe_layers, step_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
+                       moe_kernel_launch_seconds, decode_experts_per_gpu, decode_expert_seconds):
+    return serving.mlp_seconds(num_layers, moe_layers, step_tokens, mlp_kernel_floor_seconds,
+                               mlp_kernel_seconds_per_token, moe_kernel_launch_seconds, decode_experts_per_gpu,
+                               decode_expert_seconds)
+
+
+@line("Decode: LM head", "s", BANDWIDTH,
+      "The vocabulary GEMM over the decoding sequences (one sampled row each).")
+def decode_lm_head_seconds(effective_concurrency, lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token):
+    return serving.gemm_curve(effective_concurrency, lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token)
+
+
+@line("KV tokens attention reads per layer", "tokens", BANDWIDTH,
+      "Decoding sequences per attention rank x the mean decode context (sliding-window layers at most the window), "
+      "averaged over the layers.")
+def decode_attention_kv_tokens(effective_concurrency, dp_attention, decode_context_tokens, num_layers, sliding_layers,
+                               window):
+    per_layer = ((num_layers - sliding_layers) * decode_context_tokens
+                 + sliding_layers * minimum(decode_context_tokens, window)) / num_layers
+    return effective_concurrency / dp_attention * per_layer
+
+
+@line("Decode: attention", "s", BANDWIDTH,
+      "Layers x decode attention (measured floor + time per KV token read), plus the attention of the prompt tokens "
+      "the step carries (their share of one prompt's causal attention).")
+def decode_attention_seconds(num_layers, decode_attention_kv_tokens, decode_attention_kernel_floor_seconds,
+                             decode_attention_kernel_seconds_per_kv_token, prefill_tokens_per_step, input_tokens,
+                             prefill_attention_kernel_floor_seconds, prefill_attention_kernel_seconds_per_token_squared):
+    decode = serving.linear_curve(decode_attention_kv_tokens, decode_attention_kernel_floor_seconds,
+                                  decode_attention_kernel_seconds_per_kv_token)
+    prompt = serving.linear_curve(input_tokens * input_tokens, prefill_attention_kernel_floor_seconds,
+                                  prefill_attention_kernel_seconds_per_token_squared)
+    return num_layers * (decode + prefill_tokens_per_step / input_tokens * prompt)
+
+
+@line("Decode: TP all-reduces", "s", BANDWIDTH,
+      "2 all-reduces per layer of tokens per step x hidden x bytes (measured NCCL / custom all-reduce); 0 at TP 1.")
+def decode_allreduce_seconds(tp, num_layers, step_tokens, hidden_size, unquantized_bytes,
+                             allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
+    one = serving.linear_curve(step_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+                               allreduce_kernel_seconds_per_byte)
+    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * one, 0)
+
+
+@line("Decode: element-wise work and per-step overhead", "s", BANDWIDTH,
+      "Layers x the element-wise kernels the tables do not hold (norms, rotary, activation, residual adds) + the "
+      "per-step overhead (embedding, sampling, scheduling).")
+def decode_elementwise_seconds(num_layers, kernel_layer_overhead_seconds, step_overhead_seconds):
+    return num_layers * kernel_layer_overhead_seconds + step_overhead_seconds
+
+
+@line("Decode step from the kernel tables", "s", BANDWIDTH,
+      "Sum of the step's operations (QKV, O, MLP/experts, LM head, attention, all-reduces, element-wise and per-step "
+      "overhead).")
+def decode_kernel_seconds(decode_qkv_seconds, decode_o_seconds, decode_mlp_seconds, decode_lm_head_seconds,
+                          decode_attention_seconds, decode_allreduce_seconds, decode_elementwise_seconds):
+    return decode_qkv_seconds + decode_o_seconds + decode_mlp_seconds + decode_lm_head_seconds \
+        + decode_attention_seconds + decode_allreduce_seconds + decode_elementwise_seconds
+
+
+@line("Prefill chunk tokens", "tokens", COMPUTE,
+      "Prompt tokens per forward pass: the prompt tokens a TTFT waits for over its chunks.")
+def prefill_chunk_tokens(prefill_batch_tokens, prefill_chunks):
+    return prefill_batch_tokens / prefill_chunks
+
+
+@line("Prefill: QKV projection", "s", COMPUTE,
+      "Chunks x layers x QKV GEMM at M = chunk tokens.")
+def prefill_qkv_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, qkv_kernel_floor_seconds,
+                        qkv_kernel_seconds_per_token):
+    return prefill_chunks * num_layers * serving.gemm_curve(prefill_chunk_tokens, qkv_kernel_floor_seconds,
+                                                            qkv_kernel_seconds_per_token)
+
+
+@line("Prefill: attention output projection", "s", COMPUTE,
+      "Chunks x layers x O GEMM at M = chunk tokens.")
+def prefill_o_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, o_kernel_floor_seconds,
+                      o_kernel_seconds_per_token):
+    return prefill_chunks * num_layers * serving.gemm_curve(prefill_chunk_tokens, o_kernel_floor_seconds,
+                                                            o_kernel_seconds_per_token)
+
+
+@line("Experts per GPU per prefill chunk", "experts", BANDWIDTH,
+      "Touched experts whose GEMMs one GPU runs in a prefill chunk.")
+def prefill_experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage):
+    return serving.experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage)
+
+
+@line("Prefill: one expert beyond a launch", "s", COMPUTE,
+      "One touched expert's GEMM pair at chunk tokens x k / distinct experts, less the fused kernel's launch.")
+def prefill_expert_seconds(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts,
+                           mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token, moe_kernel_launch_seconds):
+    return serving.expert_extra_seconds(serving.expert_tokens(prefill_chunk_tokens, experts_per_token,
+                                                              prefill_distinct_experts),
+                                        mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
+                                        moe_kernel_launch_seconds)
+
+
+@line("Prefill: MLP / expert GEMMs", "s", COMPUTE,
+      "Chunks x (dense layers at M = chunk tokens; each MoE layer one fused kernel over its touched experts).")
+def prefill_mlp_seconds(prefill_chunks, num_layers, moe_layers, prefill_chunk_tokens, mlp_kernel_floor_seconds,
+                        mlp_kernel_seconds_per_token, moe_kernel_launch_seconds, prefill_experts_per_gpu,
+                        prefill_expert_seconds):
+    return prefill_chunks * serving.mlp_seconds(num_layers, moe_layers, prefill_chunk_tokens, mlp_kernel_floor_seconds,
+                                                mlp_kernel_seconds_per_token, moe_kernel_launch_seconds,
+                                                prefill_experts_per_gpu, prefill_expert_seconds)
+
+
+@line("Prefill: attention", "s", COMPUTE,
+      "Layers x prompts x one prompt's causal attention (measured floor + time per prompt length squared).")
+def prefill_attention_seconds(num_layers, prefill_batch_tokens, input_tokens, prefill_attention_kernel_floor_seconds,
+                              prefill_attention_kernel_seconds_per_token_squared):
+    return num_layers * prefill_batch_tokens / input_tokens * serving.linear_curve(
+        input_tokens * input_tokens, prefill_attention_kernel_floor_seconds,
+        prefill_attention_kernel_seconds_per_token_squared)
+
+
+@line("Prefill: TP all-reduces", "s", COMPUTE,
+      "Chunks x 2 all-reduces per layer of chunk tokens x hidden x bytes; 0 at TP 1.")
+def prefill_allreduce_seconds(tp, prefill_chunks, num_layers, prefill_chunk_tokens, hidden_size, unquantized_bytes,
+                              allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
+    one = serving.linear_curve(prefill_chunk_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+                               allreduce_kernel_seconds_per_byte)
+    return where(gt(tp, 1), prefill_chunks * ALLREDUCES_PER_LAYER * num_layers * one, 0)
+
+
+@line("Prefill: LM head and overhead", "s", COMPUTE,
+      "One LM-head row per prompt + each chunk's element-wise and per-step overhead.")
+def prefill_overhead_seconds(prefill_batch_tokens, input_tokens, prefill_chunks, decode_elementwise_seconds,
+                             lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token):
+    return serving.gemm_curve(prefill_batch_tokens / input_tokens, lm_head_kernel_floor_seconds,
+                              lm_head_kernel_seconds_per_token) + prefill_chunks * decode_elementwise_seconds
+
+
+@line("Prefill from the kernel tables", "s", COMPUTE,
+      "Sum of the prefill's operations.")
+def prefill_kernel_seconds(prefill_qkv_seconds, prefill_o_seconds, prefill_mlp_seconds, prefill_attention_seconds,
+                           prefill_allreduce_seconds, prefill_overhead_seconds):
+    return prefill_qkv_seconds + prefill_o_seconds + prefill_mlp_seconds + prefill_attention_seconds \
+        + prefill_allreduce_seconds + prefill_overhead_seconds
+
+
+@line("Whole-prompt prefill stalls per step", "s", BANDWIDTH,
+      "(1 - chunked_prefill) x (B - 1) x prefill(S) / (T - 1): an engine that runs each prompt as its own iteration "
+      "stalls every decoding sequence (Sarathi-Serve, arXiv:2403.02310); 0 when it chunks or in static batching.")
+def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
+                          ttft_service_seconds):
+    return serving.prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens,
+                                         output_tokens, ttft_service_seconds)
+
+
+#: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
+#: render): with measured tables, and on the roofline fallback.
+DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
+              "lm_head": "decode_lm_head_seconds", "attention": "decode_attention_seconds",
+              "allreduce": "decode_allreduce_seconds", "elementwise": "decode_elementwise_seconds"}
+PREFILL_OPS = {"qkv": "prefill_qkv_seconds", "o": "prefill_o_seconds", "mlp": "prefill_mlp_seconds",
+               "attention": "prefill_attention_seconds", "allreduce": "prefill_allreduce_seconds",
+               "elementwise": "prefill_overhead_seconds"}
+DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_seconds",
+                       "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
+PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
+#: what every step adds after its operations, whichever way they are priced
+DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds"}
+PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
