@@ -111,6 +111,24 @@ def _fill_nearest(arr: np.ndarray) -> None:
             break
 
 
+def _cell(text: str) -> float:
+    return float(text) * US if text.strip() else np.nan
+
+
+def _extend(arr: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """Fill the unmeasured (longer) cells of each row in proportion to the work from its last measured cell
+    (the module's rule above a grid)."""
+    out = arr.copy()
+    for row in out:
+        last = None
+        for j in range(len(row)):
+            if np.isnan(row[j]) and last is not None:
+                row[j] = row[last] * work[j] / work[last]
+            elif not np.isnan(row[j]):
+                last = j
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _attention(which: str) -> dict[tuple, dict[tuple[int, int], Table]]:
     name = "decode_attention.csv" if which == "decode" else "prefill_attention.csv"
@@ -130,13 +148,10 @@ def _attention(which: str) -> dict[tuple, dict[tuple[int, int], Table]]:
                 bs = np.array(sorted({float(r["batch"]) for r in rs}))
                 arr = np.full((len(bs), len(xs)), np.nan)
                 for r in rs:
-                    arr[np.searchsorted(bs, float(r["batch"]))] = [float(r[c]) * US for c in cols]
-                if np.isnan(arr).any():
-                    keep = ~np.isnan(arr).any(axis=1)
-                    bs, arr = bs[keep], arr[keep]
-                out[key][hk] = Table((bs, xs), arr, src)
+                    arr[np.searchsorted(bs, float(r["batch"]))] = [_cell(r[c]) for c in cols]
+                out[key][hk] = Table((bs, xs), _extend(arr, xs), src)
             else:
-                out[key][hk] = Table((xs,), np.array([float(rs[0][c]) * US for c in cols]), src)
+                out[key][hk] = Table((xs,), _extend(np.array([[_cell(rs[0][c]) for c in cols]]), xs ** 2)[0], src)
     return out
 
 

@@ -263,23 +263,20 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
 
 
 def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engines.DEFAULT_ENGINE, *,
-                gpu_id: str = "", max_model_len: Optional[int] = None) -> dict[str, Any]:
+                gpu_id: str = "", max_model_len: Optional[int] = None, heads: Optional[float] = None,
+                weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
     """Plan inputs with an engine's numeric inputs filled in from the inputs' own GPU memory,
-    interconnect and TP (what ``--engine`` does; apply explicit user values after this)."""
+    interconnect and TP (what ``--engine`` does; apply explicit user values after this), and each operation's
+    measured kernel figures for that GPU and engine at the inputs' shapes (:func:`with_kernels`; ``heads`` the query
+    heads, hidden / head dim when not given; the dtypes from the bytes when not given)."""
     out = dict(inputs)
-    out.update(engines.engine_inputs(engine, gpu_memory_bytes=out["gpu_memory_bytes"],
+    eng = engines.get_engine(engine) if isinstance(engine, str) else engine
+    out.update(engines.engine_inputs(eng, gpu_memory_bytes=out["gpu_memory_bytes"],
                                      interconnect_bw=out["interconnect_bw"], gpu_id=gpu_id, tp=int(out["tp"]),
                                      max_model_len=max_model_len))
-    return out
-
-
-def with_kernels(inputs: Mapping[str, Any], gpu: Optional[Gpu], engine: engines.Engine, model: Optional[Model],
-                 weight_dtype: str, kv_dtype: str) -> dict[str, Any]:
-    """Plan inputs with each operation's measured kernel figures at the model's shapes, TP and dtypes
-    (:func:`inference_ledger.kernels.plan_kernel_inputs`); kernel_tables 0 where the GPU has no tables."""
-    out = dict(inputs)
-    figures, _ = kernels.plan_kernel_inputs(out, gpu.id if gpu else None, engine.id,
-                                            model.num_attention_heads if model else None, weight_dtype, kv_dtype)
+    wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
+    kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
+    figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.id, heads, wd, kd)
     out.update(figures)
     return out
 
@@ -342,8 +339,8 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     kd = find_dtype(kv_dtype, "kv")
     eng = engines.get_engine(engine)
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
-    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) | explicit
-    inputs = with_kernels(inputs, g, eng, m, wd.id, kd.id) | explicit
+    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
+                         heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) | explicit
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)

@@ -117,10 +117,13 @@ def attention_rows(root: Path, which: str):
             groups = sorted({k[:5] for k in best})
             for g in groups:
                 lats = [best.get((*g, x)) for x in axis]
-                if all(x is not None for x in lats):
+                # large batches are measured at short contexts only (the KV cache must fit): a blank cell is a
+                # shape the package did not measure; keep rows measured at the two shortest lengths
+                if lats[0] is not None and lats[1] is not None:
                     row = ["|".join(ids), eng, d.name, *g] if which == "generation" else ["|".join(ids), eng, d.name,
                                                                                           *g[:4]]
-                    yield [*row, *(us(x) for x in lats), f"{folder}/attention/{eng}/{d.name}/{f.name}"]
+                    yield [*row, *("" if x is None else us(x) for x in lats),
+                           f"{folder}/attention/{eng}/{d.name}/{f.name}"]
 
 
 def allreduce_rows(root: Path):
@@ -176,14 +179,15 @@ def main(argv: list[str]) -> int:
     cols = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim,batch," \
         + ",".join(f"ctx{c}" for c in DECODE_CTX) + ",source"
     write(out / "decode_attention.csv", header("Decode (generation) attention, one layer", cols,
-                                               "Columns ctx<L> are the KV length each sequence attends over; heads and "
-                                               "kv_heads are per GPU (after TP); BF16 queries, no sliding window.")
+                                               "Columns ctx<L> are the KV length each sequence attends over (blank: not "
+                                               "measured); heads and kv_heads are per GPU (after TP); BF16 queries, no "
+                                               "sliding window.")
           + table(attention_rows(root, "generation"), cols))
     cols = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim," \
         + ",".join(f"isl{c}" for c in PREFILL_ISL) + ",source"
     write(out / "prefill_attention.csv", header("Prefill (context) attention of one prompt, one layer", cols,
-                                                "Columns isl<S> are the prompt length (causal, batch 1); heads per GPU; "
-                                                "BF16 queries, no sliding window.")
+                                                "Columns isl<S> are the prompt length (causal, batch 1; blank: not "
+                                                "measured); heads per GPU; BF16 queries, no sliding window.")
           + table(attention_rows(root, "context"), cols))
     cols = "gpu_ids,library,version,gpus,message_bytes,latency_us,source"
     write(out / "allreduce.csv", header("All-reduce", cols, "library nccl = NCCL all_reduce (fp16), otherwise the "
