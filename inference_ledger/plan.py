@@ -117,6 +117,7 @@ INPUTS: tuple[Input, ...] = (
     # workload
     _inp("input_tokens", "Input tokens per request", "tokens", 1024, "Prompt length S.", "workload", lo=1),
     _inp("output_tokens", "Output tokens per request", "tokens", 512, "Generated length T.", "workload", lo=1),
+    _inp("benchmark_requests", "Requests per benchmark run", "requests", 1000, "N, the requests a serving benchmark sends at the concurrency (vLLM benchmarks/benchmark_serving.py and vllm bench serve --num-prompts default 1000; SGLang bench_serving --num-prompts default 1000): ttft_seconds is their mean TTFT.", "workload", lo=1, hi=1e9, integer=True),
     _inp("concurrency", "Peak concurrent sequences", "sequences", 16, "Sequences in flight at the peak: plan KV for this, not the average.", "workload", lo=1),
     # efficiency
     _inp("prefill_efficiency", "Prefill compute efficiency", "fraction", EFF["prefill_efficiency"], "Achieved share of dense peak in prefill; the seed assumes ~50% (MFU of large GEMMs). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),

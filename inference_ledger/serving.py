@@ -47,7 +47,8 @@ from pathlib import Path
 
 from .expr import Sym, eq, floor, gt, is_sym, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
-                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER)
+                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER,
+                    TINY_SECONDS_SQUARED)
 
 EFFICIENCIES_CSV = Path(__file__).with_name("data") / "efficiencies.csv"
 
@@ -256,6 +257,65 @@ def compute_bound(weight_bytes, flops, hbm_bw, peak_flops, weight_efficiency, co
 def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
     """Prompt tokens one request's TTFT waits for: S continuous, the whole batch B x S static."""
     return where(eq(batching, BATCHING_STATIC), effective_concurrency * input_tokens, input_tokens)
+
+
+def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
+                      prefill_seconds_per_extra_prompt):
+    """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
+
+    The wave's prefill takes one prompt's service time plus each further prompt's prefill work; prompt i of n is done
+    once i x S of the n x S tokens have run, so the mean request waits (n + 1) / (2 n) of the wave's prefill, all of
+    it when the wave fits one chunk of max_num_batched_tokens.  Static batching: the batch's own prefill (it is the
+    wave already)."""
+    n = prompts  # the effective concurrency: at least 1
+    wave = ttft_service_seconds + (n - 1) * prefill_seconds_per_extra_prompt
+    share = maximum((n + 1) / (RAMP_MEAN_DIVISOR * n), minimum(1, max_num_batched_tokens / (n * input_tokens)))
+    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
+
+
+def benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds,
+                           tpot_seconds, queue_seconds):
+    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive one by one
+    as earlier requests finish (their finishing times spread over the wave's prefill and drift apart), each met by
+    the open-arrival TTFT; never shorter than one engine step; + the wait for a slot when more clients than slots."""
+    first = minimum(effective_concurrency, benchmark_requests)
+    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * ttft_open_seconds) / benchmark_requests
+    return maximum(mean, tpot_seconds) + queue_seconds
+
+
+# The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):
+# the GEMMs' curve (W their floors, F their time per token, KERNEL_GEMM_POWER = 2) plus what grows linearly with
+# B (s per sequence, all-reduce per token folded in).  Squaring W^2 + F^2 u^2 = (y0 - s B)^2 gives
+# A2 B^2 + 2 H B + A0 = 0 with A2 = F^2 c^2 - s^2, H = y0 s - F^2 c p, A0 = F^2 p^2 + W^2 - y0^2; the root on the
+# decreasing side is -A0 / (H + sqrt(H^2 - A2 A0)) (stable as A2 -> 0).  Summing the GEMMs into one curve prices a
+# step at most a few % under the sum of their own curves (Minkowski): the batch is an upper estimate by as much
+# (within one sequence of a brute-force search on the catalog's dense models).
+
+
+def soft_batch_a2(seconds_per_token, seconds_per_sequence, prompt_per_sequence):
+    """A2 = F^2 (1 + p)^2 - s^2."""
+    c = 1 + prompt_per_sequence
+    return seconds_per_token * seconds_per_token * c * c - seconds_per_sequence * seconds_per_sequence
+
+
+def soft_batch_h(seconds_per_token, budget_seconds, seconds_per_sequence, prompt_per_sequence):
+    """H = y0 s - F^2 (1 + p) p."""
+    return budget_seconds * seconds_per_sequence \
+        - seconds_per_token * seconds_per_token * (1 + prompt_per_sequence) * prompt_per_sequence
+
+
+def soft_batch_a0(floor_seconds, seconds_per_token, budget_seconds, prompt_per_sequence):
+    """A0 = F^2 p^2 + W^2 - y0^2."""
+    return (seconds_per_token * prompt_per_sequence) ** KERNEL_GEMM_POWER + floor_seconds ** KERNEL_GEMM_POWER \
+        - budget_seconds ** KERNEL_GEMM_POWER
+
+
+def soft_step_batch(floor_seconds, budget_seconds, a2, h, a0):
+    """-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it
+    finite where every kernel figure is 0)."""
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
+    return where(gt(budget_seconds, floor_seconds), -a0 / (h + maximum(h * h - a2 * a0, 0) ** root
+                                                             + TINY_SECONDS_SQUARED), 0)
 
 
 def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):
