@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import catalog, engines, finance, kernels, plan, serving
+from inference_ledger import bands, catalog, engines, finance, kernels, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 
@@ -340,7 +340,9 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     eng = engines.get_engine(engine)
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
-                         heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) | explicit
+                         heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) \
+        | bands.band_inputs(m.num_experts if m is not None else explicit.get("num_experts"), g.id if g else None,
+                            eng.id) | explicit
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)
