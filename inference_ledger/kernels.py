@@ -1,30 +1,23 @@
-"""Measured kernel latencies: table lookups, and the per-operation curve figures a plan's step lines use.
+"""Measured kernel latencies: table lookups, and the per-operation figures a plan's step lines use.
 
 The tables (``inference_ledger/data/kernels/*.csv``) are NVIDIA aiconfigurator-core's measured SILICON database
-distilled per GPU x engine x version (see the folder's NOTICE and ``scripts/distill_kernels.py``):
-
-* GEMM latency by (dtype, N, K) at M = 1 .. 16,384 tokens;
-* decode (generation) attention of one layer by (KV dtype, heads, KV heads, head dim, batch) at KV lengths;
-* prefill (context) attention of one prompt, one layer, by (KV dtype, heads, KV heads, head dim) at prompt lengths;
-* all-reduce by (library, GPUs, message bytes): NCCL and the engines' custom all-reduce.
+distilled per GPU x engine x version (see the folder's NOTICE and ``scripts/distill_kernels.py``): GEMM latency by
+(dtype, N, K) at M = 1 .. 16,384 tokens; decode attention of one layer by (KV dtype, heads, KV heads, head dim,
+batch) at KV lengths; prefill attention of one prompt by (KV dtype, heads, KV heads, head dim) at prompt lengths;
+all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
-the latency grows in proportion to the size (the last measured point's time per unit of work), so a shape past the
-table is priced at the kernel's largest measured throughput.  A lookup is never below the roofline floor
-(bytes / HBM bandwidth, FLOPs / dense peak): :func:`roofline_floor` is applied by the callers that know the bytes.
+the latency grows in proportion to the size (the last measured point's time per unit of work).  The plan's step is
+never below the roofline floor (bytes / HBM bandwidth, FLOPs / dense peak: ``tpot_floor_seconds``).
 
-**Per-operation curves.**  A plan line prices one operation at a size x (tokens of a GEMM, KV tokens a decode
-attention reads, prompt length squared for a prefill attention, bytes of an all-reduce) as
-
-    t(x) = (a^p + (r x)^p)^(1/p)
-
-with ``a`` the operation's measured latency at the smallest size of its table (the floor: launch + weight read at
-the kernel's achieved bandwidth), ``r`` its measured time per unit at the largest size (the achieved throughput) and
-p = :data:`inference_ledger.units.KERNEL_CURVE_POWER`, one number for every table (fitted on the GEMM table's
-interior points, see its doc).  ``a`` and ``r`` are plan inputs (read here from the tables at the model's shapes,
-TP and dtypes, so the workbook's formulas stay short); a GPU without tables gets them from the roofline and the
-sourced efficiencies of ``efficiencies.csv`` (``kernel_tables`` says which).
+**Per-operation figures.**  Each operation of a plan line is a curve over its size x (tokens of a GEMM, KV tokens
+a decode attention reads, prompt length squared for a prefill attention, bytes of an all-reduce) with ``a`` its
+measured latency at the table's smallest size (launch + weight read at the kernel's achieved bandwidth) and ``r``
+its measured time per unit at the largest: GEMMs (a^p + (r M)^p)^(1/p) with p = KERNEL_GEMM_POWER
+(:func:`inference_ledger.serving.gemm_curve`), attention and all-reduce a + r x.  ``a`` and ``r`` are plan inputs,
+read here at the model's shapes, TP and dtypes (so the workbook's formulas stay short); a GPU without tables keeps
+``kernel_tables`` 0 and the roofline with the sourced efficiencies of ``efficiencies.csv``.
 """
 
 from __future__ import annotations
@@ -45,8 +38,7 @@ MEASURED, FALLBACK = "measured tables", "roofline fallback"
 #: kernel_tables codes (the plan input of that name) and their words
 KERNEL_SOURCES = {1: MEASURED, 0: FALLBACK}
 
-#: engine family of each engine id prefix (the tables are per family; versions inside a family share its table)
-FAMILIES = ("vllm", "sglang", "trtllm")
+FAMILIES = ("vllm", "sglang", "trtllm")  # the tables are per engine family (by id prefix)
 
 
 def _rows(name: str):
@@ -99,16 +91,10 @@ def _gemm() -> dict[tuple[str, str, str], Table]:
 
 def _fill_nearest(arr: np.ndarray) -> None:
     """Fill a missing (N, K) cell from its nearest measured neighbour along K (then N)."""
-    bad = np.argwhere(np.isnan(arr[..., 0]))
-    for i, j in bad:
-        for d in range(1, max(arr.shape[:2])):
-            for ii, jj in ((i, j - d), (i, j + d), (i - d, j), (i + d, j)):
-                if 0 <= ii < arr.shape[0] and 0 <= jj < arr.shape[1] and not np.isnan(arr[ii, jj, 0]):
-                    arr[i, j] = arr[ii, jj]
-                    break
-            else:
-                continue
-            break
+    for i, j in np.argwhere(np.isnan(arr[..., 0])):
+        near = [(ii, jj) for d in range(1, max(arr.shape[:2])) for ii, jj in ((i, j - d), (i, j + d), (i - d, j),
+                (i + d, j)) if 0 <= ii < arr.shape[0] and 0 <= jj < arr.shape[1] and not np.isnan(arr[ii, jj, 0])]
+        arr[i, j] = arr[near[0]]
 
 
 def _cell(text: str) -> float:
@@ -178,7 +164,7 @@ def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
 
 
 def _axis(grid: np.ndarray, x: float) -> tuple[int, float, float]:
-    """(lower index, log-fraction to the next point, proportional factor beyond the top) of x on a sorted grid."""
+    """(lower index, log-fraction to the next point, factor beyond the top) of x on a sorted grid."""
     if len(grid) == 1 or x <= grid[0]:
         return 0, 0.0, 1.0
     if x >= grid[-1]:
@@ -220,7 +206,7 @@ def interpolate(table: Table, *point: float) -> float:
 
 
 def gemm_dtype(weight_dtype: str) -> Optional[str]:
-    """The GEMM table's dtype for a weight format: BF16/FP16 -> bfloat16, FP8 -> fp8 (None: no table, e.g. INT4)."""
+    """The GEMM table's dtype for a weight format (None: no table, e.g. INT4, MXFP4)."""
     return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8"}.get(weight_dtype)
 
 
@@ -272,9 +258,9 @@ def decode_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, batch: flo
         raise KeyError(f"no decode attention table for {gpu_id}")
     hk = _nearest_pair(pairs, heads, kv_heads)
     tab = pairs[hk]
-    scale = (kv_heads / hk[1]) * (head_dim / hd)
-    return interpolate(tab, batch, context) * max(scale, 1.0) if scale >= 1 else \
-        interpolate(tab, batch, context * scale), tab.source
+    scale = (kv_heads / hk[1]) * (head_dim / hd)  # more KV bytes: in proportion; fewer: a shorter context
+    t = interpolate(tab, batch, context) * scale if scale >= 1 else interpolate(tab, batch, context * scale)
+    return t, tab.source
 
 
 def prefill_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, prompt: float, heads: float, kv_heads: float,
@@ -287,8 +273,8 @@ def prefill_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, prompt: f
     hk = _nearest_pair(pairs, heads, kv_heads)
     tab = pairs[hk]
     scale = (heads / hk[0]) * (head_dim / hd)
-    return interpolate(tab, prompt) * max(scale, 1.0) if scale >= 1 else \
-        interpolate(tab, prompt * math.sqrt(scale)), tab.source
+    t = interpolate(tab, prompt) * scale if scale >= 1 else interpolate(tab, prompt * math.sqrt(scale))
+    return t, tab.source
 
 
 def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: float) -> tuple[float, str]:
@@ -316,16 +302,6 @@ def has_tables(gpu_id: Optional[str]) -> bool:
     if not gpu_id:
         return False
     return any(k[0] == gpu_id for k in _gemm()) and any(k[0] == gpu_id for k in _attention("decode"))
-
-
-def roofline_floor(bytes_moved: float, flops: float, hbm_bw: float, peak_flops: float) -> float:
-    """The roofline floor of a kernel: max(bytes / HBM bandwidth, FLOPs / dense peak)."""
-    return max(bytes_moved / hbm_bw, flops / peak_flops)
-
-
-def curve(x, a, r, power):
-    """The per-operation curve t(x) = (a^p + (r x)^p)^(1/p) (module doc): ``a`` the floor, ``r`` the time per unit."""
-    return (a ** power + (r * x) ** power) ** (1 / power)
 
 
 # ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-from . import serving, verdict
+from . import catalog, kernels, serving, step_lines, verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -74,7 +74,6 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
              engine: Optional[str] = None) -> dict[str, Any]:
     """``kernel_source`` and the per-operation times of one decode step and one prefill, each with its source:
     {"decode_ops": {operation: {"seconds": ..., "source": ...}}, "prefill_ops": {...}}."""
-    from . import catalog, kernels, serving_lines  # kernels reads its tables on first use
     measured = int(_num(values["kernel_tables"]) or 0) == 1
     sources: dict[str, str] = {}
     if measured and gpu:
@@ -107,10 +106,10 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
         return out
 
     return {"kernel_source": kernels.MEASURED if measured else kernels.FALLBACK,
-            "decode_ops": ops(serving_lines.DECODE_OPS if measured else serving_lines.DECODE_OPS_ROOFLINE,
-                              serving_lines.DECODE_OPS_COMMON, False),
-            "prefill_ops": ops(serving_lines.PREFILL_OPS if measured else serving_lines.PREFILL_OPS_ROOFLINE,
-                               serving_lines.PREFILL_OPS_COMMON, True)}
+            "decode_ops": ops(step_lines.DECODE_OPS if measured else step_lines.DECODE_OPS_ROOFLINE,
+                              step_lines.DECODE_OPS_COMMON, False),
+            "prefill_ops": ops(step_lines.PREFILL_OPS if measured else step_lines.PREFILL_OPS_ROOFLINE,
+                               step_lines.PREFILL_OPS_COMMON, True)}
 
 
 def _money(x: float) -> str:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, engines, ledger, plan, resolve, serving, verdict, whatif
+from inference_ledger import catalog, engines, kernels, ledger, plan, resolve, serving, verdict, whatif
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from udfs._xl import Param, broadcast_call, elementwise_call
 
@@ -198,7 +198,7 @@ PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens", "pp", "ep"
 PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine", "batching")
 #: Keys of plan --json that are not plan quantities.
 PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words", "binding_limit_words",
-               "batching_words")
+               "batching_words", "kernel_source")
 
 
 def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp=None,
@@ -211,7 +211,8 @@ def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weigh
     d = r.describe()
     labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"]),
                                                    "binding_limit_words": serving.limit_words(values["binding_limit"]),
-                                                   "batching_words": d["batching"]}
+                                                   "batching_words": d["batching"],
+                                                   "kernel_source": kernels.KERNEL_SOURCES[int(values["kernel_tables"])]}
     return values, labels
 
 

@@ -40,6 +40,7 @@ from inference_ledger.finance import finance_options
 from . import style
 from .calibration import add_calibration_sheet
 from .catalogs import catalog_sheet
+from .kernels_sheet import kernels_sheet
 from .cells import DEFAULT_CHOICE, SELECTOR_NAMES, build_date, fit_rows, named, py_value
 from .checks import check_rows, checks_sheet, master_value
 from .context import Ctx, SheetBuilder
@@ -82,6 +83,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     catalog_sheet("Dtypes"),
     catalog_sheet("Engines"),
     catalog_sheet("GPU costs"),
+    kernels_sheet,
 ]
 
 

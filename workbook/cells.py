@@ -71,7 +71,8 @@ def _catalog_range() -> dict[str, tuple[float, float]]:
     gpu = catalog.get_gpu(DEFAULT_CHOICE["gpu"])
     for m in catalog.load_models():
         try:
-            inputs = resolve.plan_inputs(m, gpu)
+            # with the default engine's figures for that GPU, the kernel tables' included
+            inputs = resolve.with_engine(resolve.plan_inputs(m, gpu), gpu_id=gpu.id, heads=m.num_attention_heads)
             values = {**inputs, **plan.evaluate(inputs)}
         except LedgerInputError:
             continue

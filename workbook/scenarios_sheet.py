@@ -22,7 +22,7 @@ from .cells import (SELECTOR_NAMES, bars, flag_rules, list_validation, named, py
                     verdict_rules)
 from .context import Ctx
 from .scenarios import Scenario
-from .tables import ENGINE_LOOKUPS, SELECTORS, lookup
+from .tables import ENGINE_LOOKUPS, KERNEL_INPUTS, SELECTORS, lookup
 
 
 def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, float], set[str]]:
@@ -33,7 +33,7 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
     lookups; everything else follows the Plan sheet.
     """
     follow = {k: v for k, v in ctx.inputs.items() if k not in resolve.FROM_CATALOG and k not in ENGINE_LOOKUPS
-              and (k not in ctx.engine_inputs or k in ctx.explicit)}
+              and k not in KERNEL_INPUTS and (k not in ctx.engine_inputs or k in ctx.explicit)}
     try:
         r = resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None, kv_dtype=sc.kv_dtype or "bf16",
                             engine=sc.engine or ctx.engine, extra_models=ctx.tables["Models"].rows,
@@ -164,6 +164,7 @@ def _scenario_row(ctx: Ctx, ws, r: int, sc: Scenario, choice, inputs, own, cols,
     vals = plan.evaluate(inputs)
     ref = lambda n: f"${cols[n]}{r}"  # noqa: E731
     key_refs = {sel: f"${col}{r}" for sel, col in sel_cols.items()}
+    key_refs |= {n: ref(n) for n in ("tp", "ep") if n in cols}  # the Kernels sheet's key reads the row's layout
     ctx.put(ws, f"A{r}", sc.label, style.INPUT)
     ctx.formula(ws, f"B{r}", verdict.words(Sym(ref("verdict"))), verdict.words_of(vals["verdict"]), style.FORMULA)
     for sel, col in sel_cols.items():
