@@ -198,6 +198,8 @@ def read_profile(path: str | os.PathLike) -> Profile:
             values[name] = plan.INPUT_BY_NAME[name].arg.check(v)
         except ValueError as e:
             raise BadFile(p, f"row {n} ({name}), column 'value'", str(e)) from None
+    # a profile's plan prices its step on the roofline the profile calibrated, not on the published kernel tables
+    values = {"kernel_tables": 0.0, **values}
     return Profile(p, values, sources, dep, date, measured)
 
 
