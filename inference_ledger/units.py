@@ -49,6 +49,13 @@ LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compu
 KERNEL_GEMM_POWER = Const(2, "KERNEL_GEMM_POWER", "p of a GEMM's curve t(M) = (a^p + (r M)^p)^(1/p) between its measured floor a and its measured time per token r: fitted on the interior points (M 4-4,096, N and K >= 1,024) of every H100 GEMM table in data/kernels/gemm.csv (median |error| 5%, p 1.5-2.5 within 0.5 point)", "x")
 TINY_SECONDS_SQUARED = Const(1e-18, "TINY_SECONDS_SQUARED", "keeps the kernel-table TPOT inverse finite where every kernel figure is 0 (a GPU without tables); its terms are ~1e-6 s^2 or more", "s^2")
 STEP_RESIDUAL_DIVISOR = Const(2, "STEP_RESIDUAL_DIVISOR", "a request arriving at a random moment waits on average half of the engine step already running (the mean residual of a fixed step)", "x")
+# the concurrency a plan runs at (inference_ledger.concurrency): which limit chose it
+CONC_REQUESTED = Const(0, "CONC_REQUESTED", "concurrency reason code: the concurrency was given (requested), not chosen", "code")
+CONC_KV = Const(1, "CONC_KV", "concurrency reason code: the largest the KV cache holds meets the targets", "code")
+CONC_ENGINE = Const(2, "CONC_ENGINE", "concurrency reason code: the engine's batch limit (max_num_seqs x DP ranks) meets the targets", "code")
+CONC_TPOT = Const(3, "CONC_TPOT", "concurrency reason code: the largest candidate meeting the TPOT target", "code")
+CONC_TTFT = Const(4, "CONC_TTFT", "concurrency reason code: the largest candidate meeting the TTFT target", "code")
+CONC_NONE = Const(5, "CONC_NONE", "concurrency reason code: no candidate meets the targets, so 1 is used", "code")
 # finance (inference_ledger.finance)
 MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
 W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
@@ -90,6 +97,12 @@ CONSTANTS: tuple[Const, ...] = (
     LIMIT_MAX_NUM_SEQS,
     LIMIT_TPOT,
     LIMIT_COMPUTE,
+    CONC_REQUESTED,
+    CONC_KV,
+    CONC_ENGINE,
+    CONC_TPOT,
+    CONC_TTFT,
+    CONC_NONE,
     MONTHS_PER_YEAR,
     W_PER_KW,
 )

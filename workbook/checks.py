@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import ledger, plan
+from inference_ledger import ledger, plan, rules
 from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, le, lt, mod, or_, where
 
 from . import style
@@ -125,10 +125,6 @@ SEED_CHECKLIST: tuple[Check, ...] = (
 # --- integrity of the plan's inputs ------------------------------------------------------------
 
 
-def tp_splits_kv_heads(mla_latent_dim, kv_heads, tp):
-    return or_(ge(mla_latent_dim, 1), eq(mod(kv_heads, tp), 0), eq(mod(tp, kv_heads), 0))
-
-
 def active_within_total(active_params, num_params, quantized_params, active_quantized_params):
     return and_(le(active_params, num_params), le(quantized_params, num_params),
                 le(active_quantized_params, active_params))
@@ -149,9 +145,13 @@ def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_atten
                 eq(mod(tp * dp_attention, ep), 0))
 
 
-PLAN_INTEGRITY: tuple[Check, ...] = (
-    Check("TP valid for the KV heads", "KV heads split evenly over TP, or TP is a multiple of them (or MLA).",
-          tp_splits_kv_heads),
+#: The KV-heads rule, as the resolver applies it (inference_ledger.rules.kv_heads_split_ok).
+tp_splits_kv_heads = rules.kv_heads_split_ok
+
+#: The resolver's rules between model inputs (inference_ledger.rules.MODEL_RULES), each rendered from its one definition.
+MODEL_RULE_CHECKS: tuple[Check, ...] = tuple(Check(r.label, r.doc, r.condition) for r in rules.MODEL_RULES)
+
+PLAN_INTEGRITY: tuple[Check, ...] = MODEL_RULE_CHECKS + (
     Check("TP within one node", "Tensor parallelism stays inside the GPU's NVLink/xGMI domain (gpus_per_node); "
           "across nodes use PP stages or EP.", tp_within_node),
     Check("Parallel layout runs", "PP stages <= layers; EP and DP attention only on a MoE model; EP divides the "
@@ -219,18 +219,25 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
             "every sheet. Findings describe the plan and are not counted.", style.NOTE)
     ws.merge_cells("A3:D3")
-    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
+    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies", "Failure no."])
     r = 5
     counted: list[str] = []
+    failures = 0
     for group, label, doc, formula, value in check_rows(ctx):
         r += 1
-        ctx.put(ws, f"A{r}", group)
+        ctx.put(ws, f"A{r}", group, style.NOTE)
         ctx.put(ws, f"B{r}", label, style.NOTE)
         ctx.formula(ws, f"C{r}", formula, value, style.CHECK, "0")
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
             counted.append(f"C{r}")
+            # the failures numbered 1, 2 ... in sheet order: the Summary lists them in words
+            failures += value == 0
+            ctx.formula(ws, f"E{r}", where(eq(Sym(f"C{r}"), 0), Sym(f"COUNT(E$5:E{r - 1})+1"), ""),
+                        failures if value == 0 else "", style.FORMULA, "0")
+    ctx.define("check_labels", ws, f"B6:B{r}")
+    ctx.define("check_failure_no", ws, f"E6:E{r}")
     r += 2
     section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from inference_ledger.args)")
     r += 1
