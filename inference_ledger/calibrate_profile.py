@@ -152,6 +152,38 @@ class Profile:
                 "files": self.sources, "fitted_on": self.deployment, "values": dict(self.values)}
 
 
+class ProfileRowError(ValueError):
+    """A bad (name, value) row of a profile: ``where`` names the row and column."""
+
+    def __init__(self, where: str, why: str):
+        super().__init__(f"{where}: {why}")
+        self.where, self.why = where, why
+
+
+def profile_values(rows) -> dict[str, float]:
+    """Fitted plan inputs from (name, value) rows: a profile file's rows, or an Excel range of the Calibration
+    sheet's fitted values (blank rows and a 'name' header skipped); each value checked against its input's range."""
+    values: dict[str, float] = {}
+    n = 0
+    for row in rows:
+        cells = list(row) + [None, None]
+        name = "" if cells[0] is None else str(cells[0]).strip()
+        if not name or name.lower() == "name":
+            continue
+        n += 1
+        if name not in plan.INPUT_BY_NAME:
+            raise ProfileRowError(f"row {n}, column 'name'", f"{name!r} is not a plan input")
+        try:
+            v = float(cells[1] if cells[1] is not None and str(cells[1]).strip() else "")
+        except (TypeError, ValueError):
+            raise ProfileRowError(f"row {n} ({name}), column 'value'", f"{cells[1]!r} is not a number") from None
+        try:
+            values[name] = plan.INPUT_BY_NAME[name].arg.check(v)
+        except ValueError as e:
+            raise ProfileRowError(f"row {n} ({name}), column 'value'", str(e)) from None
+    return values
+
+
 def read_profile(path: str | os.PathLike) -> Profile:
     """A profile CSV, every row checked against its plan input's range; BadFile naming the row otherwise."""
     p = os.fspath(path)
@@ -185,19 +217,11 @@ def read_profile(path: str | os.PathLike) -> Profile:
     if not body or body[0].replace(" ", "") != PROFILE_HEADER:
         raise BadFile(p, "header", f"not a calibration profile (expected the header {PROFILE_HEADER!r}; write one "
                                    "with `inference-ledger calibrate`)")
-    values: dict[str, float] = {}
-    for n, row in enumerate(csv.DictReader(io.StringIO("\n".join(body))), 1):
-        name = (row.get("name") or "").strip()
-        if name not in plan.INPUT_BY_NAME:
-            raise BadFile(p, f"row {n}, column 'name'", f"{name!r} is not a plan input")
-        try:
-            v = float(row.get("value") or "")
-        except ValueError:
-            raise BadFile(p, f"row {n} ({name}), column 'value'", f"{row.get('value')!r} is not a number") from None
-        try:
-            values[name] = plan.INPUT_BY_NAME[name].arg.check(v)
-        except ValueError as e:
-            raise BadFile(p, f"row {n} ({name}), column 'value'", str(e)) from None
+    rows = [(r.get("name"), r.get("value")) for r in csv.DictReader(io.StringIO("\n".join(body)))]
+    try:
+        values = profile_values(rows)
+    except ProfileRowError as e:
+        raise BadFile(p, e.where, e.why) from None
     return Profile(p, values, sources, dep, date, measured)
 
 

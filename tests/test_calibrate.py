@@ -216,3 +216,19 @@ def test_the_calibration_sheet_shows_measured_catalog_and_calibrated(tmp_path):
     assert row["Output tokens/s calibrated"] == pytest.approx(with_p["tokens_per_second"])
     assert row["Output tokens/s catalog"] == pytest.approx(without["tokens_per_second"])
     assert row["TPOT (ms) calibrated"] == pytest.approx(with_p["tpot_seconds"] * 1e3)
+
+
+def test_excel_plan_takes_the_profile_as_a_range(tmp_path):
+    from udfs import excel
+
+    p = _profile(tmp_path, SWEEP.values(), NIM)
+    fitted = calibrate_profile.read_profile(p).values
+    rows = [["name", "value"]] + [[k, v] for k, v in fitted.items()] + [[None, None]]   # as the sheet's range reads
+    args = ("llama-3.1-70b", "h100-sxm", [["tokens_per_second", "tpot_seconds"]], 2, 100, 5000, 500, "fp8", "fp8",
+            None, None, None, None, None)
+    got = excel.PLAN(*args, rows)[0]
+    want = _plan(*NIM, "--input-tokens", 5000, "--output-tokens", 500, "--concurrency", 100, "--profile", p)
+    assert got == pytest.approx([want["tokens_per_second"], want["tpot_seconds"]])
+    assert excel.PLAN(*args, None)[0] != pytest.approx(got)                       # blank: the catalog's plan
+    bad = excel.PLAN(*args, [["bw_efficiency", 1.7]])[0][0]
+    assert "profile row 1 (bw_efficiency), column 'value'" in str(bad)
