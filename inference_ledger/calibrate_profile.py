@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from inference_ledger import plan
+import numpy as np
+
+from inference_ledger import bands, plan
 from inference_ledger.benchfiles import BadFile, Record, Run, read_text
 from inference_ledger.calibrate import Calibration, _workload
 from inference_ledger.calibrate_fit import METRICS, PARAM_BY_NAME
@@ -56,6 +58,11 @@ def report(cal: Calibration) -> str:
             out.append(f"  thin data: {g.points} points for {len(g.fitted)} parameter(s) (fewer than twice as many); "
                        "measure more runs before trusting these values")
         out.append(f"  RMS residual {g.rms_before * 100:.1f}% before, {g.rms_after * 100:.1f}% after")
+        bands_ = {n: v for n, (v, _) in residual_bands(cal).items()}
+        for words, (lo_name, hi_name) in BAND_ROWS.items():
+            if g.kind == "benchmark" and lo_name in bands_:
+                out.append(f"  error band of {words} from your held-out runs: measured = predicted x "
+                           f"[{bands_[lo_name]:.3f}, {bands_[hi_name]:.3f}]")
         for fr in g.files:
             res = ", ".join(f"{w} {_pct(x)}" for w, x in fr.residuals.items())
             loo = ", ".join(f"{w} {_pct(x)}" for w, x in fr.loo.items())
@@ -65,6 +72,25 @@ def report(cal: Calibration) -> str:
 
 
 PROFILE_HEADER = "name,value,default,unit,fitted_on"
+#: The plan's error-band inputs a calibration replaces with its own held-out residuals: metric -> (low, high).
+BAND_ROWS = {"output tokens/s": ("band_low_tokens_per_second", "band_high_tokens_per_second"),
+             "TPOT": ("band_low_tpot", "band_high_tpot"), "TTFT": ("band_low_ttft", "band_high_ttft")}
+#: Held-out files a band needs (fewer: the catalog's band stays).
+MIN_BAND_FILES = 3
+
+
+def residual_bands(cal: Calibration) -> dict[str, tuple[float, int]]:
+    """Band multipliers from the calibration's own leave-one-out residuals: the 10th and 90th percentiles of
+    measured / predicted over the held-out benchmark files (name -> (value, files))."""
+    out: dict[str, tuple[float, int]] = {}
+    for g in cal.groups:
+        for words, names in BAND_ROWS.items():
+            ratios = [math.exp(-fr.loo[words]) for fr in g.files if words in fr.loo]
+            if len(ratios) < MIN_BAND_FILES or not all(n in plan.INPUT_BY_NAME for n in names):
+                continue
+            for name, q in zip(names, bands.BAND_QUANTILES):
+                out[name] = (float(np.percentile(ratios, q)), len(ratios))
+    return out
 
 
 def _sha(path: str) -> str:
@@ -127,6 +153,11 @@ def profile_csv(cal: Calibration) -> str:
     buf.write("#   fitted_on  what measured it: the points, files and residual of the fit\n")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(PROFILE_HEADER.split(","))
+    for name, (v, n) in residual_bands(cal).items():
+        q = "10th" if "_low_" in name else "90th"
+        w.writerow([name, f"{v:.10g}", f"{inp[name]:.10g}", plan.INPUT_BY_NAME[name].unit,
+                    f"{q} percentile of measured / predicted over {n} benchmark files each predicted by a fit "
+                    "without it (leave-one-out): the calibrated plan's own error band"])
     for g in cal.groups:
         nfiles = len(g.files)
         for n, v in g.fitted.items():

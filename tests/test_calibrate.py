@@ -232,3 +232,22 @@ def test_excel_plan_takes_the_profile_as_a_range(tmp_path):
     assert excel.PLAN(*args, None)[0] != pytest.approx(got)                       # blank: the catalog's plan
     bad = excel.PLAN(*args, [["bw_efficiency", 1.7]])[0][0]
     assert "profile row 1 (bw_efficiency), column 'value'" in str(bad)
+
+
+def test_a_calibrated_plans_error_bands_come_from_its_own_held_out_residuals(tmp_path):
+    import re
+
+    import numpy as np
+
+    out_csv = tmp_path / "profile.csv"
+    code, out, err = cli("calibrate", *map(str, SWEEP.values()), *NIM, "-o", str(out_csv))
+    assert code == 0, err
+    held_out = [float(x) for x in re.findall(r"left out: output tokens/s ([-+][0-9.]+)%", out)]
+    assert len(held_out) == 7
+    ratios = [1 / (1 + e / 100) for e in held_out]                 # measured / predicted of each held-out run
+    prof = calibrate_profile.read_profile(out_csv).values
+    assert prof["band_low_tokens_per_second"] == pytest.approx(np.percentile(ratios, 10), abs=2e-3)
+    assert prof["band_high_tokens_per_second"] == pytest.approx(np.percentile(ratios, 90), abs=2e-3)
+    got = _plan(*NIM, "--input-tokens", 5000, "--output-tokens", 500, "--concurrency", 100, "--profile", out_csv)
+    assert got["tokens_per_second_low"] == pytest.approx(got["tokens_per_second"] * prof["band_low_tokens_per_second"])
+    assert got["tokens_per_second_high"] == pytest.approx(got["tokens_per_second"] * prof["band_high_tokens_per_second"])
