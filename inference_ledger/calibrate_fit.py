@@ -35,6 +35,14 @@ DECLARED: tuple[Param, ...] = (
     Param("gpu_memory_utilization", "benchmark", 0.3, 0.99,
           "where throughput stops growing with concurrency (the KV budget that holds the sequences)"),
     Param("step_overhead_seconds", "benchmark", 0.0, 0.05, "TPOT at low concurrency (fixed time per step)"),
+    # the step priced per operation from measured kernel tables (where the GPU has them)
+    Param("mlp_kernel_seconds_per_token", "benchmark", 0.0, 1e-3,
+          "TPOT growth with concurrency (the MLP GEMMs' time per token: decode and prompt-chunk tokens)"),
+    Param("decode_attention_kernel_seconds_per_kv_token", "benchmark", 0.0, 1e-6,
+          "TPOT growth with concurrency (decode attention's time per KV token read)"),
+    Param("mlp_kernel_floor_seconds", "benchmark", 0.0, 0.01, "TPOT at low concurrency (the MLP GEMMs' floor)"),
+    Param("kernel_layer_overhead_seconds", "benchmark", 0.0, 1e-3,
+          "TPOT at low concurrency (element-wise work per layer)"),
     Param("cuda_context_bytes", "startup", 0.0, 16 * 2**30, "KV cache tokens of the start-up logs (memory outside "
           "PyTorch the engine subtracts)"),
     Param("nccl_bytes", "startup", 0.0, 16 * 2**30, "KV cache tokens of start-up logs at TP > 1 against TP 1 "

@@ -50,7 +50,7 @@ def report(cal: Calibration) -> str:
         for n, v in g.fitted.items():
             p = PARAM_BY_NAME[n]
             edge = " [at its bound: the data asks for more than the step model allows]" \
-                if math.isclose(v, p.hi, rel_tol=1e-6) or (p.lo > 0 and math.isclose(v, p.lo, rel_tol=1e-6)) else ""
+                if math.isclose(v, p.hi, rel_tol=1e-6) or v <= p.lo + 1e-9 * max(p.hi, 1e-300) else ""
             out.append(f"  fitted {n} = {_value(n, v)} (default {_value(n, g.defaults[n])}): {p.what}{edge}")
         for n, why in g.left.items():
             out.append(f"  left {n} at its default: {why}")

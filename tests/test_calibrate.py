@@ -22,7 +22,9 @@ from inference_ledger import benchfiles, calibrate as cal, calibrate_fit, calibr
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 SWEEP = {c: BENCH / "sweep-nim-llama-3.3-70b-h100x2" / f"c{c}" / "profile_export_aiperf.json"
          for c in (5, 25, 50, 100, 150, 200, 250)}
-NIM = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+#: NIM's optimized FP8 profiles run TensorRT-LLM (whole-prompt prefills, no chunked context by default)
+NIM = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+       "--engine", "trtllm"]
 LOGS = BENCH / "logs"
 LOG20K, LOG29K = LOGS / "vllm-0.6.4-llama-3.1-8b-rtx3090-len20000.log", LOGS / "vllm-0.6.4-llama-3.1-8b-rtx3090-len29000.log"
 RTX3090 = ["--model", "llama-3.1-8b", "--gpu-memory", "23.58GiB", "--tp", "1", "--engine", "vllm-v0"]
@@ -74,7 +76,8 @@ def test_one_log_is_thin_data_and_says_so(tmp_path):
 
 def test_sweep_leave_one_concurrency_out(tmp_path):
     errs = {}
-    dep = cal.Deployment(model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="fp8", kv_dtype="fp8", numbers={"tp": 2})
+    dep = cal.Deployment(model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="fp8", kv_dtype="fp8", engine="trtllm",
+                         numbers={"tp": 2})
     for c, path in SWEEP.items():
         rest = [f for k, f in SWEEP.items() if k != c]
         fit = cal.calibrate(benchfiles.read_all(rest), dep, leave_one_out=False)
@@ -225,7 +228,7 @@ def test_excel_plan_takes_the_profile_as_a_range(tmp_path):
     fitted = calibrate_profile.read_profile(p).values
     rows = [["name", "value"]] + [[k, v] for k, v in fitted.items()] + [[None, None]]   # as the sheet's range reads
     args = ("llama-3.1-70b", "h100-sxm", [["tokens_per_second", "tpot_seconds"]], 2, 100, 5000, 500, "fp8", "fp8",
-            None, None, None, None, None)
+            "trtllm", None, None, None, None)
     got = excel.PLAN(*args, rows)[0]
     want = _plan(*NIM, "--input-tokens", 5000, "--output-tokens", 500, "--concurrency", 100, "--profile", p)
     assert got == pytest.approx([want["tokens_per_second"], want["tpot_seconds"]])
