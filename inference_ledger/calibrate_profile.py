@@ -35,7 +35,10 @@ def _pct(x: float) -> str:
 
 
 def _value(name: str, v: float) -> str:
-    return human(v, plan.INPUT_BY_NAME[name].unit)
+    unit = plan.INPUT_BY_NAME[name].unit
+    if unit == "s" and 0 < abs(v) < 1e-4:            # kernel times per token: too small for milliseconds
+        return f"{v * 1e9:.4g} ns"
+    return human(v, unit)
 
 
 def report(cal: Calibration) -> str:

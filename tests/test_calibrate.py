@@ -132,6 +132,8 @@ def test_calibrate_reports_fit_defaults_residuals_outliers_and_leave_one_out(tmp
 def test_the_mad_rule():
     assert calibrate_fit._mad_outliers([0.01, -0.01, 0.02, 0.0, 0.5]) == [False, False, False, False, True]
     assert calibrate_fit._mad_outliers([0.1, 0.1]) == [False, False]
+    # beyond 3 MADs of a tight spread but within benchmark noise (5%): not an outlier
+    assert calibrate_fit._mad_outliers([0.001, 0.002, 0.003, 0.002, 0.03]) == [False] * 5
 
 
 # ----------------------------------------------------------------------------------------
