@@ -242,8 +242,8 @@ def test_fit_verdict_flags_the_non_fitting_scenario(books):
     fits, total, memory, code = names["fits"], names["total_bytes_per_gpu"], names["gpu_memory_bytes"], names["verdict"]
     usable, most = names["usable_bytes_per_gpu"], names["max_concurrency"]
     rules = {rule.dxf.fill.fgColor.rgb[-6:]: rule.formula[0] for _, rule in _rules(ws, "B9")}
-    # the rules read the row's own verdict code: 0 red, 1 or 2 amber, 3 green
-    assert rules["FFC7CE"] == f"AND(ISNUMBER(${code}9),${code}9=0)"  # red
+    # the rules read the row's own verdict code: 0 (or the workbook's -1, invalid input) red, 1 or 2 amber, 3 green
+    assert rules["FFC7CE"] == f"AND(ISNUMBER(${code}9),${code}9<1)"  # red
     assert rules["FFEB9C"] == f"AND(ISNUMBER(${code}9),${code}9>=1,${code}9<VERDICT_MEETS)"  # amber
     assert rules["C6EFCE"] == f"${code}9=VERDICT_MEETS"  # green
     red, green = rows["405B BF16, 8x H100"], rows["70B BF16, 4x H100 (seed: 70B starts at 4 GPUs)"]
@@ -269,7 +269,7 @@ def test_fit_verdict_flags_the_non_fitting_scenario(books):
     assert got[f"B{slow}"].value == "fits, misses targets" and got[f"{names['tpot_ok']}{slow}"].value == 0
     # and the Plan's verdict carries the same rule set over defined names
     plan_rules = [rule.formula[0] for _, rule in _rules(formulas["Plan"], "B6")]
-    assert "AND(ISNUMBER(verdict),verdict=0)" in plan_rules
+    assert "AND(ISNUMBER(verdict),verdict<1)" in plan_rules
 
 
 def _formulas(wb):

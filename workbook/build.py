@@ -41,7 +41,7 @@ from . import style
 from .calibration import add_calibration_sheet
 from .catalogs import catalog_sheet
 from .cells import DEFAULT_CHOICE, SELECTOR_NAMES, build_date, fit_rows, named, py_value
-from .checks import check_rows, checks_sheet, master_value
+from .checks import check_rows, checks_sheet, standing
 from .context import Ctx, SheetBuilder
 from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet
@@ -140,7 +140,8 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
               explicit=explicit)
     ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
                                                                                    currency_symbol)
-    ctx.master_value = master_value(ctx)
+    st = standing(ctx, ctx.values["verdict"])
+    ctx.master_value, ctx.checks_pass, ctx.rule_broken = st.master, st.checks_pass, st.rule_broken
     return ctx
 
 

@@ -190,11 +190,12 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
 
 
 def verdict_rules(ws, rng: str, code: str) -> None:
-    """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 red."""
+    """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 (does
+    not fit) or below (invalid input) red."""
     meets = VERDICT_MEETS.name
     for cond, c in ((f"{code}={meets}", style.GREEN),
                     (f"AND(ISNUMBER({code}),{code}>=1,{code}<{meets})", style.AMBER),
-                    (f"AND(ISNUMBER({code}),{code}=0)", style.RED)):
+                    (f"AND(ISNUMBER({code}),{code}<1)", style.RED)):
         ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
                                                        fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))

@@ -2,8 +2,9 @@
 
 Each check is one expression over named plan quantities, written with the
 :mod:`inference_ledger.expr` helpers, so the same definition renders the Checks sheet's formula and
-computes its cached value.  A check is 1 (pass) or 0 (fail); the master check is the
-minimum of them all and is shown on every sheet.
+computes its cached value.  A check is 1 (pass) or 0 (fail).  The Plan's verdict reads them
+all: one at 0 makes it "invalid input" and names the first broken rule (:func:`standing`); the master check is 1
+only when every check passes and the verdict is "fits, meets targets", and is shown on every sheet.
 
 The checklist items restate a ledger identity from its parts (total = weights + KV +
 workspace ...): in a live model they catch a formula that has been typed over.
@@ -23,7 +24,8 @@ from typing import Any, Callable, Sequence
 from openpyxl.utils import get_column_letter
 
 from inference_ledger import ledger, plan
-from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, le, lt, mod, or_, where
+from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
+from inference_ledger.units import VERDICT_MEETS
 
 from . import style
 from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, section
@@ -170,8 +172,8 @@ POSITIVE_FIELDS = (
 
 
 def in_range(x, lo, lo_inclusive, hi, whole):
-    """1 when x is within [lo or (lo, hi], and whole when it must be."""
-    return one_zero(and_(or_(gt(x, lo), and_(eq(lo_inclusive, 1), eq(x, lo))), le(x, hi),
+    """1 when x is a number within [lo or (lo, hi], and whole when it must be (a text or a blank is not)."""
+    return one_zero(and_(isnumber(x), or_(gt(x, lo), and_(eq(lo_inclusive, 1), eq(x, lo))), le(x, hi),
                          or_(eq(whole, 0), eq(floor(x), x))))
 
 
@@ -195,11 +197,6 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
         rows.append((group, chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
     for chk in PLAN_INTEGRITY:
         rows.append(("Integrity", chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
-    for key, label, sheet in SELECTORS:
-        t = ctx.tables[sheet]
-        found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
-        rows.append(("Integrity", f"{label} is in the {sheet} catalog", "The dropdown choice matches a catalog id.",
-                     found, int(any(e.id == ctx.choice[key] for e in t.rows))))
     rows += finance_checks(ctx)
     for sheet, field in POSITIVE_FIELDS:
         t = ctx.tables[sheet]
@@ -214,32 +211,109 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
     return rows
 
 
+def choice_rows(ctx: Ctx) -> list[tuple[str, str, Sym, int]]:
+    """(defined name, allowed, formula, 1/0) of every dropdown choice: its id is on its catalog sheet."""
+    rows = []
+    for key, _label, sheet in SELECTORS:
+        t = ctx.tables[sheet]
+        found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
+        rows.append((SELECTOR_NAMES[key], f"an id of the {sheet} sheet", found,
+                     int(any(e.id == ctx.choice[key] for e in t.rows))))
+    return rows
+
+
+def range_rows(ctx: Ctx) -> list[tuple[plan.Input, int]]:
+    """(input, 1/0 in range) of every plan input, in plan order."""
+    rows = []
+    for inp in plan.INPUTS:
+        a = inp.arg
+        rows.append((inp, int(in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer)))))
+    return rows
+
+
+def range_rule(inp: plan.Input) -> str:
+    """The words of an input's range rule (the Checks sheet's Input & " must be " & Allowed)."""
+    return f"{inp.name}{MUST_BE}{allowed_text(inp)}"
+
+
+def allowed_text(inp: plan.Input) -> str:
+    return f"{inp.arg.allowed()} ({inp.unit})"
+
+
+#: What joins an input's name to its allowed range in the words of a broken rule.
+MUST_BE = " must be "
+#: The broken-rule cell's text when every rule holds.
+NO_RULE_BROKEN = "none"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What the Checks sheet concludes, computed as its formulas do (the build caches these values)."""
+
+    checks_pass: int     # every counted check and range rule is 1
+    rule_broken: str     # the first broken rule's words (range rules first: they name the input), or NO_RULE_BROKEN
+    verdict_meets: int   # the Plan's verdict is "fits, meets targets"
+    master: int          # min(checks_pass, verdict_meets)
+
+
+def standing(ctx: Ctx, verdict_code: Any) -> Standing:
+    """The Checks sheet's conclusions for the build's plan (its verdict code as the plan computes it)."""
+    counted = [(label, v) for g, label, _d, _f, v in check_rows(ctx) if not g.startswith("Findings")]
+    broken = [f"{name}{MUST_BE}{allowed}" for name, allowed, _f, v in choice_rows(ctx) if v == 0] \
+        + [range_rule(inp) for inp, v in range_rows(ctx) if v == 0] + [label for label, v in counted if v == 0]
+    ok = int(not broken)
+    meets = int(ok == 1 and float(verdict_code) == float(VERDICT_MEETS))
+    return Standing(ok, broken[0] if broken else NO_RULE_BROKEN, meets, min(ok, meets))
+
+
+def _guarded(formula: Sym) -> Sym:
+    """A check's formula that reads an error value (a text typed for a number, an id not in a catalog) as a failure."""
+    return Sym(f"IFERROR({formula.text},0)")
+
+
 def checks_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Checks", "Checks", {"A": 26, "B": 70, "C": 10, "D": 80}, tab="7F7F7F")
-    ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
-            "every sheet. Findings describe the plan and are not counted.", style.NOTE)
+    ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail); one that cannot be computed (a text typed for a number, "
+            "an id not in a catalog) fails. The Plan's verdict reads every counted check and range rule: one at 0 "
+            "makes it \"invalid input\" and names the first broken rule. The master check is 1 only when all of them "
+            "pass and the verdict is \"fits, meets targets\"; it shows on every sheet. Findings describe the plan "
+            "and are not counted.", style.NOTE)
     ws.merge_cells("A3:D3")
     header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
+    rows = check_rows(ctx)
+    # the counted checks first, in one block (the verdict looks for the first broken one), then the findings
+    rows = [x for x in rows if not x[0].startswith("Findings")] + [x for x in rows if x[0].startswith("Findings")]
     r = 5
-    counted: list[str] = []
-    for group, label, doc, formula, value in check_rows(ctx):
+    counted: list[int] = []
+    for group, label, doc, formula, value in rows:
         r += 1
         ctx.put(ws, f"A{r}", group)
         ctx.put(ws, f"B{r}", label, style.NOTE)
-        ctx.formula(ws, f"C{r}", formula, value, style.CHECK, "0")
+        ctx.formula(ws, f"C{r}", _guarded(formula), value, style.CHECK, "0")
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
-            counted.append(f"C{r}")
+            counted.append(r)
     r += 2
-    section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from inference_ledger.args)")
+    section(ctx, ws, f"A{r}", "Plan inputs: choices in their catalogs, numbers in range (ranges from "
+            "inference_ledger.args)")
     r += 1
     header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
     for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):
         ctx.put(ws, f"{col}{r}", text, style.HEADER)
     for col in "EFGH":
         ws.column_dimensions[col].width = 12
-    for inp in plan.INPUTS:
+    in_range_rows: list[int] = []
+    for name, allowed, formula, ok in choice_rows(ctx):   # the choices first: an unknown id breaks every lookup
+        r += 1
+        ctx.put(ws, f"A{r}", name)
+        ctx.formula(ws, f"B{r}", Sym(name), ctx.choice[next(k for k, v in SELECTOR_NAMES.items() if v == name)],
+                    style.FORMULA)
+        ctx.formula(ws, f"C{r}", _guarded(formula), ok, style.CHECK, "0")
+        flag_rules(ws, f"C{r}", f"C{r}")
+        ctx.put(ws, f"D{r}", allowed, style.NOTE)
+        in_range_rows.append(r)
+    for inp, ok in range_rows(ctx):
         r += 1
         a = inp.arg
         ctx.put(ws, f"A{r}", inp.name)
@@ -250,16 +324,49 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, "General")
         ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, "0")
         cells = [Sym(f"{c}{r}") for c in "BEFGH"]
-        ctx.formula(ws, f"C{r}", in_range(*cells), int(in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
-                    style.CHECK, "0")
+        ctx.formula(ws, f"C{r}", _guarded(in_range(*cells)), ok, style.CHECK, "0")
         flag_rules(ws, f"C{r}", f"C{r}")
-        ctx.put(ws, f"D{r}", f"{a.allowed()} ({inp.unit})", style.NOTE)
-        counted.append(f"C{r}")
+        ctx.put(ws, f"D{r}", allowed_text(inp), style.NOTE)
+        in_range_rows.append(r)
+    st = standing(ctx, ctx.values["verdict"])
+    r += 2
+    section(ctx, ws, f"A{r}", "What the verdict and the master check read")
+    r += 1
+    ctx.put(ws, f"A{r}", "Rules")
+    ctx.put(ws, f"B{r}", "Every counted check and range rule above passes (else the verdict is \"invalid input\")",
+            style.NOTE)
+    ranges = _runs([f"C{k}" for k in counted + in_range_rows])
+    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(ranges) + ")"), st.checks_pass, style.CHECK, "0")
+    flag_rules(ws, f"C{r}", f"C{r}")
+    ctx.define("checks_pass", ws, f"C{r}")
+    r += 1
+    ctx.put(ws, f"B{r}", "First rule broken (range rules first: they name the input)", style.NOTE)
+    ctx.formula(ws, f"D{r}", _first_broken(counted, in_range_rows), st.rule_broken, style.FORMULA)
+    ctx.define("rule_broken", ws, f"D{r}")
+    r += 1
+    ctx.put(ws, f"A{r}", "Verdict")
+    ctx.put(ws, f"B{r}", "The Plan's verdict is \"fits, meets targets\"", style.NOTE)
+    ctx.formula(ws, f"C{r}", one_zero(eq(Sym(named("verdict")), VERDICT_MEETS)), st.verdict_meets, style.CHECK, "0")
+    flag_rules(ws, f"C{r}", f"C{r}")
+    verdict_row = r
     r += 2
     ctx.put(ws, f"A{r}", "Master check", style.SECTION)
-    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(_runs(counted)) + ")"), ctx.master_value, style.CHECK, "0")
+    ctx.formula(ws, f"C{r}", Sym(f"MIN(C{verdict_row - 2},C{verdict_row})"), st.master, style.CHECK, "0")
     flag_rules(ws, f"C{r}", f"C{r}")
     ctx.define("master_check", ws, f"C{r}")
+
+
+def _first_broken(counted: Sequence[int], in_range_rows: Sequence[int]) -> Sym:
+    """The words of the first broken rule: an input's name and range, else a check's label, else NO_RULE_BROKEN.
+
+    Each block is one run of rows (MATCH over a range: a row added to the checks lands inside it)."""
+    assert counted == list(range(counted[0], counted[-1] + 1))
+    assert in_range_rows == list(range(in_range_rows[0], in_range_rows[-1] + 1))
+    c0, c1, i0, i1 = counted[0], counted[-1], in_range_rows[0], in_range_rows[-1]
+    at = f"MATCH(0,$C${i0}:$C${i1},0)"
+    name = f"INDEX($A${i0}:$A${i1},{at})&\"{MUST_BE}\"&INDEX($D${i0}:$D${i1},{at})"
+    label = f"INDEX($B${c0}:$B${c1},MATCH(0,$C${c0}:$C${c1},0))"
+    return Sym(f'IFERROR({name},IFERROR({label},"{NO_RULE_BROKEN}"))')
 
 
 def _runs(cells: Sequence[str]) -> list[str]:
@@ -275,9 +382,5 @@ def _runs(cells: Sequence[str]) -> list[str]:
 
 
 def master_value(ctx: Ctx) -> int:
-    vals = [v for g, _l, _d, _f, v in check_rows(ctx) if not g.startswith("Findings")]
-    for inp in plan.INPUTS:
-        a = inp.arg
-        vals.append(int(in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer))))
-    return int(min(vals))
-
+    """The master check's value for the build's plan."""
+    return standing(ctx, ctx.values["verdict"]).master

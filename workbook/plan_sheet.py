@@ -11,7 +11,7 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from inference_ledger import plan, verdict
-from inference_ledger.expr import Sym, where
+from inference_ledger.expr import Sym, eq, where
 from inference_ledger.units import CONSTANTS
 
 from . import checks, style
@@ -23,7 +23,7 @@ from .plan_charts import plan_charts
 from .tables import SELECTORS, lookup
 
 #: Every named constant the workbook shows (the ledger's and the checks' tolerance).
-WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (checks.CHECK_TOLERANCE,)
+WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (checks.CHECK_TOLERANCE, verdict.VERDICT_INVALID)
 #: Ledger lines the Plan's summary repeats (in this order, those that exist).
 SUMMARY = ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
            "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "gpus_needed", "kv_capacity_tokens", "max_concurrency",
@@ -129,16 +129,24 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     section(ctx, ws, f"A{r}", "Verdict")
     r += 1
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
-    ctx.formula(ws, f"B{r}", verdict.words(Sym(named("verdict"))), verdict.words_of(ctx.values["verdict"]), style.FORMULA)
+    code = Sym(named("verdict"))
+    words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
+    value = verdict.words_of(ctx.values["verdict"]) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
+    ctx.formula(ws, f"B{r}", words, value, style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
-            "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
+            "queues part of the concurrency; red does not start (code 0), or an input breaks a rule (code -1, "
+            "\"invalid input\": the rule is named, and listed on the Checks sheet).", style.NOTE)
     r += 1
     binding_limit_row(ctx, ws, r)
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = line_row(ctx, ws, r, "A", line)
+        if line.name == "verdict":   # the plan's code, unless a typed input breaks a rule (workbook.checks)
+            formula, _ = plan.render(line, named)
+            ctx.formula(ws, coord, where(eq(Sym("checks_pass"), 1), Sym(formula[1:]), verdict.VERDICT_INVALID),
+                        ctx.values["verdict"] if ctx.checks_pass else verdict.INVALID_INPUT, style.FORMULA)
         (verdict_rules if line.name == "verdict" else flag_rules)(ws, coord, coord)
     return r
 

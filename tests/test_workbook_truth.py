@@ -1,0 +1,130 @@
+"""The workbook tells the truth in every state: a plan that does not fit, an input typed that breaks a rule.
+
+Each workbook is recalculated by LibreOffice (workbook.recalc forces a full recalculation), and what the
+reader sees is read back: the defined names ``verdict`` and ``master_check``, the verdict's words, the
+master check's banner on every sheet, and every cell for an error value.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from workbook.recalc import recalculate
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+ERRORS = ("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "Err:")
+ALL_PASS = "All checks pass"
+#: Plans that do not fit (what `plan` answers for them, and what the build must say).
+DOES_NOT_FIT = {"deepseek-v3-h200": ["--model", "deepseek-v3", "--gpu", "h200"],
+                "deepseek-v3-h100": ["--model", "deepseek-v3", "--gpu", "h100"],
+                "405b-l4": ["--model", "llama-3.1-405b", "--gpu", "l4"]}
+
+
+def _cell(wb, name: str):
+    (sheet, coord), = list(wb.defined_names[name].destinations)
+    return wb[sheet][coord.replace("$", "")]
+
+
+def _verdict_words(wb) -> str:
+    """The Plan's verdict in words: the cell beside 'Memory per GPU, then targets'."""
+    ws = wb["Plan"]
+    row = next(r for r in range(1, 40) if ws[f"A{r}"].value == "Memory per GPU, then targets")
+    return ws[f"B{row}"].value
+
+
+def _errors(wb) -> list[tuple[str, str, str]]:
+    return [(ws.title, c.coordinate, c.value) for ws in wb.worksheets for row in ws.iter_rows() for c in row
+            if isinstance(c.value, str) and c.value.startswith(ERRORS)]
+
+
+def _all_pass(wb) -> list[tuple[str, str]]:
+    return [(ws.title, c.coordinate) for ws in wb.worksheets for row in ws.iter_rows() for c in row
+            if isinstance(c.value, str) and ALL_PASS in c.value]
+
+
+def _build(args, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "inference_ledger", "build", *args, "-o", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def not_fitting(tmp_path_factory):
+    d = tmp_path_factory.mktemp("nofit")
+    return {k: (_build(args, d / f"{k}.xlsx"), d / f"{k}.xlsx") for k, args in DOES_NOT_FIT.items()}
+
+
+@pytest.mark.parametrize("key", sorted(DOES_NOT_FIT))
+def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key):
+    proc, path = not_fitting[key]
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "does not fit" in proc.stdout
+    cached = load_workbook(path, data_only=True)  # what a mail preview shows before any recalculation
+    assert _cell(cached, "verdict").value == 0 and _cell(cached, "master_check").value == 0
+    assert _verdict_words(cached) == "does not fit"
+    assert _all_pass(cached) == []
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("key", sorted(DOES_NOT_FIT))
+def test_a_plan_that_does_not_fit_recalculates_without_error_cells(not_fitting, key, soffice, tmp_path):
+    _, path = not_fitting[key]
+    got = load_workbook(recalculate(path, tmp_path), data_only=True)
+    assert _errors(got) == []
+    assert _cell(got, "verdict").value == 0 and _verdict_words(got) == "does not fit"
+    assert _cell(got, "master_check").value == 0
+    assert _all_pass(got) == []   # no banner, legend or note claims it
+    assert all(ws["A2"].value.startswith("Master check 0") for ws in got.worksheets)
+
+
+def test_a_plan_that_misses_its_targets_fails_the_master_check(tmp_path):
+    """Every rule holds (the CLI accepts it), but no GPU reads 70B's weights in 1 ms: TPOT misses, master check 0."""
+    proc = _build(["--tpot-target", "0.001"], tmp_path / "l4.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    cached = load_workbook(tmp_path / "l4.xlsx", data_only=True)
+    assert _cell(cached, "verdict").value == 2 and _verdict_words(cached) == "fits, misses targets"
+    assert _cell(cached, "checks_pass").value == 1 and _cell(cached, "master_check").value == 0
+    assert _all_pass(cached) == []
+
+
+#: Values the CLI refuses, typed into the default workbook (bad-inputs.md L01-L04), and a model id not in the
+#: catalog: (defined name, value, words the verdict must contain: the input or rule that is wrong).
+TYPED = {
+    "L01 tp 3": ("tp", 3, "TP"),
+    "L02 tp four": ("tp", "four", "tp must be a whole number"),
+    "L03 concurrency -5": ("concurrency", -5, "concurrency must be a whole number >= 1"),
+    "L04 concurrency 0": ("concurrency", 0, "concurrency must be a whole number >= 1"),
+    "unknown model": ("model_id", "no-such-model", "model_id must be an id of the Models sheet"),
+}
+
+
+@pytest.fixture(scope="module")
+def default_book(tmp_path_factory):
+    d = tmp_path_factory.mktemp("default")
+    proc = _build([], d / "default.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    return d / "default.xlsx"
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("case", sorted(TYPED))
+def test_an_input_the_cli_refuses_typed_into_the_workbook_makes_the_verdict_invalid(default_book, case, soffice,
+                                                                                    tmp_path):
+    name, value, says = TYPED[case]
+    wb = load_workbook(default_book)
+    _cell(wb, name).value = value
+    typed = tmp_path / "typed.xlsx"
+    wb.save(typed)
+    got = load_workbook(recalculate(typed, tmp_path / "lo"), data_only=True)
+    assert _cell(got, "verdict").value == -1          # the code itself, not only a banner
+    words = _verdict_words(got)
+    assert words.startswith("invalid input: ") and says in words, words
+    assert _cell(got, "checks_pass").value == 0 and _cell(got, "master_check").value == 0
+    assert _all_pass(got) == []
+    assert got["Plan"]["A2"].value.startswith("A CHECK FAILS")
