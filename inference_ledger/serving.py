@@ -154,8 +154,10 @@ def distinct_experts(num_experts, experts_per_token, tokens):
     touched (E) when k >= E, or when (1 - k/E)^tokens is below 10^-MOE_SATURATION: the guard is sized from the
     power's own logarithm, tokens x log10(1 - k/E), so the power that is computed never underflows (LibreOffice
     answers #NUM! for a result below about 1e-308: Mixtral's 0.75^tokens from about 2,461 tokens).  Each IF reads
-    the logarithm only where k < E, so it is always finite."""
-    hit = experts_per_token / maximum(num_experts, 1)      # one token's share of the experts
+    the logarithm only where k < E, so it is always finite; the share is capped at 1, so a power evaluated
+    but not taken (Python evaluates both branches) is at most 1, never an overflow (an expert count typed on a
+    dense model)."""
+    hit = minimum(experts_per_token / maximum(num_experts, 1), 1)   # one token's share of the experts (at most all)
     return where(ge(hit, 1), num_experts,
                  where(lt(tokens * log10(1 - hit) + MOE_SATURATION, 0), num_experts,
                        num_experts * (1 - (1 - hit) ** tokens)))

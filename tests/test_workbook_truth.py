@@ -128,3 +128,18 @@ def test_an_input_the_cli_refuses_typed_into_the_workbook_makes_the_verdict_inva
     assert _cell(got, "checks_pass").value == 0 and _cell(got, "master_check").value == 0
     assert _all_pass(got) == []
     assert got["Plan"]["A2"].value.startswith("A CHECK FAILS")
+
+
+@pytest.mark.libreoffice
+def test_mixtral_long_prompts_typed_on_plan_recalculate_without_num_errors(default_book, soffice, tmp_path):
+    """Mixtral on H200, TP 2, 7,680-token prompts at 256 sequences: ~2,600 tokens a step, where 0.75^tokens
+    once fell below LibreOffice's smallest number (876 #NUM! cells, the verdict and master check among them)."""
+    wb = load_workbook(default_book)
+    for name, value in (("model_id", "mixtral-8x7b"), ("gpu_id", "h200"), ("tp", 2), ("input_tokens", 7680),
+                        ("concurrency", 256)):
+        _cell(wb, name).value = value
+    typed = tmp_path / "mixtral.xlsx"
+    wb.save(typed)
+    got = load_workbook(recalculate(typed, tmp_path / "lo"), data_only=True)
+    assert _errors(got) == []
+    assert _cell(got, "verdict").value in (0, 1, 2, 3) and _cell(got, "master_check").value in (0, 1)

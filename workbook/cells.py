@@ -18,7 +18,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import catalog, engines, plan, resolve
+from inference_ledger import catalog, engines, plan, resolve, verdict
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
@@ -187,6 +187,31 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord
+
+
+#: Units of a bill: money and fleet sizes.
+BILL_UNITS = ("GPUs", "replicas", "servers")
+
+
+@functools.lru_cache(maxsize=None)
+def is_bill(name: str) -> bool:
+    """A plan line that is a bill: money or a fleet size that follows from what fits (the KV budget's
+    max_concurrency).  A plan that does not start has none: its cells show the verdict's words instead."""
+    ln = plan.LINE_BY_NAME.get(name)
+    return bool(ln) and (ln.unit.startswith("$") or ln.unit in BILL_UNITS) and plan.depends_on(ln, "max_concurrency")
+
+
+def bill(code, value):
+    """A bill's cell: the number when the plan starts (verdict >= 1), else the verdict's words ("does not fit";
+    "invalid input" for the workbook's -1).  A Sym code renders the IF (Excel evaluates only the branch taken)."""
+    if isinstance(code, Sym) or isinstance(value, Sym):
+        return Sym(f'IF({code.text}>=1,{_text(value)},IF({code.text}<0,"{verdict.INVALID_WORDS}",'
+                   f'"{verdict.WORDS[verdict.DOES_NOT_FIT]}"))')
+    return value if float(code) >= 1 else verdict.words_of(float(code))
+
+
+def _text(x) -> str:
+    return x.text if isinstance(x, Sym) else Sym(str(x)).text
 
 
 def verdict_rules(ws, rng: str, code: str) -> None:

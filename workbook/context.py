@@ -18,6 +18,7 @@ from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
+from inference_ledger import verdict
 from inference_ledger.expr import Sym, eq, where
 
 from . import style
@@ -63,6 +64,11 @@ class Ctx:
     forecast_months: int = 36  # columns of the Forecast sheet's timeline
     cached: dict[tuple[str, str], Any] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def verdict_code(self) -> float:
+        """The Plan's verdict code as the workbook computes it: the plan's, or -1 when a rule is broken."""
+        return float(self.values["verdict"]) if self.checks_pass else verdict.INVALID_INPUT
 
     # --- sheets ------------------------------------------------------------------
     def new_sheet(self, title: str, heading: str, widths: Mapping[str, float] = (),

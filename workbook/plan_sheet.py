@@ -15,7 +15,7 @@ from inference_ledger.expr import Sym, eq, where
 from inference_ledger.units import CONSTANTS
 
 from . import checks, style
-from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, flag_rules, header, line_row, list_validation, named,
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, flag_rules, is_bill, header, line_row, list_validation, named,
                     numeric_validation, py_value, quantity_format, scale, second_view, section, shown, verdict_rules)
 from .context import Ctx
 from .load_chart import binding_limit_row
@@ -131,7 +131,7 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
     code = Sym(named("verdict"))
     words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
-    value = verdict.words_of(ctx.values["verdict"]) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
+    value = verdict.words_of(ctx.verdict_code) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
     ctx.formula(ws, f"B{r}", words, value, style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
@@ -146,7 +146,7 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
         if line.name == "verdict":   # the plan's code, unless a typed input breaks a rule (workbook.checks)
             formula, _ = plan.render(line, named)
             ctx.formula(ws, coord, where(eq(Sym("checks_pass"), 1), Sym(formula[1:]), verdict.VERDICT_INVALID),
-                        ctx.values["verdict"] if ctx.checks_pass else verdict.INVALID_INPUT, style.FORMULA)
+                        ctx.verdict_code, style.FORMULA)
         (verdict_rules if line.name == "verdict" else flag_rules)(ws, coord, coord)
     return r
 
@@ -162,7 +162,12 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         q = plan.LINE_BY_NAME.get(name) or plan.INPUT_BY_NAME[name]
         ctx.put(ws, f"{L(0)}{r}", q.label)
         value = py_value(ctx.values[name])
-        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, quantity_format(name, q.unit, value))
+        fmt = quantity_format(name, q.unit, value)
+        if is_bill(name):   # a plan that does not start has no bill: the verdict's words instead
+            ctx.formula(ws, f"{L(1)}{r}", bill(Sym(named("verdict")), Sym(named(name))),
+                        bill(ctx.verdict_code, value), style.FORMULA, fmt)
+        else:
+            ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, fmt)
         ctx.put(ws, f"{L(2)}{r}", shown(q.unit, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:

@@ -18,8 +18,8 @@ from inference_ledger import plan, resolve, verdict
 from inference_ledger.expr import Sym
 
 from . import style
-from .cells import (SELECTOR_NAMES, bars, flag_rules, list_validation, named, py_value, quantity_format, shown,
-                    verdict_rules)
+from .cells import (SELECTOR_NAMES, bars, bill, flag_rules, is_bill, list_validation, named, py_value,
+                    quantity_format, shown, verdict_rules)
 from .context import Ctx
 from .scenarios import Scenario
 from .tables import ENGINE_LOOKUPS, SELECTORS, lookup
@@ -178,7 +178,23 @@ def _scenario_row(ctx: Ctx, ws, r: int, sc: Scenario, choice, inputs, own, cols,
             ctx.formula(ws, coord, lk[0], inputs[inp.name], style.LOOKUP, fmt)
         else:
             ctx.formula(ws, coord, Sym(named(inp.name)), inputs[inp.name], style.FORMULA, fmt)
+    code = Sym(ref("verdict"))
     for line in [l for l in plan.LINES if l.name in cols]:
         formula, _ = plan.render(line, ref)
         v = py_value(vals[line.name])
-        ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, quantity_format(line.name, line.unit, v))
+        fmt = quantity_format(line.name, line.unit, v)
+        if line.name in billed(cols):   # a row that does not start has no bill: the verdict's words instead
+            ctx.formula(ws, f"{cols[line.name]}{r}", bill(code, Sym(formula[1:])), bill(vals["verdict"], v),
+                        style.FORMULA, fmt)
+        else:
+            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, fmt)
+
+
+def billed(cols) -> set[str]:
+    """The grid's bill columns (workbook.cells.is_bill) and every column that reads one: each shows the verdict's
+    words when its row does not start (an IF evaluates only the branch taken, so no column reads a text)."""
+    out: set[str] = set()
+    for line in plan.EVALUATION_ORDER:
+        if line.name in cols and (is_bill(line.name) or any(p in out for p in line.params)):
+            out.add(line.name)
+    return out
