@@ -37,6 +37,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "xlsx": (".xlsx", ".xltx"),
     "csv": (".csv",),
     "eml": (".eml",),
+    "md": (".md",),               # validate --accuracy-page
     "table": (".xlsx", ".csv"),   # sweep/recommend: live formulas or values
 }
 

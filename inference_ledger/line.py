@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 MEMORY, COMPUTE, BANDWIDTH, COST, FIT, FINANCE = "memory", "compute", "bandwidth", "cost", "fit", "finance"
+ACCURACY = "accuracy"  # the error bands of the headline figures (inference_ledger/band_lines.py)
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Line:
     name: str
     label: str
     unit: str
-    ledger: str  # memory | compute | bandwidth | cost | fit | finance
+    ledger: str  # memory | compute | bandwidth | cost | fit | finance | accuracy
     doc: str
     fn: Callable[..., Any] = field(repr=False)
     params: tuple[str, ...] = ()

@@ -18,9 +18,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from . import engines, plan, resolve
+from . import plan
+from .accuracy import measured_metrics, predicted_metrics, row_inputs
 from .load_measurements import REGIMES, LoadRow, load_measured_load
-from .units import MS_PER_S
 
 #: metric -> label (unit)
 METRICS = {"output_tok_s": "Output tokens/s under load", "tpot_ms": "TPOT under load (ms)",
@@ -42,27 +42,13 @@ class LoadCheck:
 
 def row_values(row: LoadRow) -> dict:
     """The plan's values for one load row."""
-    numbers = {"tp": row.tp, "concurrency": row.batch, "input_tokens": row.input_tokens,
-               "output_tokens": row.output_tokens}
-    r = resolve.resolve(row.model_id, row.gpu_id, weight_dtype=row.weight_dtype or None,
-                        kv_dtype=row.kv_dtype or "bf16", engine=row.engine_id or engines.DEFAULT_ENGINE,
-                        batching=row.regime, numbers=numbers)
-    return plan.evaluate(r.inputs)
+    return plan.evaluate(row_inputs(row))
 
 
 def row_checks(row: LoadRow) -> list[LoadCheck]:
-    v = row_values(row)
-    out = []
-    tok_s = row.deployment_tok_s
-    if tok_s is not None:
-        out.append(LoadCheck(row.id, "output_tok_s", row.regime, tok_s,
-                             float(v["tokens_per_second"]) * row.gpus / row.tp))
-    tpot = row.tpot_ms if row.tpot_ms is not None else row.itl_ms
-    if tpot is not None:
-        out.append(LoadCheck(row.id, "tpot_ms", row.regime, tpot, float(v["tpot_seconds"]) * MS_PER_S))
-    if row.ttft_ms is not None:
-        out.append(LoadCheck(row.id, "ttft_ms", row.regime, row.ttft_ms, float(v["ttft_seconds"]) * MS_PER_S))
-    return out
+    predicted = predicted_metrics(row_values(row), row.gpus / row.tp)
+    return [LoadCheck(row.id, metric, row.regime, measured, float(predicted[metric]))
+            for metric, measured in measured_metrics(row).items() if measured is not None]
 
 
 def compare(rows: Optional[Iterable[LoadRow]] = None) -> list[LoadCheck]:

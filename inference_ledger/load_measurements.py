@@ -10,6 +10,7 @@ the file; it predicts nothing (the plan's figures are compared with these rows e
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -23,9 +24,11 @@ BASES = ("total", "per_gpu")
 MODEL_MATCHES = ("exact", "same-shapes", "nearest")
 #: columns every row must fill (the rest may be blank where the source does not say)
 REQUIRED = ("id", "model_id", "model_match", "model", "weight_dtype", "gpu_id", "gpu", "gpus", "tp", "engine", "regime",
-            "batch", "input_tokens", "output_tokens", "source", "date", "quote")
+            "batch", "input_tokens", "output_tokens", "source_key", "source_group", "source", "date", "quote")
 #: the measured figures (at least one per row)
 METRICS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
+#: a source key or group: lower-case words of letters, digits and dots joined by '-' (e.g. nvidia-trtllm-perf-v0.9)
+SOURCE_KEY = re.compile(r"[a-z0-9.]+(?:-[a-z0-9.]+)*")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class LoadRow:
     tpot_ms: Optional[float]
     itl_ms: Optional[float]
     ttft_ms: Optional[float]
+    source_key: str  # the document the row comes from
+    source_group: str  # the independent source (team + harness) the document belongs to; held out as one
     source: str
     date: str
     quote: str
@@ -96,6 +101,10 @@ def _one(r: dict[str, str], where: str) -> LoadRow:
     basis = r.get("output_tok_s_basis", "")
     if figures["output_tok_s"] is not None and basis not in BASES:
         raise LedgerInputError(f"{where}: field 'output_tok_s_basis' must be one of {', '.join(BASES)} (got {basis!r})")
+    for key in ("source_key", "source_group"):
+        if not SOURCE_KEY.fullmatch(r[key]):
+            raise LedgerInputError(f"{where}: field '{key}' must be lower-case words of a-z, 0-9 and '.' joined by '-' "
+                                   f"(got {r[key]!r})")
     gpus, tp = _whole(r, "gpus", where), _whole(r, "tp", where)
     if gpus % tp:
         raise LedgerInputError(f"{where}: gpus {gpus} is not a multiple of tp {tp}")
@@ -104,7 +113,8 @@ def _one(r: dict[str, str], where: str) -> LoadRow:
                    regime=r["regime"], batch=_whole(r, "batch", where, lo=2),
                    input_tokens=_whole(r, "input_tokens", where), output_tokens=_whole(r, "output_tokens", where),
                    output_tok_s=figures["output_tok_s"], basis=basis, tpot_ms=figures["tpot_ms"],
-                   itl_ms=figures["itl_ms"], ttft_ms=figures["ttft_ms"], source=r["source"], date=r["date"],
+                   itl_ms=figures["itl_ms"], ttft_ms=figures["ttft_ms"], source_key=r["source_key"],
+                   source_group=r["source_group"], source=r["source"], date=r["date"],
                    quote=r["quote"], notes=r.get("notes", ""))
 
 
@@ -119,8 +129,13 @@ def load_measured_load(path: str | Path | None = None) -> list[LoadRow]:
     rows = [{k: (v or "").strip() for k, v in r.items() if k is not None} for r in csv.DictReader(lines)]
     out = [_one(r, f"{p.name} row {i} ({r.get('id') or 'no id'})") for i, r in enumerate(rows, start=1)]
     seen: set[str] = set()
+    group_of: dict[str, str] = {}
     for row in out:
         if row.id in seen:
             raise LedgerInputError(f"{p.name}: duplicate row id {row.id!r}")
         seen.add(row.id)
+        group = group_of.setdefault(row.source_key, row.source_group)
+        if group != row.source_group:
+            raise LedgerInputError(f"{p.name}: source_key {row.source_key!r} is in source_group {group!r} and "
+                                   f"{row.source_group!r} (row {row.id!r}); a document belongs to one group")
     return out

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import engines, finance_lines, parallel_lines, plan_lines, serving_lines, whatif_lines
+from inference_ledger import band_lines, bands, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
+    whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
@@ -65,6 +66,12 @@ DEFAULT_GPU_MEMORY, DEFAULT_INTERCONNECT, DEFAULT_TP = 79.1875 * GIB, 450e9, 4
 #: (one definition: `plan` without --gpu and the engine's own figures agree).
 ENGINE = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=DEFAULT_GPU_MEMORY,
                                interconnect_bw=DEFAULT_INTERCONNECT, gpu_id="", tp=DEFAULT_TP)
+#: Band defaults: the default deployment's segment (the default engine on the default GPU, a dense model) of
+#: inference_ledger/data/error_bands.csv; a resolved plan takes its own segment's.
+BAND = bands.band_inputs(None, None, engines.DEFAULT_ENGINE)
+_BAND_DOC = ("x the plan's {what}: the {q}th percentile of measured / predicted over the held-out published load rows "
+             "of the plan's segment (engine family x GPU vendor x dense/MoE; data/error_bands.csv). About 80% of new "
+             "measurements should fall inside the low-high band.")
 #: Efficiency defaults, each with its source row in inference_ledger/data/efficiencies.csv.
 EFF = {k: e.value for k, e in load_efficiencies().items()}
 
@@ -127,6 +134,12 @@ INPUTS: tuple[Input, ...] = (
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", EFF["layer_overhead_seconds"], "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
     _inp("scaleout_latency_seconds", "Scale-out message latency", "s", EFF["scaleout_latency_seconds"], "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
     _inp("step_overhead_seconds", "Per-step overhead", "s", EFF["step_overhead_seconds"], "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
+    # accuracy: the band multipliers of the plan's segment (inference_ledger/bands.py)
+    *(_inp(name, f"Band {side} multiplier: {what}", "x", BAND[name], _BAND_DOC.format(what=what, q=q), "accuracy",
+           lo=0, hi=1e6, lo_inclusive=False, arg="efficiency")
+      for what, pair in (("output tokens/s", ("band_low_tokens_per_second", "band_high_tokens_per_second")),
+                         ("TPOT", ("band_low_tpot", "band_high_tpot")), ("TTFT", ("band_low_ttft", "band_high_ttft")))
+      for side, name, q in (("low", pair[0], int(bands.BAND_QUANTILES[0])), ("high", pair[1], int(bands.BAND_QUANTILES[1])))),
     # cost
     _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", 2.5, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
     _inp("requests_per_day", "Requests per day", "requests/day", 1_000_000, "Average daily load: the Cost sheet's requests-per-day bill (monthly_cost) and the Forecast's average-to-peak ratio.", "cost"),
@@ -163,7 +176,8 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: plan_lines / serving_lines / parallel_lines / whatif_lines / finance_lines.
 LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(parallel_lines) \
     + lines_of(whatif_lines) \
-    + lines_of(finance_lines)
+    + lines_of(finance_lines) \
+    + lines_of(band_lines)
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 

@@ -16,8 +16,8 @@ from . import serving, verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
-LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance")
-INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance")
+LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
+INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance", "accuracy")
 TERA, MEGA = 1e12, 1e6
 KIB, MIB = 2**10, 2**20
 

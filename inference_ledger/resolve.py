@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import catalog, engines, finance, plan, serving
+from inference_ledger import bands, catalog, engines, finance, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 
@@ -331,7 +331,9 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     kd = find_dtype(kv_dtype, "kv")
     eng = engines.get_engine(engine)
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
-    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) | explicit
+    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) \
+        | bands.band_inputs(m.num_experts if m is not None else explicit.get("num_experts"), g.id if g else None,
+                            eng.id) | explicit
     problem = tp_problem(m, g, int(inputs["tp"]))
     if problem:
         raise ChoiceError("tp", problem)

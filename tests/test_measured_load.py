@@ -46,6 +46,21 @@ def test_enough_rows_sources_and_both_regimes(rows):
     assert sum((r.tpot_ms or r.itl_ms) is not None for r in rows) >= 10
 
 
+def test_each_document_has_one_source_key_and_each_key_one_group(rows):
+    """source_key names the document (its URL), source_group the independent team + harness it belongs to."""
+    key_of_url: dict[str, set[str]] = {}
+    for r in rows:
+        key_of_url.setdefault(r.source.split()[0], set()).add(r.source_key)
+    assert all(len(keys) == 1 for keys in key_of_url.values()), {u: k for u, k in key_of_url.items() if len(k) > 1}
+    keys_of_group: dict[str, set[str]] = {}
+    for r in rows:
+        keys_of_group.setdefault(r.source_group, set()).add(r.source_key)
+    # two documents of one publisher's series measured the same way are one group: TensorRT-LLM's performance page
+    assert {r.source_group for r in rows if r.source.startswith("https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/")} \
+        == {"nvidia-trtllm-gptsession"}
+    assert len(keys_of_group) >= 6, keys_of_group
+
+
 def test_ids_exist_in_the_catalogs(rows):
     engine_ids = set(engines.engine_ids())
     for r in rows:
@@ -121,8 +136,21 @@ def _write(tmp_path, **change):
     ({"output_tok_s": "-3"}, "field 'output_tok_s' must be a number > 0 or blank"),
     ({"output_tok_s_basis": "node"}, "field 'output_tok_s_basis' must be one of total, per_gpu"),
     ({"gpus": "3", "tp": "2"}, "gpus 3 is not a multiple of tp 2"),
+    ({"source_key": ""}, "field 'source_key' is empty"),
+    ({"source_group": "NVIDIA perf"}, "field 'source_group' must be lower-case words of a-z, 0-9 and '.' joined by '-'"),
 ])
 def test_bad_rows_give_one_line_naming_the_field(tmp_path, change, message):
     with pytest.raises(LedgerInputError, match=re.escape(message)) as e:
         load_measured_load(_write(tmp_path, **change))
     assert "\n" not in str(e.value) and "row 1" in str(e.value)
+
+
+def test_a_document_in_two_groups_is_refused(tmp_path):
+    p = _write(tmp_path)
+    with p.open(encoding="utf-8", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    with p.open("a", encoding="utf-8", newline="") as fh:
+        csv.DictWriter(fh, fieldnames=list(first)).writerow({**first, "id": "second", "source_group": "someone-else"})
+    with pytest.raises(LedgerInputError, match="source_key 'nvidia-trtllm-perf-v0.9' is in source_group") as e:
+        load_measured_load(p)
+    assert "\n" not in str(e.value)

@@ -37,6 +37,10 @@ HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_s
 #: -> monthly_cost, what `plan` and `email` print) is on the Cost sheet with every other cost line.
 DEMAND_INPUT = "target_qps"
 BILL = ("gpus_for_qps", "monthly_cost_qps")
+#: The headline and bill figures with an error band (inference_ledger/band_lines.py): line -> (low, high) lines.
+BANDED = {name: (f"{name}_low", f"{name}_high") for name in
+          ("ttft_seconds", "tpot_seconds", "tokens_per_second", "cost_per_million_output_tokens", "gpus_for_qps",
+           "monthly_cost_qps")}
 
 
 #: What the engine dropdown changes, and what the build filled for it.
@@ -73,7 +77,8 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     r = _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 2
     section(ctx, ws, f"A{r}", "Monthly bill for the peak demand")
     _input_row(ctx, ws, r + 1, plan.INPUT_BY_NAME[DEMAND_INPUT])
-    body = max(PLAN_BODY, _refs_block(ctx, ws, r + 1, "A", BILL) + 3)
+    r = _refs_block(ctx, ws, r + 1, "A", BILL) + 2
+    body = max(PLAN_BODY, _band_block(ctx, ws, r) + 3)
     plan_charts(ctx, ws, PLAN_TOP)
     r = body
     section(ctx, ws, f"A{r}", "Inputs")
@@ -122,6 +127,29 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
         ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
         ctx.put(ws, typed, ctx.overrides.get(inp.name), style.INPUT, fmt)
     ctx.define(named(inp.name), ws, coord)
+
+
+def _band_block(ctx: Ctx, ws, r: int) -> int:
+    """Rows label | low | unit | high | why: the headline and bill figures' bands; returns the last row used."""
+    section(ctx, ws, f"A{r}", "Band: about 80% of new measurements should fall inside")
+    r += 1
+    header(ctx, ws, r, 1, ["Figure", "Low", "Unit", "High", "How the band is drawn"])
+    first = r + 1
+    for name, (lo, hi) in BANDED.items():
+        if lo not in plan.LINE_BY_NAME or hi not in plan.LINE_BY_NAME:
+            continue
+        r += 1
+        q = plan.LINE_BY_NAME[name]
+        ctx.put(ws, f"A{r}", q.label)
+        for col, line in (("B", lo), ("D", hi)):
+            value = py_value(ctx.values[line])
+            ctx.formula(ws, f"{col}{r}", Sym(named(line)), value, style.FORMULA, quantity_format(line, q.unit, value))
+        ctx.put(ws, f"C{r}", shown(q.unit, scale(name, q.unit, ctx.values[name])))
+    ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
+            "rows of this deployment's segment (engine family x GPU vendor x dense/MoE), each held out from what "
+            "predicts it: the Band multiplier inputs below (docs/accuracy.md). GPUs and cost follow the tokens/s band.",
+            style.NOTE)
+    return r
 
 
 def _plan_verdict(ctx: Ctx, ws, r: int) -> int:

@@ -1,0 +1,279 @@
+"""Leave-one-source-out validation and the plan's error bands (inference_ledger/accuracy.py, bands.py, band_lines.py)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference_ledger import accuracy, accuracy_report, bands, catalog, load_fidelity, plan, resolve
+from inference_ledger.args import LedgerInputError
+from inference_ledger.load_measurements import MEASURED_LOAD_CSV, load_measured_load
+
+ROOT = Path(__file__).resolve().parent.parent
+BAND_KEYS = ("tokens_per_second_low", "tokens_per_second_high", "tpot_seconds_low", "tpot_seconds_high",
+             "ttft_seconds_low", "ttft_seconds_high", "gpus_for_qps_low", "gpus_for_qps_high", "monthly_cost_qps_low",
+             "monthly_cost_qps_high", "cost_per_million_output_tokens_low", "cost_per_million_output_tokens_high")
+
+
+@pytest.fixture(scope="module")
+def study():
+    return accuracy.study()
+
+
+def _percentile(xs, q):
+    """The q-th percentile by hand: linear interpolation between order statistics at rank q/100 x (n - 1)."""
+    s = sorted(xs)
+    rank = q / 100 * (len(s) - 1)
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (rank - lo) * (s[hi] - s[lo])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one segment's band by hand
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_one_segments_band_recomputed_by_hand_from_its_held_out_ratios():
+    """TensorRT-LLM x NVIDIA x dense, output tokens/s: every row of that segment read from the CSV's own cells,
+    predicted one row at a time through the resolver (not the vectorised study), measured / predicted sorted, the
+    10th and 90th percentiles interpolated by hand: the shipped band table holds those numbers."""
+    assert not accuracy.PLAN_USES_FIT  # the plan runs its defaults, so its held-out prediction is the plain plan's
+    with MEASURED_LOAD_CSV.open(encoding="utf-8", newline="") as fh:
+        raw = {r["id"]: r for r in csv.DictReader(ln for ln in fh if not ln.startswith("#"))}
+    ratios = []
+    for row in load_measured_load():
+        if not row.engine_id.startswith("trtllm") or catalog.get_gpu(row.gpu_id).vendor != "NVIDIA" \
+                or (catalog.get_model(row.model_id).num_experts or 0) > 0:
+            continue
+        cells = raw[row.id]
+        if not cells["output_tok_s"]:
+            continue
+        measured = float(cells["output_tok_s"]) * (int(cells["gpus"]) if cells["output_tok_s_basis"] == "per_gpu" else 1)
+        v = load_fidelity.row_values(row)
+        predicted = float(v["tokens_per_second"]) * int(cells["gpus"]) / int(cells["tp"])
+        ratios.append(measured / predicted)
+    assert len(ratios) >= bands.MIN_BAND_ROWS
+    shipped = {(b.key, b.metric): b for b in bands.load_bands()}
+    b = shipped[(("trtllm", "NVIDIA", "dense"), "output_tok_s")]
+    assert b.n == len(ratios)
+    assert b.low == pytest.approx(_percentile(ratios, 10), abs=6e-5)     # the file keeps 4 decimals
+    assert b.high == pytest.approx(_percentile(ratios, 90), abs=6e-5)
+    assert b.median == pytest.approx(_percentile(ratios, 50), abs=6e-5)
+
+
+def test_the_shipped_band_table_is_fresh(study):
+    """error_bands.csv was written from the load file as it is now (its fingerprint) and equals a fresh study's bands
+    (after a change to the data or the model: `inference-ledger validate --write-bands`)."""
+    text = bands.BANDS_CSV.read_text()
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
+    fresh = accuracy_report.bands(study.served)
+    shipped = bands.load_bands()
+    assert [(b.key, b.metric, b.n, b.sources) for b in shipped] == [(b.key, b.metric, b.n, b.sources) for b in fresh]
+    for s, f in zip(shipped, fresh):
+        assert (s.low, s.median, s.high) == pytest.approx((f.low, f.median, f.high), abs=6e-5), s
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# leave one source out on a synthetic set, answer by hand
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _fake_evaluate(values, validate=True):
+    """A plan whose figures are a bandwidth efficiency e: 1,000 e tokens/s per replica, TPOT 10 ms / e, TTFT 0.1 s."""
+    e = np.asarray(values["bw_efficiency"], dtype=float)
+    return {"tokens_per_second": 1000.0 * e, "tpot_seconds": 0.01 / e, "ttft_seconds": 0.1 + 0 * e}
+
+
+def _synthetic_rows():
+    """Four sources of two rows each (one GPU, TP 1); sources a, b and c were measured at e = 0.6, source d at 0.8."""
+    base = next(r for r in load_measured_load() if r.gpus == r.tp == 1 and r.output_tok_s is not None)
+    blank = {"source_key": "", "source_group": ""}
+    rows = []
+    for src, e in (("a.example", 0.6), ("b.example", 0.6), ("c.example", 0.6), ("d.example", 0.8)):
+        for k in range(2):
+            rows.append(dataclasses.replace(base, id=f"{src}-{k}", source=f"https://{src}/page{k}", basis="total",
+                                            output_tok_s=1000.0 * e, tpot_ms=10.0 / e, itl_ms=None, ttft_ms=None, **blank))
+    return rows
+
+
+def test_leave_one_source_out_on_a_synthetic_set_by_hand(monkeypatch):
+    """Fit e on a grid {0.5, 0.6, 0.7, 0.8}. Leaving out a, b or c, two of the three training sources say 0.6: the fit
+    is 0.6 and the left-out source is predicted exactly. Leaving out d, all three say 0.6: d (0.8) is predicted at
+    600 tokens/s against 800 (-25%) and TPOT 16.67 ms against 12.5 ms (+33.3%). Over all eight rows the median
+    |error| of tokens/s is 0 (six of eight exact); fitted on every source, e = 0.6 from 8 rows of 4 sources."""
+    monkeypatch.setattr(accuracy.plan, "evaluate", _fake_evaluate)
+    p = accuracy.Parameter("bw_efficiency", "*", "*", (0.5, 0.6, 0.7, 0.8), "synthetic")
+    st = accuracy.study(_synthetic_rows(), params=[p])
+    for s in ("a.example", "b.example", "c.example"):
+        assert [f.value for f in st.per_source_fit[s]] == [0.6]
+    assert [f.value for f in st.per_source_fit["d.example"]] == [0.6]
+    by = {(f.row, f.metric): f for f in st.left_out}
+    for k in range(2):
+        assert by[(f"a.example-{k}", "output_tok_s")].error == pytest.approx(0.0, abs=1e-12)
+        assert by[(f"d.example-{k}", "output_tok_s")].error == pytest.approx(600 / 800 - 1)
+        assert by[(f"d.example-{k}", "tpot_ms")].error == pytest.approx((10 / 0.6) / 12.5 - 1)
+    g = {(x.breakdown, x.name, x.metric): x for x in accuracy_report.groups(st.left_out)}
+    assert g[("all", "all", "output_tok_s")].median_abs_error == pytest.approx(0.0, abs=1e-12)
+    assert g[("source", "d.example", "output_tok_s")].median_abs_error == pytest.approx(0.25)
+    assert g[("source", "d.example", "tpot_ms")].median_abs_error == pytest.approx(1 / 3)
+    (f,) = st.fitted
+    assert (f.value, f.rows, f.fitted) == (0.6, 8, True) and len(f.sources) == 4
+
+
+def test_a_parameter_seen_in_one_source_only_keeps_its_default(monkeypatch):
+    """With only source d left in training, e is not fitted (one source): its default stays."""
+    monkeypatch.setattr(accuracy.plan, "evaluate", _fake_evaluate)
+    rows = [r for r in _synthetic_rows() if r.source.startswith(("https://d.", "https://a."))]
+    p = accuracy.Parameter("bw_efficiency", "*", "*", (0.5, 0.6, 0.7, 0.8), "synthetic")
+    st = accuracy.study(rows, params=[p])
+    (fa,) = st.per_source_fit["a.example"]    # trained on d alone
+    assert not fa.fitted and fa.value == fa.default
+
+
+def test_a_source_is_the_rows_group_then_its_key_then_its_url():
+    row = load_measured_load()[0]
+    assert accuracy.source_of(row) == row.source_group
+    r = dataclasses.replace(row, source_group="", source_key="doc-key")
+    assert accuracy.source_of(r) == "doc-key"
+    url = "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/x.md (table)"
+    assert accuracy.source_of(dataclasses.replace(r, source_key="", source=url)) == "github.com/NVIDIA/TensorRT-LLM"
+    url = "https://www.example.org/post/a-b (section 2)"
+    assert accuracy.source_of(dataclasses.replace(r, source_key="", source=url)) == "example.org"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# segments and their parents
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _fig(engine, vendor, arch, ratio, source="s"):
+    return accuracy.Figure("r", source, "output_tok_s", engine, vendor, arch, "static", float(ratio), 1.0)
+
+
+def test_a_thin_segment_falls_back_to_its_parent():
+    """20 dense and 5 MoE TensorRT-LLM figures on NVIDIA: the MoE segment and its dense/MoE parent are thinner than
+    MIN_BAND_ROWS, so a TensorRT-LLM MoE plan takes the NVIDIA band over all 25 (ratios 1..25: 10th percentile at
+    rank 2.4 -> 3.4, 90th at rank 21.6 -> 22.6); a dense one keeps its own (ratios 1..20: 2.9 and 18.1)."""
+    assert bands.MIN_BAND_ROWS == 12
+    figs = [_fig("trtllm", "NVIDIA", "dense", k) for k in range(1, 21)] + \
+           [_fig("trtllm", "NVIDIA", "moe", k) for k in range(21, 26)]
+    table = accuracy_report.bands(figs)
+    keys = {b.key for b in table}
+    assert ("trtllm", "NVIDIA", "moe") not in keys and ("*", "NVIDIA", "moe") not in keys
+    moe = bands.pick(table, "output_tok_s", {"engine_family": "trtllm", "gpu_vendor": "NVIDIA", "architecture": "moe"})
+    assert moe.key == ("*", "NVIDIA", "*") and moe.n == 25
+    assert (moe.low, moe.high) == pytest.approx((3.4, 22.6))
+    dense = bands.pick(table, "output_tok_s", {"engine_family": "trtllm", "gpu_vendor": "NVIDIA",
+                                               "architecture": "dense"})
+    assert dense.key == ("trtllm", "NVIDIA", "dense") and (dense.low, dense.high) == pytest.approx((2.9, 18.1))
+    # a vendor with no figures at all: the all-rows band (always listed, whatever its count)
+    amd = bands.pick(table, "output_tok_s", {"engine_family": "vllm", "gpu_vendor": "AMD", "architecture": "dense"})
+    assert amd.key == ("*", "*", "*") and amd.n == 25
+
+
+def test_coverage_draws_each_sources_band_from_the_other_sources():
+    """Source x (ratios 1..12, one segment) and source y (one figure at 100): y's band comes from x alone
+    (2.1 to 10.9), so y is outside; x's band comes from y's single figure (the all-rows band: 100 to 100)."""
+    figs = [_fig("vllm", "NVIDIA", "dense", k, "x") for k in range(1, 13)] + [_fig("vllm", "NVIDIA", "dense", 100, "y")]
+    (c,) = accuracy_report.coverage(figs)
+    assert c.n == 13 and c.inside == 0.0
+    assert c.median_width == pytest.approx(1.0)   # 12 of 13 bands are 100/100
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# every plan has a band
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_every_catalog_default_plan_has_the_band_keys():
+    """Each catalog model on the default GPU and each GPU with the default model: every band key, finite, low <= high,
+    and the figures scaled by the band multipliers of the plan's own segment."""
+    choices = [(m.id, None) for m in catalog.load_models()] + [(None, g.id) for g in catalog.load_gpus()]
+    seen = 0
+    for model, gpu in choices:
+        try:
+            r = resolve.resolve(model, gpu)
+        except LedgerInputError:
+            continue                       # a choice the resolver refuses has no plan at all
+        v = plan.evaluate(r.inputs)
+        seen += 1
+        for k in BAND_KEYS:
+            assert np.isfinite(float(v[k])), (model, gpu, k)
+        for lo, hi in zip(BAND_KEYS[::2], BAND_KEYS[1::2]):
+            assert float(v[lo]) <= float(v[hi]), (model, gpu, lo)
+        want = bands.band_inputs(r.inputs["num_experts"], gpu, r.engine)
+        assert v["tokens_per_second_low"] == pytest.approx(v["tokens_per_second"] * want["band_low_tokens_per_second"])
+        assert v["tpot_seconds_high"] == pytest.approx(v["tpot_seconds"] * want["band_high_tpot"])
+    assert seen >= len(choices) * 0.8
+
+
+def test_band_lines_by_hand():
+    """Llama-3.1-70B on 4 H100 at the defaults: GPUs for 20 QPS at the band's high throughput =
+    ceil(20 / (QPS per replica x high)) x 4, and its monthly bill = GPUs x price x 730 h."""
+    v = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm").inputs)
+    hi = v["band_high_tokens_per_second"]
+    gpus = max(math.ceil(20 / (v["qps_per_replica"] * hi)), 1) * 4
+    assert v["gpus_for_qps_low"] == gpus
+    assert v["monthly_cost_qps_low"] == pytest.approx(gpus * v["price_per_gpu_hour"] * 730)
+    assert v["cost_per_million_output_tokens_high"] == pytest.approx(
+        v["price_per_gpu_hour"] * 4 / 3600 / (v["tokens_per_second"] * v["band_low_tokens_per_second"]) * 1e6)
+
+
+def test_segments_pick_their_band_rows():
+    """A MoE model on an AMD GPU and a dense one on NVIDIA read different rows; the default plan reads the default
+    engine's NVIDIA dense segment (or its parent)."""
+    moe_amd = bands.band_rows(8, "mi300x", "vllm")["output_tok_s"]
+    dense_nv = bands.band_rows(0, "h100-sxm", "vllm")["output_tok_s"]
+    assert moe_amd.gpu_vendor in ("AMD", "*") and dense_nv.gpu_vendor in ("NVIDIA", "*")
+    assert plan.INPUT_BY_NAME["band_low_tokens_per_second"].default == \
+        bands.band_inputs(0, "h100-sxm", "vllm")["band_low_tokens_per_second"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the surfaces: JSON, =PLAN, the generated page and README line
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_plan_json_and_excel_plan_carry_the_bands(capsys):
+    from inference_ledger.cli import run
+    from udfs import excel
+    with pytest.raises(SystemExit) as e:
+        run(["plan", "--model", "llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--json"])
+    assert e.value.code == 0
+    d = json.loads(capsys.readouterr().out)
+    for k in BAND_KEYS:
+        assert k in d, k
+    got = excel.plan_value("llama-3.1-8b", "h200", "tokens_per_second_high", tp=1)
+    assert got == pytest.approx(d["tokens_per_second_high"])
+
+
+def test_accuracy_page_is_generated_from_the_study(study):
+    from inference_ledger.cli.validate import accuracy_page
+    page = (ROOT / "docs" / "accuracy.md").read_text()
+    assert page == accuracy_page(study), \
+        "docs/accuracy.md is stale: run inference-ledger validate --accuracy-page docs/accuracy.md"
+
+
+def test_readme_headline_line_is_generated(study):
+    from inference_ledger.cli.validate import accuracy_line
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("<!-- accuracy-headline -->", 1)[1].split("<!-- /accuracy-headline -->", 1)[0]
+    assert section.strip() == accuracy_line(study)
+    assert "docs/accuracy.md" in section
+
+
+def test_headline_errors_are_held_out(study):
+    """The headline is the plan's held-out figures; in-sample only appears labelled."""
+    from inference_ledger.cli.validate import accuracy_tables
+    h = accuracy_report.headline(study)
+    g = {(x.breakdown, x.name, x.metric): x for x in accuracy_report.groups(study.served)}
+    assert h["output_tok_s"] == g[("all", "all", "output_tok_s")].median_abs_error
+    titles = [t for t, _ in accuracy_tables(study)]
+    assert titles[0].startswith("leave one source out") and "in-sample" in titles[-1]
