@@ -15,8 +15,9 @@ from inference_ledger.expr import Sym, eq, where
 from inference_ledger.units import CONSTANTS
 
 from . import checks, style
-from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, flag_rules, is_bill, header, line_row, list_validation, named,
-                    numeric_validation, py_value, quantity_format, scale, second_view, section, shown, verdict_rules)
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, flag_rules, header, is_bill, line_row, list_validation,
+                    named, numeric_validation, py_value, quantity_format, scale, second_view, section, shown,
+                    verdict_rules)
 from .context import Ctx
 from .load_chart import binding_limit_row
 from .plan_charts import plan_charts
@@ -143,7 +144,10 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
         ctx.put(ws, f"A{r}", q.label)
         for col, line in (("B", lo), ("D", hi)):
             value = py_value(ctx.values[line])
-            ctx.formula(ws, f"{col}{r}", Sym(named(line)), value, style.FORMULA, quantity_format(line, q.unit, value))
+            expr, shown_v = Sym(named(line)), value
+            if is_bill(line):   # no bill, so no band, for a plan that does not start
+                expr, shown_v = bill(Sym(named("verdict")), expr), bill(ctx.verdict_code, value)
+            ctx.formula(ws, f"{col}{r}", expr, shown_v, style.FORMULA, quantity_format(line, q.unit, value))
         ctx.put(ws, f"C{r}", shown(q.unit, scale(name, q.unit, ctx.values[name])))
     ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
             "rows of this deployment's segment (engine family x GPU vendor x dense/MoE), each held out from what "
