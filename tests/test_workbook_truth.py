@@ -7,6 +7,7 @@ master check's banner on every sheet, and every cell for an error value.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,50 @@ def test_mixtral_long_prompts_typed_on_plan_recalculate_without_num_errors(defau
     got = load_workbook(recalculate(typed, tmp_path / "lo"), data_only=True)
     assert _errors(got) == []
     assert _cell(got, "verdict").value in (0, 1, 2, 3) and _cell(got, "master_check").value in (0, 1)
+
+
+#: A sample of plans (build and plan take the same options): each verdict, MoE and dense, one and many GPUs.
+SAMPLE = {
+    "meets": ["--model", "llama-3.1-70b", "--gpu", "h100"],
+    "does not fit": ["--model", "deepseek-v3", "--gpu", "h200"],
+    "does not fit, 405B on L4": ["--model", "llama-3.1-405b", "--gpu", "l4"],
+    "below the concurrency": ["--model", "llama-3.1-70b", "--gpu", "h100", "--tp", "2"],
+    "misses a target": ["--model", "llama-3.1-8b", "--gpu", "l4", "--tpot-target", "0.005"],
+    "MoE long prompts": ["--model", "mixtral-8x7b", "--gpu", "h200", "--tp", "2", "--input-tokens", "7680",
+                         "--concurrency", "256"],
+    "MoE over two nodes": ["--model", "deepseek-v3", "--gpu", "h100", "--weight-dtype", "fp8", "--tp", "8", "--pp", "2"],
+}
+
+
+def _plan_json(args) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("case", sorted(SAMPLE))
+def test_the_workbook_verdict_after_libreoffice_equals_the_cli_verdict(case, soffice, tmp_path):
+    args = SAMPLE[case]
+    want = _plan_json(args)
+    proc = _build(args, tmp_path / "plan.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    got = load_workbook(recalculate(tmp_path / "plan.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "verdict").value == want["verdict"]
+    assert _verdict_words(got) == want["verdict_words"]
+    assert _cell(got, "master_check").value == int(want["verdict"] == 3)
+    assert _errors(got) == []
+
+
+@pytest.mark.libreoffice
+def test_an_input_the_cli_refuses_is_the_invalid_verdict_in_the_workbook(default_book, soffice, tmp_path):
+    """TP 3 for 70B: `plan` refuses it (exit 2, one line); typed into the workbook, the verdict is invalid input."""
+    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", "--model", "llama-3.1-70b",
+                           "--gpu", "h100", "--tp", "3"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    wb = load_workbook(default_book)
+    _cell(wb, "tp").value = 3
+    wb.save(tmp_path / "tp3.xlsx")
+    got = load_workbook(recalculate(tmp_path / "tp3.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "verdict").value == -1 and _verdict_words(got).startswith("invalid input: ")
