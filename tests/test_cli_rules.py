@@ -334,6 +334,12 @@ MISTAKES = [
     (MAIL, 2, "give --smtp HOST:PORT"),
     (MAIL + ["--eml", "{t}/missing/m.eml"], 1, "folder"),
     (MAIL + ["--smtp", "127.0.0.1:1", "-o", "{t}/p.xlsx", "--timeout", "2"], 1, "not sent"),
+    # calibrate
+    (["calibrate", "{t}/four.csv", "--model", "llama-3.1-8b", "-o", "{t}/p.csv"], 2,
+     "four.csv: not a file this reads"),
+    (["calibrate", "{t}/binary.json", "--model", "llama-3.1-8b", "-o", "{t}/p.csv"], 2, "binary.json: not UTF-8 text"),
+    (["calibrate", "{t}/nothing.json", "-o", "{t}/p.csv"], 2, "'FILE...'"),
+    (["calibrate", "{t}/four.csv", "-o", "{t}/p.xlsx"], 2, "'.xlsx' is not a format this writes"),
     # catalogs
     (["models", "--csv"], 2, "No such option"),
     (["gpus", "--csv"], 2, "No such option"),

@@ -66,6 +66,29 @@ def test_sheet_table_lists_every_sheet():
     assert named == set(shipped)
 
 
+CALIBRATE_FLOW = re.compile(r"## Calibrate on your own measurements.*?```bash\n(.*?)\n```\n```text\n(.*?)\n```", re.S)
+
+
+def test_calibration_flow_runs_and_prints_what_the_readme_shows(tmp_path, monkeypatch):
+    """The three-command flow: files in, `calibrate`, a calibrated `build` (run where the README's paths hold)."""
+    import glob
+
+    block, shown = CALIBRATE_FLOW.search(README.read_text()).groups()
+    commands = [c for c in block.replace("\\\n", " ").splitlines() if c.startswith("inference-ledger ")]
+    assert [shlex.split(c)[1] for c in commands] == ["calibrate", "build"]
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for c in commands:
+        argv = [m for a in shlex.split(c) for m in (sorted(glob.glob(a)) if "*" in a else [a])]
+        outputs.append(_cli(shlex.join(argv)))
+    (code1, out1, err1), (code2, out2, err2) = outputs
+    assert code1 == 0 and code2 == 0, (err1, err2)
+    assert out1.rstrip("\n") == shown, "README output of the calibrate example is stale"
+    assert "calibrated from your measurements: profile.csv" in out2
+    assert (tmp_path / "profile.csv").exists() and (tmp_path / "plan.xlsx").exists()
+
+
 def update() -> None:
     """Rewrite every output block of the README from its command."""
     text = README.read_text()

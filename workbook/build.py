@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from openpyxl import Workbook
 
 from inference_ledger import __version__, engines, plan, resolve
+from inference_ledger.calibrate_profile import read_profile
 from inference_ledger.files import check_target, write_bytes
 from inference_ledger.finance import finance_options
 
@@ -107,7 +108,7 @@ def resolve_build(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, con
 def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, config=None, context=None,
                  engine=None, scenarios: Optional[Sequence[Scenario] | str | os.PathLike] = None,
                  forecast_months: Optional[int] = None, currency: Optional[str] = None,
-                 currency_symbol: Optional[str] = None, **numbers) -> Ctx:
+                 currency_symbol: Optional[str] = None, profile=None, **numbers) -> Ctx:
     """The plan the workbook opens on, assembled as ``inference-ledger plan`` does.
 
     Catalog lookups and defaults, then the engine's defaults for this GPU and TP
@@ -115,8 +116,15 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     :func:`inference_ledger.cli.build.build_options` collects: ``config`` (a
     config.json whose model joins the Models sheet and is selected), ``context`` (prompt
     + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
-    input names; None means "not given".
+    input names; None means "not given".  ``profile`` (a path or an
+    :class:`inference_ledger.calibrate_profile.Profile`) puts its fitted inputs beneath the numbers given; the
+    Calibration sheet then shows its measured rows against the catalog and calibrated predictions.
     """
+    if isinstance(profile, (str, os.PathLike)):
+        profile = read_profile(profile)
+    given = dict(numbers)
+    if profile is not None:
+        numbers = {**numbers, **{k: v for k, v in profile.values.items() if numbers.get(k) is None}}
     r = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context, engine=engine,
                       numbers=numbers)
     explicit, inputs = r.explicit, r.inputs
@@ -142,6 +150,10 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
                                                                                    currency_symbol)
     st = standing(ctx, ctx.values["verdict"])
     ctx.master_value, ctx.checks_pass, ctx.rule_broken = st.master, st.checks_pass, st.rule_broken
+    ctx.profile = profile
+    # the same choice without the profile: what the Calibration sheet calls the catalog prediction
+    ctx.catalog_inputs = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context,
+                                       engine=engine, numbers=given).inputs if profile is not None else inputs
     return ctx
 
 

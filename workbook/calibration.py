@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import engine_ledger
+from inference_ledger import engine_ledger, engines
 from inference_ledger import ledger
 from inference_ledger import plan
 from inference_ledger.expr import Sym, abs_, and_, eq, isnumber, where
@@ -250,5 +250,73 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
         ctx.formula(ws, f"B{r}", formula, _plain(value), style.FORMULA, "0.0%")
         ctx.define(name, ws, f"B{r}")
         _note(ctx, ws, r, f"Type ={name} into Plan's '{plan.INPUT_BY_NAME[default_input].label}' input to use it.")
+    r = _profile_section(ctx, ws, r + 2)
     ws.freeze_panes = f"B{FIRST}"
     ws.print_area = f"A1:{get_column_letter(20)}{r}"
+
+
+#: The profile section's comparisons: (plan line, header, unit, factor to the shown unit, format).
+PROFILE_COLS = (("tokens_per_second", "Output tokens/s", "tokens/s", 1, "#,##0.0"),
+                ("tpot_seconds", "TPOT (ms)", "ms", MS_PER_S, "0.00"),
+                ("ttft_seconds", "TTFT (ms)", "ms", MS_PER_S, "#,##0"),
+                ("kv_capacity_tokens", "KV cache tokens", "tokens", 1, "#,##0"))
+#: Workload columns of a measured row.
+PROFILE_WORKLOAD = (("concurrency", "Concurrency"), ("input_tokens", "Prompt tokens"),
+                    ("output_tokens", "Output tokens"), ("max_model_len", "max_model_len"))
+
+
+def profile_predictions(ctx: Ctx, row: dict) -> dict[str, tuple[float, float]]:
+    """(catalog prediction, calibrated prediction) of each measured figure of a profile row, by the plan's lines
+    at that row's workload: the Plan's inputs without the profile and with it."""
+    def at(inputs: dict) -> dict:
+        v = dict(inputs)
+        for k in ("concurrency", "input_tokens", "output_tokens", "gpu_memory_utilization"):
+            if k in row:
+                v[k] = row[k]
+        if "max_model_len" in row:   # a start-up log: the engine's prefill chunk follows its max_model_len
+            v["max_num_batched_tokens"] = engines.get_engine(ctx.engine).batched_tokens(
+                v["gpu_memory_bytes"], ctx.choice.get("gpu", ""), int(row["max_model_len"]))
+        return plan.evaluate(v, validate=False)
+
+    cat, cal = at(ctx.catalog_inputs), at(ctx.inputs)
+    return {line: (float(cat[line]), float(cal[line])) for line, *_ in PROFILE_COLS if line in row}
+
+
+def _profile_section(ctx: Ctx, ws, r: int) -> int:
+    """The measured rows of a --profile beside the catalog's and the calibrated predictions (values)."""
+    prof = getattr(ctx, "profile", None)
+    if prof is None:
+        return r - 2
+    ctx.put(ws, f"A{r}", "Calibrated from your measurements", style.SECTION)
+    r += 1
+    fitted = ", ".join(f"{k} = {v:.4g}" for k, v in prof.values.items()) or "nothing fitted"
+    _note(ctx, ws, r, f"Profile {prof.path} (fitted {prof.date or 'undated'}): {fitted}. Plan uses these values "
+                      "(options given to build win). Each row: what the file measured, what the plan predicts at "
+                      "its workload from the catalog defaults, and with the fitted values (the plan's own lines).")
+    ctx.put(ws, f"A{r}", "Profile", style.HEADER)
+    r += 1
+    heads = ["File"] + [h for _, h in PROFILE_WORKLOAD]
+    for _, h, _, _, _ in PROFILE_COLS:
+        heads += [f"{h} measured", f"{h} catalog", f"{h} calibrated"]
+    for j, h in enumerate(heads):
+        ctx.put(ws, f"{get_column_letter(j + 1)}{r}", h, style.HEADER)
+    for row in prof.measured:
+        r += 1
+        pred = profile_predictions(ctx, row)
+        cells: list = [Path_name(row.get("file", ""))] + [row.get(k) for k, _ in PROFILE_WORKLOAD]
+        for line, _h, _u, factor, _fmt in PROFILE_COLS:
+            if line in row:
+                c, k = pred[line]
+                cells += [row[line] * factor, c * factor, k * factor]
+            else:
+                cells += [None, None, None]
+        fmts = [None] + ["#,##0"] * len(PROFILE_WORKLOAD) + [f for *_, f in PROFILE_COLS for _ in range(3)]
+        for j, (v, f) in enumerate(zip(cells, fmts)):
+            ctx.put(ws, f"{get_column_letter(j + 1)}{r}", v, style.INPUT if j == 0 else None, f)
+    return r
+
+
+def Path_name(path: str) -> str:
+    """A file as the sheet names it: its last two path parts (the sheet may be mailed; no local folders)."""
+    parts = str(path).replace("\\", "/").split("/")
+    return "/".join(parts[-2:])

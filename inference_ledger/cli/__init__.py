@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
               "fit verdict."),
     "recommend": ("inference_ledger.cli.recommend", "recommend_cmd", "Deployments that meet the QPS, TTFT and "
                   "TPOT targets, cheapest per month first."),
+    "calibrate": ("inference_ledger.cli.calibrate", "calibrate_cmd", "Fit the plan to your benchmark results and "
+                  "engine logs; write a profile for --profile."),
     "validate": ("inference_ledger.cli.validate", "validate_cmd", "Compare predictions with measured deployments "
                  "(weights, KV cache, engine start, TPOT)."),
 }

@@ -69,6 +69,11 @@ def build_cmd(output: str, **options: Any) -> None:
     """
     from workbook.build import build_workbook  # openpyxl loads only for the commands that write workbooks
 
+    from inference_ledger.cli.options import calibrated_line, load_profile
+
+    options["profile"] = prof = load_profile(options.get("profile"))
     path, values = build_workbook(output, **options)
     click.echo(f"wrote {path}: {verdict.words_of(values['verdict'])} ({values['total_bytes_per_gpu'] / 1e9:,.1f} GB per GPU of "
                f"{values['usable_bytes_per_gpu'] / 1e9:,.1f} GB usable)")
+    if prof is not None:
+        click.echo(calibrated_line(prof))

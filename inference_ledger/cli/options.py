@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Callable, Optional
 
 import click
 
@@ -27,3 +27,29 @@ def write_options(f: Callable) -> Callable:
 def check_output(path: str, fmt: str, option: str = "--output") -> None:
     """Refuse a wrong output name or a target that must not be replaced, before any work is done."""
     files.check_target(path, fmt, option)
+
+
+def profile_option(f: Callable) -> Callable:
+    """Add --profile: plan inputs fitted by `inference-ledger calibrate` (inference_ledger.calibrate_profile.read_profile)."""
+    return click.option("--profile", metavar="PROFILE.csv", type=click.Path(exists=True, dir_okay=False),
+                        help="A profile written by `inference-ledger calibrate`: its fitted plan inputs replace the "
+                             "defaults (options you give still win), and the output says it is calibrated from your "
+                             "measurements and names their files.")(f)
+
+
+def load_profile(path: Optional[str]):
+    """The profile at ``path`` (None without one); a bad row is one line naming the file and the row (exit 2)."""
+    if path is None:
+        return None
+    from inference_ledger.calibrate_profile import read_profile
+
+    return read_profile(path)
+
+
+def calibrated_line(profile) -> str:
+    """The words every command prints under a calibrated plan."""
+    d = profile.deployment
+    where = ", ".join(f"{k} {d[k]}" for k in ("model", "gpu", "tp", "engine") if d.get(k))
+    return (f"calibrated from your measurements: {profile.path} ({', '.join(f'{k} {v:.4g}' for k, v in profile.values.items())}; "
+            f"fitted {profile.date or 'undated'} on {where or 'the given deployment'} from "
+            f"{', '.join(profile.sources) or 'files not named'})")

@@ -18,6 +18,7 @@ import click
 
 from inference_ledger import engines, resolve, serving
 from inference_ledger.args import LedgerInputError
+from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
 from inference_ledger.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
@@ -172,7 +173,7 @@ def plan_options(f: Callable) -> Callable:
     ]
     for opt in reversed(named + numeric):
         f = opt(f)
-    return f
+    return profile_option(f)
 
 
 def option_hint(name: str) -> str:
@@ -245,6 +246,9 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         --hbm-bw 3.35TB/s --peak-flops 989TFLOPS --tp 4
     """
     prefill = {k: options.pop(k) for k in PREFILL}
+    profile = load_profile(options.pop("profile", None))
+    if profile is not None:
+        options.update({k: v for k, v in profile.values.items() if options.get(k) is None})
     if disaggregated:
         from inference_ledger.cli.disaggregated import plan_disaggregated  # only this mode needs it
         click.echo(plan_disaggregated(options, prefill, as_json))
@@ -254,6 +258,10 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
     if as_json:
         doc = plan_json(values, model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
                         kv_dtype=desc["kv_dtype"], engine=desc["engine"])
+        if profile is not None:
+            doc["calibration"] = profile.describe()
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(plan_table(values, title=title(values, desc)))
+        if profile is not None:
+            click.echo(calibrated_line(profile))

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 import click
 
 from inference_ledger import catalog, engines
-from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.options import calibrated_line, check_output, load_profile, profile_option, write_options
 from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
 from inference_ledger.plan import INPUT_BY_NAME
@@ -67,10 +67,11 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the targets and the plans, each with its full plan.")
 @click.option("--output", "-o", metavar="PATH", help="Also write the plans as a workbook (.xlsx, live formulas) or .csv.")
 @input_options((SWEPT - {"input_tokens"}) | set(TARGETS.values()), scope="every plan")
+@profile_option
 @write_options
 def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[float], gpu: Optional[str], tp: str,
                   max_gpus: int, disaggregated: bool, weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
-                  **numbers: Optional[float]) -> None:
+                  profile: Optional[str], **numbers: Optional[float]) -> None:
     """Deployments that meet the QPS, TTFT and TPOT targets, cheapest per month first.
 
     One per model, GPU and replica size (GPUs per replica), each with why it is the cheapest of its kind.
@@ -82,6 +83,9 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     if output is not None:
         check_output(output, "table")
     fixed = {k: v for k, v in numbers.items() if v is not None}
+    prof = load_profile(profile)
+    if prof is not None:
+        fixed = {**prof.values, **fixed}          # the options given win over the fitted values
     for opt, name in TARGETS.items():   # checked by their Quantity type like every plan input
         value = {"qps": qps, "ttft": ttft, "tpot": tpot}[opt]
         if value is not None:
@@ -110,6 +114,8 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
                "plans": [summary(r) | {"plan": plan_json(r.values, **r.labels)} for r in found[:top]]}
         if disaggregated:
             doc["disaggregated"] = pools[:top]
+        if prof is not None:
+            doc["calibration"] = prof.describe()
         click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(_text(found, top, len({r.labels["model"] for r in found}) > 1))
@@ -118,3 +124,5 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
                        + (disaggregated_text(pools[:top]) if pools else "none meets the targets"))
         if output is not None:
             click.echo(f"wrote {output}: the top {min(top, len(found))} of {len(found)} plans")
+        if prof is not None:
+            click.echo(f"every plan {calibrated_line(prof)}")

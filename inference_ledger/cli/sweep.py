@@ -15,7 +15,7 @@ import click
 
 from inference_ledger import engines
 from inference_ledger.args import LedgerInputError
-from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.options import calibrated_line, check_output, load_profile, profile_option, write_options
 from inference_ledger.cli.plan import Quantity, default_help, option_name
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS
 from inference_ledger.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
@@ -102,9 +102,10 @@ def report_skipped(table: Table, output: str) -> None:
 @click.option("--max-rows", type=click.IntRange(1), default=DEFAULT_MAX_ROWS, show_default=True,
               help="Refuse sweeps with more rows than this (an .xlsx sheet holds 1,048,575).")
 @input_options(SWEPT)
+@profile_option
 @write_options
 def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, context: str, concurrency: str,
-              engine: str, output: str, max_rows: int, **numbers: Optional[float]) -> None:
+              engine: str, output: str, max_rows: int, profile: Optional[str], **numbers: Optional[float]) -> None:
     """Every combination of the lists, one row each, with a fit verdict.
 
     The .xlsx keeps every plan line as a live formula over its row (change an input on
@@ -117,6 +118,9 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
         --tp 1,2,4,8 --weight-dtype bf16,fp8 --context 4096,32768 --concurrency 1,16,64 -o sweep.xlsx
     """
     check_output(output, "table")
+    prof = load_profile(profile)
+    if prof is not None:
+        numbers = {**numbers, **{k: v for k, v in prof.values.items() if numbers.get(k) is None}}
     spec = SweepSpec(
         model=split_list("model", model, ids=True), gpu=split_list("gpu", gpu, ids=True),
         tp=split_list("tp", tp, int, "tp"),
@@ -126,3 +130,5 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
     table = build_sweep(spec, max_rows=max_rows)
     write_with_progress(table, output, "sweep")
     report_skipped(table, output)
+    if prof is not None:
+        click.echo(f"every row {calibrated_line(prof)}")
