@@ -127,7 +127,8 @@ def test_scenario_rows_equal_the_python_ledger(books):
     assert len(DEFAULT_SCENARIOS) >= 20
     # the groups a reader scans, in order, each under its header in row 5; the rest is one collapsed detail group
     groups = [ws.cell(5, c).value for c in range(1, ws.max_column + 1) if ws.cell(5, c).value]
-    assert groups[:7] == ["Scenario", "Choice", "Workload", "Memory per GPU", "Speed", "Cost", "Verdict"]
+    assert groups[:7] == ["Scenario", "Choice", "Workload", "Memory per GPU", "Speed",
+                          "Cost (catalog price of the row's GPU)", "Verdict"]
     assert groups[7].startswith("Detail")
     first_detail = next(c for c in range(1, ws.max_column + 1) if str(ws.cell(5, c).value).startswith("Detail"))
     assert first_detail <= 35  # ~32 columns to read (the layout: TP, PP, EP, DP attention), down from ~130

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
+from inference_ledger import catalog
 from workbook.recalc import recalculate
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
@@ -191,3 +192,25 @@ def test_an_input_the_cli_refuses_is_the_invalid_verdict_in_the_workbook(default
     wb.save(tmp_path / "tp3.xlsx")
     got = load_workbook(recalculate(tmp_path / "tp3.xlsx", tmp_path / "lo"), data_only=True)
     assert _cell(got, "verdict").value == -1 and _verdict_words(got).startswith("invalid input: ")
+
+
+@pytest.mark.libreoffice
+def test_scenarios_cost_at_the_catalog_price_and_say_so(default_book, soffice, tmp_path):
+    """A price typed into the Plan's override is the Plan's: Scenarios rows keep their GPU's catalog price, and
+    their cost columns say so."""
+    wb = load_workbook(default_book)
+    price = _cell(wb, "price_per_gpu_hour")
+    price.parent[f"D{price.row}"].value = 9.99          # the override beside the catalog lookup
+    wb.save(tmp_path / "price.xlsx")
+    got = load_workbook(recalculate(tmp_path / "price.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "price_per_gpu_hour").value == 9.99
+    ws = got["Scenarios"]
+    cols = {ws.cell(8, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(8, c).value}
+    c = cols["price_per_gpu_hour"]
+    label = ws.cell(6, c).value
+    assert "catalog" in label and "override does not apply" in label
+    h100 = [r for r in range(9, ws.max_row + 1) if ws.cell(r, cols["gpu_id"]).value == "h100-sxm"]
+    listed = catalog.get_gpu("h100-sxm").price_per_gpu_hour        # the GPUs sheet's H100 price, not 9.99
+    assert listed != 9.99 and h100 and all(ws.cell(r, c).value == listed for r in h100)
+    groups = [ws.cell(5, k).value for k in range(1, c + 1) if ws.cell(5, k).value]
+    assert groups[-1] == "Cost (catalog price of the row's GPU)"
