@@ -214,3 +214,20 @@ def test_scenarios_cost_at_the_catalog_price_and_say_so(default_book, soffice, t
     assert listed != 9.99 and h100 and all(ws.cell(r, c).value == listed for r in h100)
     groups = [ws.cell(5, k).value for k in range(1, c + 1) if ws.cell(5, k).value]
     assert groups[-1] == "Cost (catalog price of the row's GPU)"
+
+
+def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_path):
+    """Both options run the peak fleet every hour; requests per day size only the base the buy option owns.  So
+    more requests a day move the buy option's NPV (a larger owned base), not the rent-everything one, and its
+    label says so (once it read as a number that ought to have moved)."""
+    got = {}
+    for rpd in (1_000_000, 1_500_000):
+        proc = _build(["--requests-per-day", str(rpd)], tmp_path / f"{rpd}.xlsx")
+        assert proc.returncode == 0, proc.stderr
+        got[rpd] = load_workbook(tmp_path / f"{rpd}.xlsx", data_only=True)
+    buy = [_cell(wb, "forecast_npv_buy").value for wb in got.values()]
+    rent = [_cell(wb, "forecast_npv_rent").value for wb in got.values()]
+    assert buy[0] != buy[1] and rent[0] == rent[1]
+    ws = got[1_000_000]["Forecast"]
+    row = _cell(got[1_000_000], "forecast_npv_rent").row
+    assert "requests per day do not enter" in ws[f"A{row}"].value
