@@ -231,3 +231,23 @@ def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_
     ws = got[1_000_000]["Forecast"]
     row = _cell(got[1_000_000], "forecast_npv_rent").row
     assert "requests per day do not enter" in ws[f"A{row}"].value
+
+
+@pytest.mark.libreoffice
+def test_an_average_above_the_peak_is_flagged(default_book, soffice, tmp_path):
+    """2,000,000 requests a day is 23.1 requests/s on average, above the 20 QPS peak the fleet is sized for."""
+    wb = load_workbook(default_book)
+    rpd = _cell(wb, "requests_per_day")
+    flag = rpd.parent[f"D{rpd.row}"]
+    assert flag.value.startswith("=")                       # a live flag beside the input
+    rpd.value = 2_000_000
+    wb.save(tmp_path / "rpd.xlsx")
+    got = load_workbook(recalculate(tmp_path / "rpd.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "target_qps").value == 20
+    assert got["Plan"][flag.coordinate].value == "average above the peak QPS"
+    checks = got["Checks"]
+    row = next(r for r in range(1, checks.max_row + 1)
+               if str(checks[f"B{r}"].value).startswith("Finding: the average load"))
+    assert checks[f"C{row}"].value == 0
+    fresh = load_workbook(default_book, data_only=True)
+    assert fresh["Plan"][flag.coordinate].value in (None, "")   # 1,000,000 a day is 11.6/s: no flag

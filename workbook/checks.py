@@ -25,7 +25,7 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger import ledger, plan
 from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
-from inference_ledger.units import VERDICT_MEETS
+from inference_ledger.units import SECONDS_PER_DAY, VERDICT_MEETS
 
 from . import style
 from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, section
@@ -126,6 +126,10 @@ SEED_CHECKLIST: tuple[Check, ...] = (
 
 # --- integrity of the plan's inputs ------------------------------------------------------------
 
+#: The words of the requests-per-day finding (its Checks row and the flag beside the input on Plan).
+AVERAGE_ABOVE_PEAK_FINDING = "Finding: the average load (requests per day) is within the peak QPS"
+AVERAGE_ABOVE_PEAK_FLAG = "average above the peak QPS"
+
 
 def tp_splits_kv_heads(mla_latent_dim, kv_heads, tp):
     return or_(ge(mla_latent_dim, 1), eq(mod(kv_heads, tp), 0), eq(mod(tp, kv_heads), 0))
@@ -163,6 +167,18 @@ PLAN_INTEGRITY: tuple[Check, ...] = (
     Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),
 )
 
+def average_within_peak(requests_per_day, target_qps):
+    """The daily average (requests per day / 86,400 s) is no more than the peak the fleet is sized for."""
+    return le(requests_per_day / SECONDS_PER_DAY, target_qps)
+
+
+#: Findings about the plan's inputs: shown (and flagged on Plan), outside the master check, since `plan` takes them.
+INPUT_FINDINGS: tuple[Check, ...] = (
+    Check(AVERAGE_ABOVE_PEAK_FINDING, "Requests per day / 86,400 s <= the target (peak) QPS: an average above the "
+          "peak sizes the average-load bill (Cost sheet, Forecast base) larger than the peak fleet.",
+          average_within_peak, counts=False),
+)
+
 #: Catalog columns that must be positive in every row: (sheet, field).
 POSITIVE_FIELDS = (
     ("GPUs", "memory_bytes"), ("GPUs", "memory_runtime_bytes"), ("GPUs", "hbm_bw"), ("GPUs", "bf16_flops"),
@@ -197,6 +213,9 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
         rows.append((group, chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
     for chk in PLAN_INTEGRITY:
         rows.append(("Integrity", chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
+    for chk in INPUT_FINDINGS:
+        rows.append(("Findings (not in the master check)", chk.label, chk.doc, one_zero(chk(refs)),
+                     int(one_zero(chk(vals)))))
     rows += finance_checks(ctx)
     for sheet, field in POSITIVE_FIELDS:
         t = ctx.tables[sheet]

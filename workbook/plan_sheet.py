@@ -123,6 +123,12 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     dv.add(typed)
     if lk is None:
         ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
+        if inp.name == "requests_per_day":   # flagged beside the input (a finding on Checks; `plan` takes it)
+            ok = checks.average_within_peak
+            ctx.formula(ws, f"D{r}", where(ok(Sym(coord), Sym(named("target_qps"))), "", checks.AVERAGE_ABOVE_PEAK_FLAG),
+                        where(ok(ctx.inputs[inp.name], ctx.inputs["target_qps"]), "", checks.AVERAGE_ABOVE_PEAK_FLAG),
+                        style.NOTE)
+            ws[f"D{r}"].font = Font(color=style.RED[1], bold=True)
     else:
         formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
         ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
