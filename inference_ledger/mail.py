@@ -62,12 +62,14 @@ class Verdict:
     verdict: int  # the plan's verdict code (inference_ledger.verdict)
     tpot_seconds: float
     monthly_cost_qps: float
+    #: The plan's answer in sentences (inference_ledger.summary: what `plan` prints first and the Summary sheet says)
+    sentences: tuple[str, ...] = ()
 
     @classmethod
-    def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str) -> "Verdict":
+    def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str, sentences: Sequence[str] = ()) -> "Verdict":
         """From the values of ``inference_ledger.plan.evaluate`` and the catalog ids of the model and GPU."""
         return cls(model, gpu, int(plan["gpus_per_replica"]), int(plan["gpus_for_qps"]), int(plan["verdict"]),
-                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]))
+                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]), tuple(sentences))
 
     def rows(self) -> list[tuple[str, str]]:
         return [
@@ -86,14 +88,16 @@ class Verdict:
     def text(self) -> str:
         width = max(len(k) for k, _ in self.rows())
         table = "\n".join(f"  {k + ':':<{width + 1}} {v}" for k, v in self.rows())
-        return (f"Inference plan: {self.headline()}.\n\n{table}\n\n"
+        said = "".join(f"{s}\n" for s in self.sentences)
+        return (f"Inference plan: {self.headline()}.\n\n{said}{chr(10) if said else ''}{table}\n\n"
                 "The attached workbook holds the memory, compute and bandwidth ledgers; it recalculates\n"
                 "in Excel or LibreOffice when you change an input.\n")
 
     def html(self) -> str:
         e = html.escape
         cells = "\n".join(f'<tr><th align="left">{e(k)}</th><td>{e(v)}</td></tr>' for k, v in self.rows())
-        return (f"<html><body>\n<p>Inference plan: <b>{e(self.headline())}</b>.</p>\n"
+        said = "".join(f"<p>{e(s)}</p>\n" for s in self.sentences)
+        return (f"<html><body>\n<p>Inference plan: <b>{e(self.headline())}</b>.</p>\n{said}"
                 f'<table cellpadding="4">\n{cells}\n</table>\n'
                 "<p>The attached workbook holds the memory, compute and bandwidth ledgers; it recalculates "
                 "in Excel or LibreOffice when you change an input.</p>\n</body></html>\n")

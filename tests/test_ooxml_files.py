@@ -101,7 +101,7 @@ def test_every_chart_carries_the_values_it_plots(files, kind):
     n = 0
     with zipfile.ZipFile(files[kind]) as z:
         charts = [x for x in z.namelist() if x.startswith("xl/charts/chart")]
-        assert len(charts) == 11  # Plan 2, Load 2, TCO 3, Forecast 2, Sensitivity 2
+        assert len(charts) == 13  # Summary 2, Plan 2, Load 2, TCO 3, Forecast 2, Sensitivity 2
         for name in charts:
             root = etree.fromstring(z.read(name))
             for ref in root.iter(f"{C}numRef", f"{C}strRef"):
@@ -122,8 +122,9 @@ def test_every_chart_carries_the_values_it_plots(files, kind):
     # Plan: 4 bar series (title, categories, values), 3 scatter series (x, y; titles are text) = 18;
     # TCO: 5 utilization lines x 3 + 2 scenario bars x 3 = 21; Forecast: 6 series x 2 (titles are text) = 12;
     # Sensitivity: 2 tornadoes x 2 series x 2 = 8
-    # Load: tokens/s + KV marker, TPOT + KV marker + TPOT target (x, y each) = 10
-    assert n == 59 + 2 * 2 + 3 * 2
+    # Load: tokens/s + KV marker, TPOT + KV marker + TPOT target (x, y each) = 10;
+    # Summary: cost by scenario (title, categories, values) = 3, tokens/s + TPOT + TPOT target (x, y each) = 6
+    assert n == 59 + 2 * 2 + 3 * 2 + 3 + 6
 
 
 def test_charts_are_only_in_the_workbook_and_template(files):
@@ -131,7 +132,7 @@ def test_charts_are_only_in_the_workbook_and_template(files):
     for kind in KINDS:
         with zipfile.ZipFile(files[kind]) as z:
             charts = [n for n in z.namelist() if n.startswith("xl/charts/")]
-        assert len(charts) == (11 if kind in ("workbook", "template") else 0), kind
+        assert len(charts) == (13 if kind in ("workbook", "template") else 0), kind
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -50,10 +50,12 @@ from .ledgers import ledger_sheet
 from .load_chart import load_sheet
 from .package import package
 from .plan_sheet import plan_sheet
+from .printing import finish
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .scenarios_sheet import scenarios_sheet
 from .sensitivity import add_sensitivity_sheet
 from .start import DESCRIPTION, TITLE, start_sheet
+from .summary import BUILD_LAST, summary_sheet
 from .tables import is_lookup, load_tables, lookup
 from .tco import add_tco_sheet
 
@@ -64,6 +66,7 @@ __all__ = ["SHEET_BUILDERS", "SELECTOR_NAMES", "build_date", "build_workbook", "
 
 #: The workbook, sheet by sheet, in display order (one line per sheet: add a sheet by adding its line).
 SHEET_BUILDERS: list[SheetBuilder] = [
+    summary_sheet,
     start_sheet,
     plan_sheet,
     ledger_sheet("memory", "Memory"),
@@ -168,16 +171,23 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     ctx.wb = wb
     style.register(wb)
     style.set_currency(ctx.currency_code, ctx.currency_symbol)
+    builders = list(SHEET_BUILDERS) + list(extra_sheets)
+    made: dict[int, list] = {}
     try:
-        for builder in list(SHEET_BUILDERS) + list(extra_sheets):
+        # a sheet that reads the others (the Summary) is built last and put back in its place in the list
+        for k, builder in sorted(enumerate(builders), key=lambda kb: kb[1] in BUILD_LAST):
+            before = set(wb.sheetnames)
             builder(wb, ctx)
+            made[k] = [ws for ws in wb.worksheets if ws.title not in before]
+        wb._sheets = [ws for k in sorted(made) for ws in made[k]]
+        finish(wb, ctx, TITLE)   # every sheet's print setup and link back to the Summary, in one pass
     finally:
         style.set_currency("USD", "$")
     for ws in wb.worksheets:
         fit_rows(ws)
-    wb.active = 1  # open on Plan
+    wb.active = 0  # open on the Summary
     for ws in wb.worksheets:
-        ws.sheet_view.tabSelected = ws.title == "Plan"
+        ws.sheet_view.tabSelected = ws is wb.worksheets[0]
     wb.calculation.fullCalcOnLoad = True
     p = wb.properties
     p.creator = "inference-ledger"

@@ -210,6 +210,14 @@ def bill(code, value):
     return value if float(code) >= 1 else verdict.words_of(float(code))
 
 
+def verdict_words(ctx: Ctx) -> tuple[Sym, str]:
+    """The Plan's verdict in words (formula, value): the invalid-input words name the first broken rule."""
+    code = Sym(named("verdict"))
+    words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
+    value = verdict.words_of(ctx.verdict_code) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
+    return words, value
+
+
 def _text(x) -> str:
     return x.text if isinstance(x, Sym) else Sym(str(x)).text
 

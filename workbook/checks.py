@@ -298,21 +298,28 @@ def checks_sheet(wb, ctx: Ctx) -> None:
             "pass and the verdict is \"fits, meets targets\"; it shows on every sheet. Findings describe the plan "
             "and are not counted.", style.NOTE)
     ws.merge_cells("A3:D3")
-    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies"])
+    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies", "Failure no."])
     rows = check_rows(ctx)
     # the counted checks first, in one block (the verdict looks for the first broken one), then the findings
     rows = [x for x in rows if not x[0].startswith("Findings")] + [x for x in rows if x[0].startswith("Findings")]
     r = 5
     counted: list[int] = []
+    failures = 0
     for group, label, doc, formula, value in rows:
         r += 1
-        ctx.put(ws, f"A{r}", group)
+        ctx.put(ws, f"A{r}", group, style.NOTE)
         ctx.put(ws, f"B{r}", label, style.NOTE)
         ctx.formula(ws, f"C{r}", _guarded(formula), value, style.CHECK, "0")
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
             counted.append(r)
+            # the failures numbered 1, 2 ... in sheet order: the Summary lists them in words
+            failures += value == 0
+            ctx.formula(ws, f"E{r}", where(eq(Sym(f"C{r}"), 0), Sym(f"COUNT(E$5:E{r - 1})+1"), ""),
+                        failures if value == 0 else "", style.FORMULA, "0")
+    ctx.define("check_labels", ws, f"B6:B{r}")
+    ctx.define("check_failure_no", ws, f"E6:E{r}")
     r += 2
     section(ctx, ws, f"A{r}", "Plan inputs: choices in their catalogs, numbers in range (ranges from "
             "inference_ledger.args)")

@@ -73,7 +73,7 @@ class Ctx:
     # --- sheets ------------------------------------------------------------------
     def new_sheet(self, title: str, heading: str, widths: Mapping[str, float] = (),
                   tab: Optional[str] = None) -> Worksheet:
-        """A sheet with its title, the master check in row 2, and the print setup."""
+        """A sheet with its title and the master check in row 2 (workbook.printing sets up every sheet's printing)."""
         ws = self.wb.create_sheet(title)
         if tab:
             ws.sheet_properties.tabColor = tab
@@ -82,16 +82,6 @@ class Ctx:
         self.master_status(ws, "A2")
         for col, w in dict(widths).items():
             ws.column_dimensions[col].width = w
-        ws.page_setup.orientation = "landscape"
-        ws.page_setup.paperSize = ws.PAPERSIZE_A4
-        ws.page_setup.fitToWidth = 1
-        ws.page_setup.fitToHeight = 0
-        ws.sheet_properties.pageSetUpPr.fitToPage = True
-        ws.print_options.gridLines = False
-        ws.oddHeader.center.text = "&A"  # the sheet name
-        ws.oddHeader.right.text = "inference-ledger " + self.version
-        ws.oddFooter.center.text = "Page &P of &N"
-        ws.page_margins.left = ws.page_margins.right = 0.4
         return ws
 
     def master_status(self, ws: Worksheet, coord: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from openpyxl.styles import Font
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
 from inference_ledger import plan, verdict
@@ -17,7 +18,7 @@ from inference_ledger.units import CONSTANTS
 from . import checks, style
 from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, flag_rules, header, is_bill, line_row, list_validation,
                     named, numeric_validation, py_value, quantity_format, scale, second_view, section, shown,
-                    verdict_rules)
+                    verdict_rules, verdict_words)
 from .context import Ctx
 from .load_chart import binding_limit_row
 from .plan_charts import plan_charts
@@ -106,6 +107,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         ctx.define(const.name, ws, f"B{r}")
     _plan_results(ctx, ws, body)
     ws.print_area = f"A1:K{ws.max_row}"
+    ws.col_breaks.append(Break(id=6))   # printed: the inputs (A:E) on one page, the results (G:K) on the next
 
 
 
@@ -167,10 +169,7 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     section(ctx, ws, f"A{r}", "Verdict")
     r += 1
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
-    code = Sym(named("verdict"))
-    words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
-    value = verdict.words_of(ctx.verdict_code) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
-    ctx.formula(ws, f"B{r}", words, value, style.FORMULA)
+    ctx.formula(ws, f"B{r}", *verdict_words(ctx), style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "

@@ -29,6 +29,7 @@ from . import style
 from .calibration import _Names
 from .cells import bill, is_bill, named
 from .context import Ctx
+from .printing import chart_box, last_row_under
 
 SHEET = "TCO"
 CHEAPEST = "cheapest meeting the targets"
@@ -173,7 +174,7 @@ def _by_utilization(ctx: Ctx, ws, r: int) -> int:
     return r
 
 
-def _scenario_columns(wb) -> tuple[dict[str, str], list[int]]:
+def scenario_columns(wb) -> tuple[dict[str, str], list[int]]:
     """Column of each quantity on the Scenarios sheet (its name row) and the scenario rows."""
     sc = wb["Scenarios"]
     cols: dict[str, str] = {}
@@ -187,7 +188,7 @@ def _scenario_columns(wb) -> tuple[dict[str, str], list[int]]:
 def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     if "Scenarios" not in wb.sheetnames:
         return r
-    cols, rows = _scenario_columns(wb)
+    cols, rows = scenario_columns(wb)
     ctx.put(ws, f"A{r}", "Scenarios compared", style.SECTION)
     ctx.put(ws, f"C{r}", "One row per Scenarios row of the build; for a row added there, copy the last row here "
             "down (the charts keep the built rows).", style.NOTE)
@@ -218,6 +219,8 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ctx.formula(ws, f"E{r}", where(eq(Sym(f"D{r}"), 1), Sym(f"C{r}"), ""), val("monthly_cost_qps") if meets else "",
                     style.FORMULA, style.number_format("$/month"))
         cached[r] = (meets, val("monthly_cost_qps"))
+    for name, col in (("scenario_labels", "A"), ("scenario_meets_cost", "E"), ("scenario_cheapest", "F")):
+        ctx.define(name, ws, f"{col}{first}:{col}{first + ROOM}")   # the Summary's cheapest alternative
     candidates = [c for m, c in cached.values() if m]
     low = min(candidates) if candidates else None
     for rr, (meets, cost) in cached.items():
@@ -226,6 +229,8 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     fill = PatternFill("solid", fgColor=style.GREEN[0], bgColor=style.GREEN[0])
     ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[f'$F{first}="{CHEAPEST}"'], fill=fill,
                                                                    font=Font(color=style.GREEN[1], bold=True)))
+    # below the utilization chart above them (charts on a grid, never over each other)
+    row = max(top, last_row_under(ws, max([chart_box(ws, c)[3] for c in ws._charts], default=0.0)) + 1)
     for k, (col, title, fmt) in enumerate((("B", "$/Mtok per scenario (on demand)", style.number_format("$/Mtok")),
                                            ("C", "Monthly cost per scenario (target QPS)", style.number_format("$/month")))):
         ch = BarChart()
@@ -240,5 +245,5 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ch.height, ch.width = 12, 12
         ch.legend = None
         ch.x_axis.delete = ch.y_axis.delete = False
-        ws.add_chart(ch, f"{'J' if k == 0 else 'R'}{top}")
+        ws.add_chart(ch, f"{'J' if k == 0 else 'R'}{row}")
     return last

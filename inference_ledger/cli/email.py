@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from inference_ledger import PASSWORD_ENV
+from inference_ledger import PASSWORD_ENV, summary
 from inference_ledger.cli.build import build_options
+from inference_ledger.finance import finance_options
 from inference_ledger.cli.options import check_output, write_options
 
 
@@ -84,7 +85,10 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
     name = mail.attachment_name(model.id, gpu.id, dt.date.today())
     saved, plan = build_workbook(output if output is not None else Path.cwd() / name, **build)
     saved = Path(saved).resolve()
-    verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id)
+    verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id,
+                                     sentences=summary.sentences_of(summary.quantities(plan, chosen.describe()),
+                                                                    finance_options(None, build.get("currency"),
+                                                                                    build.get("currency_symbol"))[2]))
     msg = mail.compose(saved, verdict, sender=sender, to=recipients, cc=copies, subject=subject, filename=name)
 
     if server is None:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve, serving
+from inference_ledger import engines, resolve, serving, summary
 from inference_ledger.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
@@ -262,6 +262,8 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
             doc["calibration"] = profile.describe()
         click.echo(json.dumps(doc, indent=2))
     else:
+        # the answer first, in the sentences the email and the workbook's Summary say; then every line
+        click.echo(summary.summary_text(summary.quantities({**inputs, **values}, desc)) + "\n")
         click.echo(plan_table(values, title=title(values, desc)))
         if profile is not None:
             click.echo(calibrated_line(profile))
