@@ -12,6 +12,7 @@ import pytest
 
 from inference_ledger.cli import run
 from inference_ledger import catalog, plan, resolve, verdict
+from workbook.cells import billed
 from inference_ledger.report import plan_json
 from workbook import sweep
 from workbook.recalc import recalculate
@@ -31,7 +32,7 @@ N_ROWS = (3 * 2 + 1) * 4 * 4 * 2 * 2 * 3    # 1,344 rows
 
 
 #: The sweep's bill columns: money and fleet sizes (and the lines that read them).
-BILLED = sweep.billed_lines([l.name for l in plan.LINES])
+BILLED = billed([l.name for l in plan.LINES])
 
 
 def test_bills_are_the_money_and_fleet_lines():

@@ -42,7 +42,8 @@ from . import style
 from .calibration import add_calibration_sheet
 from .catalogs import catalog_sheet
 from .cells import DEFAULT_CHOICE, SELECTOR_NAMES, build_date, fit_rows, named, py_value
-from .checks import check_rows, checks_sheet, standing
+from .checks import check_rows
+from .checks_sheet import checks_sheet, standing
 from .context import Ctx, SheetBuilder
 from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet

@@ -201,6 +201,16 @@ def is_bill(name: str) -> bool:
     return bool(ln) and (ln.unit.startswith("$") or ln.unit in BILL_UNITS) and plan.depends_on(ln, "max_concurrency")
 
 
+def billed(names) -> set[str]:
+    """The bills among these lines and every one of them that reads a bill: each shows the verdict's words when its
+    row does not start (an IF evaluates only the branch taken, so no cell reads a text)."""
+    out: set[str] = set()
+    for ln in plan.EVALUATION_ORDER:
+        if ln.name in names and (is_bill(ln.name) or any(p in out for p in ln.params)):
+            out.add(ln.name)
+    return out
+
+
 def bill(code, value):
     """A bill's cell: the number when the plan starts (verdict >= 1), else the verdict's words ("does not fit";
     "invalid input" for the workbook's -1).  A Sym code renders the IF (Excel evaluates only the branch taken)."""

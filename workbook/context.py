@@ -57,7 +57,7 @@ class Ctx:
     engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP (not looked up by name)
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1
-    checks_pass: int = 1  # every counted check and range rule passes (workbook.checks.standing)
+    checks_pass: int = 1  # every counted check and range rule passes (workbook.checks_sheet.standing)
     rule_broken: str = ""  # the first broken rule's words when one is
     currency_code: str = "USD"  # the currency every money format shows (amounts are not converted)
     currency_symbol: str = "$"

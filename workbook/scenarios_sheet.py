@@ -18,7 +18,7 @@ from inference_ledger import plan, resolve, verdict
 from inference_ledger.expr import Sym
 
 from . import style
-from .cells import (SELECTOR_NAMES, bars, bill, flag_rules, is_bill, list_validation, named, py_value,
+from .cells import (SELECTOR_NAMES, bars, bill, billed, flag_rules, list_validation, named, py_value,
                     quantity_format, shown, verdict_rules)
 from .context import Ctx
 from .scenarios import Scenario
@@ -195,13 +195,3 @@ def _scenario_row(ctx: Ctx, ws, r: int, sc: Scenario, choice, inputs, own, cols,
                         style.FORMULA, fmt)
         else:
             ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, fmt)
-
-
-def billed(cols) -> set[str]:
-    """The grid's bill columns (workbook.cells.is_bill) and every column that reads one: each shows the verdict's
-    words when its row does not start (an IF evaluates only the branch taken, so no column reads a text)."""
-    out: set[str] = set()
-    for line in plan.EVALUATION_ORDER:
-        if line.name in cols and (is_bill(line.name) or any(p in out for p in line.params)):
-            out.add(line.name)
-    return out

@@ -38,7 +38,7 @@ from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS,
                                     build_sweep, columns, evaluate_block)
 from inference_ledger.units import CONSTANTS
 
-from .cells import bill, build_date, is_bill
+from .cells import bill, billed, build_date
 from .package import MissingCachedValue, zip_info
 from .sweep_csv import write_csv
 from .style import AMBER, GREEN, RED, number_format, shown_as
@@ -185,15 +185,6 @@ def _value_cells(prefix: str, rows: list[str], mid: str, arr: np.ndarray, formul
     return out
 
 
-def billed_lines(keys: Sequence[str]) -> set[str]:
-    """The bills among the columns (workbook.cells.is_bill) and every column that reads one."""
-    out: set[str] = set()
-    for line in plan.EVALUATION_ORDER:
-        if line.name in keys and (is_bill(line.name) or any(p in out for p in line.params)):
-            out.add(line.name)
-    return out
-
-
 def _bill_cells(prefix: str, rows: list[str], attrs: str, follow: str, arr: np.ndarray, code: np.ndarray) -> list[str]:
     """A bill column's cells: the cached number where the row starts, the verdict's words (a text result) where not."""
     starts = np.asarray(code, dtype=float) >= 1
@@ -236,8 +227,8 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
                         else plan.render(c.key, ref)[0])[1:] for c in cols if c.kind == "line"}
     # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
-    billed = billed_lines([c.key for c in cols if c.kind == "line"])
-    for key in billed:
+    bills = billed([c.key for c in cols if c.kind == "line"])
+    for key in bills:
         formulas[key] = bill(Sym(ref("verdict")), Sym(formulas[key])).text
     formats = list(dict.fromkeys(number_format(c.unit) for c in cols))
     style = {c.key: (2 + formats.index(number_format(c.unit))) if c.kind != "label" else 0 for c in cols}
@@ -288,7 +279,7 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
                 else:
                     si = si0 + formula_keys.index(c.key)
                     follow = f'><f t="shared" si="{si}"/>'
-                    if cached and c.key in billed:
+                    if cached and c.key in bills:
                         col = _bill_cells(pre, rows, attrs, follow, vals[c.key][s:e], vals["verdict"][s:e])
                     else:
                         col = (_value_cells(pre, rows, attrs + follow, vals[c.key][s:e], formula=True) if cached
