@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from inference_ledger import PASSWORD_ENV, verdict
+from inference_ledger.args import echo
 from inference_ledger.files import write_bytes
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
@@ -122,7 +123,8 @@ def parse_addresses(text: str, option: str) -> list[str]:
     out = []
     for name, addr in getaddresses([text]):
         if not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+", addr):
-            raise ValueError(f"{option}: {(name or addr or text)!r} is not an email address")
+            item = next((t.strip() for t in text.split(",") if addr and addr in t), name or addr or text)
+            raise ValueError(f"{option}: {echo(item)} is not an email address")
         out.append(addr)
     if not out:
         raise ValueError(f"{option} needs at least one email address")

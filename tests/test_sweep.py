@@ -209,7 +209,7 @@ def test_cli_writes_xlsx_without_progress_when_piped(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (("--tp", ""), "Invalid value for '--tp': empty list"),
-    (("--tp", "1,x"), "Invalid value for '--tp': 'x' is not a whole number"),
+    (("--tp", "1,x"), "Invalid value for '--tp': 'x' is not a number in GPUs"),
     (("--gpu", "h10"), "unknown GPU 'h10': did you mean"),
     (("--model", "llama-3.1-7b"), "unknown model 'llama-3.1-7b': did you mean"),
     (("--weight-dtype", "int4-kv"), "weight dtype 'int4-kv' is not a weight format"),

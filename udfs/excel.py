@@ -36,7 +36,7 @@ from typing import Any, Callable
 import xlwings as xw
 
 from inference_ledger import catalog, engines, ledger, plan, resolve, serving, verdict, whatif
-from inference_ledger.args import ARGS, Arg, LedgerInputError
+from inference_ledger.args import ARGS, Arg, LedgerInputError, echo
 from udfs._xl import Param, broadcast_call, elementwise_call
 
 CATEGORY = "inference-ledger"
@@ -225,7 +225,7 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
     if k not in plan.NAMES and k not in PLAN_LABELS:
         close = [n for n in plan.NAMES if k and k in n][:3]
         hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
-        raise LedgerInputError(f"unknown plan key {key!r}{hint}")
+        raise LedgerInputError(f"unknown plan key {echo(key)}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
                                   engine, pp, ep, dp_attention, batching)
     return labels[k] if k in labels else float(values[k])

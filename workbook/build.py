@@ -35,7 +35,7 @@ from openpyxl import Workbook
 
 from inference_ledger import __version__, engines, plan, resolve
 from inference_ledger.calibrate_profile import read_profile
-from inference_ledger.files import check_target, write_bytes
+from inference_ledger.files import check_target, write_bytes, writing
 from inference_ledger.finance import finance_options
 
 from . import style
@@ -217,6 +217,7 @@ def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_s
     if template is None:
         template = path.suffix.lower() == ".xltx"
     ctx = make_context(**options)
-    data = render_workbook(ctx, extra_sheets, template=template)
+    with writing(path):   # a full temp folder or a file-size limit: one line naming the workbook, target untouched
+        data = render_workbook(ctx, extra_sheets, template=template)
     write_bytes(path, data, "xlsx")
     return path, {k: py_value(v) for k, v in ctx.values.items()}

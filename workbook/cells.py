@@ -19,7 +19,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from inference_ledger import catalog, engines, plan, resolve, verdict
-from inference_ledger.args import LedgerInputError
+from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.expr import Sym
 from inference_ledger.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
 
@@ -261,11 +261,28 @@ def bars(ws, rng: str) -> None:
 
 
 
+#: SOURCE_DATE_EPOCH's range: the dates a zip file (an .xlsx is one) records, 1980-01-01 to 2107-12-31.
+SOURCE_DATE_RANGE = (315532800, 4354819198)
+
+
+def source_date(text: str) -> datetime:
+    """The date of SOURCE_DATE_EPOCH (seconds since 1970-01-01 UTC), or one line naming it and its range."""
+    lo, hi = SOURCE_DATE_RANGE
+    try:
+        n = int(text.strip())
+    except ValueError:
+        n = None
+    if n is None or not lo <= n <= hi:
+        raise ValueError(f"SOURCE_DATE_EPOCH must be a whole number of seconds since 1970-01-01 UTC, from {lo} "
+                         f"(1980-01-01) to {hi} (2107-12-31), the dates a zip file records (got {echo(text)})")
+    return datetime.fromtimestamp(n, tz=timezone.utc).replace(tzinfo=None)
+
+
 def build_date(tables: Mapping[str, Table]) -> datetime:
     """SOURCE_DATE_EPOCH when set (reproducible builds), else the newest catalog date."""
     sde = os.environ.get("SOURCE_DATE_EPOCH")
     if sde:
-        return datetime.fromtimestamp(int(sde), tz=timezone.utc).replace(tzinfo=None)
+        return source_date(sde)
     dates = []
     for t in tables.values():
         for e in t.rows:

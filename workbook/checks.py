@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import ledger, plan
+from inference_ledger import ledger, plan, rules
 from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
 from inference_ledger.units import SECONDS_PER_DAY
 
@@ -130,10 +130,6 @@ AVERAGE_ABOVE_PEAK_FINDING = "Finding: the average load (requests per day) is wi
 AVERAGE_ABOVE_PEAK_FLAG = "average above the peak QPS"
 
 
-def tp_splits_kv_heads(mla_latent_dim, kv_heads, tp):
-    return or_(ge(mla_latent_dim, 1), eq(mod(kv_heads, tp), 0), eq(mod(tp, kv_heads), 0))
-
-
 def active_within_total(active_params, num_params, quantized_params, active_quantized_params):
     return and_(le(active_params, num_params), le(quantized_params, num_params),
                 le(active_quantized_params, active_params))
@@ -154,9 +150,13 @@ def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_atten
                 eq(mod(tp * dp_attention, ep), 0))
 
 
-PLAN_INTEGRITY: tuple[Check, ...] = (
-    Check("TP valid for the KV heads", "KV heads split evenly over TP, or TP is a multiple of them (or MLA).",
-          tp_splits_kv_heads),
+#: The KV-heads rule, as the resolver applies it (inference_ledger.rules.kv_heads_split_ok).
+tp_splits_kv_heads = rules.kv_heads_split_ok
+
+#: The resolver's rules between model inputs (inference_ledger.rules.MODEL_RULES), each rendered from its one definition.
+MODEL_RULE_CHECKS: tuple[Check, ...] = tuple(Check(r.label, r.doc, r.condition) for r in rules.MODEL_RULES)
+
+PLAN_INTEGRITY: tuple[Check, ...] = MODEL_RULE_CHECKS + (
     Check("TP within one node", "Tensor parallelism stays inside the GPU's NVLink/xGMI domain (gpus_per_node); "
           "across nodes use PP stages or EP.", tp_within_node),
     Check("Parallel layout runs", "PP stages <= layers; EP and DP attention only on a MoE model; EP divides the "

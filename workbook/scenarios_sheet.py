@@ -15,6 +15,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.properties import Outline
 
 from inference_ledger import plan, resolve, verdict
+from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.expr import Sym
 
 from . import style
@@ -38,8 +39,10 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
         r = resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None, kv_dtype=sc.kv_dtype or "bf16",
                             engine=sc.engine or ctx.engine, extra_models=ctx.tables["Models"].rows,
                             numbers=follow | sc.inputs)
-    except resolve.ChoiceError as e:
-        raise resolve.ChoiceError(e.option, f"scenario {sc.label!r}: {e}") from None
+    except LedgerInputError as e:   # the row's own refusal, named by its file and line when it has them
+        where = f"{sc.where}: " if sc.where else ""
+        raise resolve.ChoiceError(getattr(e, "option", "scenarios"),
+                                  f"{where}scenario {echo(sc.label)}: {e}") from None
     choice = {"model": r.model.id, "gpu": r.gpu.id, "weight_dtype": r.weight_dtype, "kv_dtype": r.kv_dtype,
               "engine": r.engine}
     own = set(sc.inputs) | {n for n in ctx.engine_inputs if n not in ctx.explicit}

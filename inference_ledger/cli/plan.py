@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve, serving, summary
+from inference_ledger import engines, files, resolve, serving, summary
+from inference_ledger.cli.options import Command
 from inference_ledger.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
@@ -159,7 +160,7 @@ def plan_options(f: Callable) -> Callable:
         click.option("--model", "-m", metavar="ID", help="Model from the catalog: id, alias or Hugging Face repo "
                      "(see `inference-ledger models`)."),
         click.option("--config", "config", metavar="PATH", type=click.Path(exists=True, dir_okay=False),
-                     help="A Hugging Face config.json, read offline (never downloaded)."),
+                     help=f"A Hugging Face config.json, read offline (never downloaded): {files.limit_words('config')}."),
         click.option("--gpu", "-g", metavar="ID", help="GPU from the catalog: id or alias (see `inference-ledger gpus`)."),
         click.option("--weight-dtype", metavar="DTYPE", help="Weight format from inference_ledger/data/dtypes.csv: bf16, fp16, "
                      "fp8, int8, int4, mxfp4, nvfp4 (default: the checkpoint's, else bf16)."),
@@ -225,7 +226,7 @@ def prefill_options(f: Callable) -> Callable:
                              "between them over the scale-out network, pool sizes for --target-qps.")(f)
 
 
-@click.command("plan")
+@click.command("plan", cls=Command)
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (base units, snake_case keys) instead of the table.")
 @prefill_options
@@ -246,6 +247,10 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         --hbm-bw 3.35TB/s --peak-flops 989TFLOPS --tp 4
     """
     prefill = {k: options.pop(k) for k in PREFILL}
+    given = [k for k, v in prefill.items() if v is not None]
+    if given and not disaggregated:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} sets the prefill pool of --disaggregated: "
+                               "give --disaggregated too, or drop it")
     profile = load_profile(options.pop("profile", None))
     if profile is not None:
         options.update({k: v for k, v in profile.values.items() if options.get(k) is None})

@@ -16,7 +16,8 @@ from typing import Optional
 
 import click
 
-from inference_ledger import deployments, fidelity
+from inference_ledger import deployments, fidelity, files
+from inference_ledger.cli.options import Command
 from inference_ledger.files import csv_text
 
 
@@ -165,9 +166,10 @@ def accuracy_page(st) -> str:
     return "\n".join(out)
 
 
-@click.command("validate")
+@click.command("validate", cls=Command)
 @click.option("--data", "data", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Measured CSV (default: the shipped inference_ledger/data/measured.csv; the public file's columns also work).")
+              help="Measured CSV (default: the shipped inference_ledger/data/measured.csv; the public file's columns also "
+                   f"work): {files.limit_words('data')}.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv"]), default="text", show_default=True,
               help="Output format of the two tables.")
 @click.option("--summary-only", is_flag=True, help="Print the per-metric summary only.")
