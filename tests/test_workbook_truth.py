@@ -103,7 +103,11 @@ TYPED = {
     "L03 concurrency -5": ("concurrency", -5, "concurrency must be a whole number >= 1"),
     "L04 concurrency 0": ("concurrency", 0, "concurrency must be a whole number >= 1"),
     "unknown model": ("model_id", "no-such-model", "model_id must be an id of the Models sheet"),
+    # L05: typed into the Override beside the catalog's 0 experts of the dense 70B
+    "L05 experts on a dense model": ("experts_per_token", 4, "Experts per token"),
 }
+#: Inputs looked up from a catalog: a value is typed into the Override cell beside them (column D).
+OVERRIDDEN = {"experts_per_token"}
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +124,8 @@ def test_an_input_the_cli_refuses_typed_into_the_workbook_makes_the_verdict_inva
                                                                                     tmp_path):
     name, value, says = TYPED[case]
     wb = load_workbook(default_book)
-    _cell(wb, name).value = value
+    c = _cell(wb, name)
+    (c.parent[f"D{c.row}"] if name in OVERRIDDEN else c).value = value
     typed = tmp_path / "typed.xlsx"
     wb.save(typed)
     got = load_workbook(recalculate(typed, tmp_path / "lo"), data_only=True)
