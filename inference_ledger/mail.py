@@ -65,18 +65,23 @@ class Verdict:
     monthly_cost_qps: float
     #: The plan's answer in sentences (inference_ledger.summary: what `plan` prints first and the Summary sheet says)
     sentences: tuple[str, ...] = ()
+    concurrency_used: int = 0  # sequences per replica the bill is sized at (inference_ledger.concurrency)
+    concurrency_reason: str = ""  # which limit chose it, in words ("TPOT target", "requested", ...)
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str, sentences: Sequence[str] = ()) -> "Verdict":
         """From the values of ``inference_ledger.plan.evaluate`` and the catalog ids of the model and GPU."""
         return cls(model, gpu, int(plan["gpus_per_replica"]), int(plan["gpus_for_qps"]), int(plan["verdict"]),
-                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]), tuple(sentences))
+                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]), tuple(sentences),
+                   int(plan.get("concurrency_used", 0)), str(plan.get("concurrency_reason_words", "")))
 
     def rows(self) -> list[tuple[str, str]]:
         return [
             ("Model", self.model),
             ("GPU", f"{self.gpus_per_replica} x {self.gpu} per model copy"),
             ("GPUs for the target QPS", str(self.gpus_for_qps)),
+            *([("Concurrency per model copy", f"{self.concurrency_used} sequences (chosen by: "
+                f"{self.concurrency_reason})")] if self.concurrency_used else []),
             ("Verdict", verdict.words_of(self.verdict)),
             ("TPOT", f"{self.tpot_seconds * 1e3:.1f} ms per output token"),
             ("Monthly cost for the target QPS", f"${self.monthly_cost_qps:,.0f}/month"),

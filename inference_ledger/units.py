@@ -46,6 +46,13 @@ LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer se
 LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
 LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
 LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
+# the concurrency a plan runs at (inference_ledger.concurrency): which limit chose it
+CONC_REQUESTED = Const(0, "CONC_REQUESTED", "concurrency reason code: the concurrency was given (requested), not chosen", "code")
+CONC_KV = Const(1, "CONC_KV", "concurrency reason code: the largest the KV cache holds meets the targets", "code")
+CONC_ENGINE = Const(2, "CONC_ENGINE", "concurrency reason code: the engine's batch limit (max_num_seqs x DP ranks) meets the targets", "code")
+CONC_TPOT = Const(3, "CONC_TPOT", "concurrency reason code: the largest candidate meeting the TPOT target", "code")
+CONC_TTFT = Const(4, "CONC_TTFT", "concurrency reason code: the largest candidate meeting the TTFT target", "code")
+CONC_NONE = Const(5, "CONC_NONE", "concurrency reason code: no candidate meets the targets, so 1 is used", "code")
 # finance (inference_ledger.finance)
 MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
 W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
@@ -84,6 +91,12 @@ CONSTANTS: tuple[Const, ...] = (
     LIMIT_MAX_NUM_SEQS,
     LIMIT_TPOT,
     LIMIT_COMPUTE,
+    CONC_REQUESTED,
+    CONC_KV,
+    CONC_ENGINE,
+    CONC_TPOT,
+    CONC_TTFT,
+    CONC_NONE,
     MONTHS_PER_YEAR,
     W_PER_KW,
 )

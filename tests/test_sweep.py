@@ -215,7 +215,7 @@ def test_cli_writes_xlsx_without_progress_when_piped(tmp_path, capsys):
     (("--weight-dtype", "int4-kv"), "weight dtype 'int4-kv' is not a weight format"),
     (("--concurrency", ",,"), "Invalid value for '--concurrency': empty list"),
     (("--context", "512"), "context 512 must exceed the output tokens 512 (context = input + output tokens)"),
-    (("--tp", "3"), "none of the 6 combinations can run: TP 3 does not divide the 64 attention heads of llama-3.1-70b"),
+    (("--tp", "3"), "none of the 2 combinations can run: TP 3 does not divide the 64 attention heads of llama-3.1-70b"),
     (("--concurrency", "1,2,3,4,5,6", "--max-rows", "10"),
      "the sweep has 48 rows (48 combinations, 0 cannot run), over the limit of 10 rows"),
 ])

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from openpyxl import Workbook
 
-from inference_ledger import __version__, engines, plan, resolve
+from inference_ledger import __version__, concurrency, engines, plan, resolve
 from inference_ledger.calibrate_profile import read_profile
 from inference_ledger.files import check_target, write_bytes, writing
 from inference_ledger.finance import finance_options
@@ -146,7 +146,11 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     elif isinstance(scenarios, (str, os.PathLike)):
         scenarios = read_scenarios(scenarios)
     over = {k: v for k, v in explicit.items() if lookup(k, tables, SELECTOR_NAMES, choice) is not None}
-    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=plan.evaluate(inputs),
+    # the concurrency the plan runs at: the one given, else the largest meeting the targets (the Load sheet's
+    # candidates and a MAX over them keep that choice live in the workbook)
+    values = concurrency.evaluate(inputs, explicit.get("concurrency"))
+    inputs = dict(inputs) | {"concurrency": values["concurrency"]}
+    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=values,
               scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
               engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng) and not is_lookup(n, tables)),
               explicit=explicit)

@@ -11,8 +11,8 @@ from openpyxl.styles import Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import plan, verdict
-from inference_ledger.expr import Sym, eq, where
+from inference_ledger import concurrency, plan, verdict
+from inference_ledger.expr import Sym, eq, isblank, where
 from inference_ledger.units import CONSTANTS
 
 from . import checks, style
@@ -79,7 +79,8 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     r = _refs_block(ctx, ws, r + 1, "A", HEADLINE) + 2
     section(ctx, ws, f"A{r}", "Monthly bill for the peak demand")
     _input_row(ctx, ws, r + 1, plan.INPUT_BY_NAME[DEMAND_INPUT])
-    r = _refs_block(ctx, ws, r + 1, "A", BILL) + 2
+    r = _concurrency_used_rows(ctx, ws, r + 2)
+    r = _refs_block(ctx, ws, r, "A", BILL) + 2
     body = max(PLAN_BODY, _band_block(ctx, ws, r) + 3)
     plan_charts(ctx, ws, PLAN_TOP)
     r = body
@@ -111,8 +112,40 @@ def plan_sheet(wb, ctx: Ctx) -> None:
 
 
 
+def _concurrency_used_rows(ctx: Ctx, ws, r: int) -> int:
+    """The concurrency the bill is sized at and which limit chose it (rows r, r + 1, r + 2); returns the last row.
+
+    ``concurrency_used`` is the Plan's concurrency: its Override when one is typed, else the Load sheet's
+    ``concurrency_auto`` (the largest candidate meeting the targets)."""
+    v = ctx.values
+    ctx.put(ws, f"A{r}", "Concurrency the bill is sized at")
+    ctx.formula(ws, f"B{r}", Sym(named("concurrency")), py_value(v["concurrency_used"]), style.FORMULA, "#,##0")
+    ctx.put(ws, f"C{r}", shown("sequences"))
+    ctx.define("concurrency_used", ws, f"B{r}")
+    ctx.put(ws, f"E{r}", "Sequences per model copy: the largest meeting the TTFT and TPOT targets within the KV cache "
+            "and the engine's batch limit (Load sheet), unless a number is typed in the concurrency's Override.",
+            style.NOTE)
+    requested = where(isblank(Sym("concurrency_override")), 0, 1)
+    code = concurrency.reason(requested, Sym("concurrency_best"), Sym("concurrency_cap"),
+                              Sym(named("max_concurrency")), Sym(named("max_running_sequences")),
+                              Sym("concurrency_best_tpot"), Sym("concurrency_best_ttft"))
+    ctx.put(ws, f"A{r + 1}", "Reason code")
+    ctx.formula(ws, f"B{r + 1}", code, py_value(v["concurrency_reason"]), style.FORMULA, "0")
+    ctx.put(ws, f"C{r + 1}", "code")
+    ctx.define("concurrency_reason", ws, f"B{r + 1}")
+    ctx.put(ws, f"E{r + 1}", "0 requested, 1 KV cache, 2 engine batch limit, 3 TPOT target, 4 TTFT target, "
+            "5 none meets the targets (1 used).", style.NOTE)
+    ctx.put(ws, f"A{r + 2}", "Chosen by")
+    ctx.formula(ws, f"B{r + 2}", concurrency.reason_words(Sym("concurrency_reason")),
+                concurrency.reason_words(v["concurrency_reason"]), style.FORMULA)
+    ws.merge_cells(f"B{r + 2}:C{r + 2}")
+    return r + 2
+
+
 def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     """label | value (typed, or a catalog lookup) | unit | override | what it is, and the input's defined name."""
+    if inp.name == "concurrency":
+        return _concurrency_row(ctx, ws, r, inp)
     coord = f"B{r}"
     ctx.put(ws, f"A{r}", inp.label)
     ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
@@ -136,6 +169,24 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
         ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
         ctx.put(ws, typed, ctx.overrides.get(inp.name), style.INPUT, fmt)
     ctx.define(named(inp.name), ws, coord)
+
+
+def _concurrency_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
+    """The concurrency: its Override (a number typed, or blank for auto), else the Load sheet's concurrency_auto."""
+    typed = f"D{r}"
+    ctx.put(ws, f"A{r}", inp.label)
+    ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
+    ctx.put(ws, f"E{r}", "Blank Override: auto, the largest concurrency meeting the TTFT and TPOT targets within the "
+            "KV cache and the engine's batch limit (Load sheet); type a number to use it as given. " + inp.doc,
+            style.NOTE)
+    dv = numeric_validation(inp, typed)
+    ws.add_data_validation(dv)
+    dv.add(typed)
+    ctx.formula(ws, f"B{r}", where(isblank(Sym(typed)), Sym("concurrency_auto"), Sym(typed)),
+                ctx.inputs[inp.name], style.LOOKUP, "#,##0")
+    ctx.put(ws, typed, ctx.explicit.get(inp.name), style.INPUT, "#,##0")
+    ctx.define(named(inp.name), ws, f"B{r}")
+    ctx.define("concurrency_override", ws, typed)
 
 
 def _band_block(ctx: Ctx, ws, r: int) -> int:

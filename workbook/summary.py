@@ -27,6 +27,7 @@ from . import style
 from .cells import bill, fit_rows, header, named, py_value, section, verdict_rules, verdict_words
 from .checks import check_rows
 from .context import Ctx
+from .load_chart import X_RANGE
 from .printing import chart_box, last_row_under
 from .tco import CHEAPEST, SHEET as TCO, scenario_columns
 
@@ -264,7 +265,7 @@ def _load_chart(ctx: Ctx, wb, ws) -> None:
     a.title = "Output tokens/s and TPOT vs concurrency (log scale), one replica"
     a.y_axis.title = "Output tokens/s"
     a.x_axis.scaling.logBase = 2
-    a.x_axis.scaling.min, a.x_axis.scaling.max = load.cell(first, 1).value, load.cell(last, 1).value
+    a.x_axis.scaling.min, a.x_axis.scaling.max = X_RANGE   # the candidate rows' range (the first is a formula)
     a.y_axis.scaling.min = 0
     a.y_axis.numFmt = "#,##0"
     a.x_axis.numFmt = "#,##0"

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, files, resolve, serving, summary
+from inference_ledger import concurrency, engines, files, resolve, serving, summary
 from inference_ledger.cli.options import Command
 from inference_ledger.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
@@ -31,6 +31,11 @@ OPTION_NAMES = {
     "gpu_memory_bytes": "gpu-memory",
     "workspace_bytes_per_gpu": "workspace",
 }
+
+#: What --concurrency auto (the default) means, for every command's help.
+AUTO_HELP = ("the largest concurrency whose expected TTFT and TPOT meet the targets, that the KV cache holds and the "
+             "engine's batch limit (max_num_seqs x DP ranks) runs; the fleet for the target QPS is sized there. "
+             "A number is used as given.")
 
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = resolve.FROM_CATALOG
@@ -107,9 +112,11 @@ class Quantity(click.ParamType):
 
     def __init__(self, inp: Input):
         self.inp = inp
-        self.name = inp.unit or "number"
+        self.name = (inp.unit or "number") + ("|auto" if inp.name == "concurrency" else "")
 
     def convert(self, value, param, ctx):
+        if self.inp.name == "concurrency" and isinstance(value, str) and concurrency.is_auto(value):
+            return None   # --concurrency auto: the plan chooses it (inference_ledger.concurrency)
         if isinstance(value, (int, float)):
             x = float(value)
         else:
@@ -140,6 +147,8 @@ def default_help(inp: Input, per_row: bool = False) -> str:
                f"TP {INPUT_BY_NAME['tp'].default:g}: {own}).{words}"
     if inp.default is None:
         return words
+    if inp.name == "concurrency":
+        return f" Default: {concurrency.AUTO}, {AUTO_HELP}"
     own = shown_default(inp.default, inp.unit)
     if inp.name in FROM_CATALOG:
         src = ("--model/--config" if inp.name in resolve.MODEL_INPUTS else "--kv-dtype" if inp.name == "kv_bytes"
@@ -259,7 +268,7 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         click.echo(plan_disaggregated(options, prefill, as_json))
         return
     inputs, desc = plan_from_options(**options)
-    values = evaluate(inputs)
+    values = concurrency.evaluate(inputs, options.get("concurrency"))
     if as_json:
         doc = plan_json(values, model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
                         kv_dtype=desc["kv_dtype"], engine=desc["engine"])

@@ -13,11 +13,12 @@ from typing import Any, Callable, Iterable, Optional
 
 import click
 
+from inference_ledger import concurrency as concurrency_choice
 from inference_ledger import engines
 from inference_ledger.args import LedgerInputError
 from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
-from inference_ledger.cli.plan import Quantity, default_help, option_name, parse_quantity
+from inference_ledger.cli.plan import AUTO_HELP, Quantity, default_help, option_name, parse_quantity
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS
 from inference_ledger.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
 from workbook.sweep import write
@@ -118,7 +119,8 @@ def report_skipped(table: Table, output: str) -> None:
 @click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
 @click.option("--context", default="4096", show_default=True, metavar="LIST",
               help="Tokens per sequence (input + output); input tokens = context - output tokens.")
-@click.option("--concurrency", default="1,16,64", show_default=True, metavar="LIST", help="Peak concurrent sequences.")
+@click.option("--concurrency", default=concurrency_choice.AUTO, show_default=True, metavar="LIST",
+              help="Peak concurrent sequences, numbers or auto: " + AUTO_HELP)
 @click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
               show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
 @click.option("--output", "-o", required=True, metavar="PATH", help="sweep.xlsx (live formulas) or sweep.csv (values).")
@@ -148,7 +150,9 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
         model=split_list("model", model, ids=True), gpu=split_list("gpu", gpu, ids=True),
         tp=split_list("tp", tp, int, "tp"),
         weight_dtype=split_list("weight-dtype", weight_dtype), kv_dtype=split_list("kv-dtype", kv_dtype),
-        context=split_list("context", context, int), concurrency=split_list("concurrency", concurrency, int, "concurrency"),
+        context=split_list("context", context, int), concurrency=[c if concurrency_choice.is_auto(c) else
+                                                          split_list("concurrency", c, int, "concurrency")[0]
+                                                          for c in split_list("concurrency", concurrency)],
         engine=engine, fixed={k: v for k, v in numbers.items() if v is not None})
     table = build_sweep(spec, max_rows=max_rows)
     write_with_progress(table, output, "sweep")
