@@ -122,9 +122,10 @@ def test_every_chart_carries_the_values_it_plots(files, kind):
     # Plan: 4 bar series (title, categories, values), 3 scatter series (x, y; titles are text) = 18;
     # TCO: 5 utilization lines x 3 + 2 scenario bars x 3 = 21; Forecast: 6 series x 2 (titles are text) = 12;
     # Sensitivity: 2 tornadoes x 2 series x 2 = 8
-    # Load: tokens/s + KV marker, TPOT + KV marker + TPOT target (x, y each) = 10;
-    # Summary: cost by scenario (title, categories, values) = 3, tokens/s + TPOT + TPOT target (x, y each) = 6
-    assert n == 59 + 2 * 2 + 3 * 2 + 3 + 6
+    # Load: tokens/s + its band's low and high + KV marker, TPOT + its band's low and high + KV marker + TPOT target
+    # (x, y each) = 18; Summary: cost by scenario (title, categories, values) = 3, tokens/s + TPOT + TPOT target
+    # (x, y each) = 6
+    assert n == 59 + 4 * 2 + 5 * 2 + 3 + 6
 
 
 def test_charts_are_only_in_the_workbook_and_template(files):

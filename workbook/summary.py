@@ -155,6 +155,11 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
     row("Servers / GPUs per server", unless_unfit("", *servers), "#,##0", line("gpus_per_server"), "#,##0")
     row("Monthly cost: on demand / owned", unless_unfit("monthly_cost_qps"), fmt("$/month"),
         unless_unfit("owned_monthly_cost_qps"), fmt("$/month"))
+    if "gpus_for_qps_low" in v:  # the error bands (inference_ledger/band_lines.py): low / high
+        row("GPUs, band low / high (about 80% of new measurements fall inside)", unless_unfit("gpus_for_qps_low"),
+            "#,##0", unless_unfit("gpus_for_qps_high"), "#,##0")
+        row("Monthly cost on demand, band low / high", unless_unfit("monthly_cost_qps_low"), fmt("$/month"),
+            unless_unfit("monthly_cost_qps_high"), fmt("$/month"))
     row("Per million output tokens: on demand / owned", unless_unfit("cost_per_million_output_tokens"),
         fmt("$/Mtok"), unless_unfit("owned_cost_per_million_output_tokens"), fmt("$/Mtok"))
     row("Own vs rent: break-even / planned utilization", line("breakeven_utilization"), "0%", line("utilization"),
@@ -165,6 +170,9 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
         words("tpot_ok", "meets the target", "misses the target"), named("tpot_ok"))
+    if "tpot_seconds_low" in v:
+        row("TPOT, band low / high", line("tpot_seconds_low", lambda x: x * MS_PER_S), fmt("ms"),
+            line("tpot_seconds_high", lambda x: x * MS_PER_S), fmt("ms"))
     r += 1
     ctx.put(ws, f"B{r}", "What limits a replica")
     ctx.formula(ws, f"C{r}", serving.limit_words(n("binding_limit")), serving.limit_words(val("binding_limit")))
