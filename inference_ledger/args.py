@@ -7,13 +7,29 @@ messages.  Ranges are generous but finite: a 10^20-parameter model is a typo.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
 
 
 class LedgerInputError(ValueError):
     """A bad argument; the message names it and what is allowed."""
+
+
+#: Most characters of a user's value a message repeats (a 100,000-character id is not echoed in full).
+ECHO_LIMIT = 60
+
+
+def echo(value: Any, limit: int = ECHO_LIMIT) -> str:
+    """A user's value for a message: its repr, cut to ``limit`` characters with its length said."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(value)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -33,14 +49,19 @@ class Arg:
         return f"{kind} {op} {_fmt(self.lo)} and <= {_fmt(self.hi)}"
 
     def check(self, value: Any) -> float:
-        """Validate one scalar; return it as float or raise LedgerInputError."""
-        if isinstance(value, bool) or value is None:
+        """Validate one scalar; return it as float or raise LedgerInputError.
+
+        Numbers only: a bool is not a number (True is not a length), and neither is text ("80").
+        """
+        if isinstance(value, (bool, np.bool_)) or value is None:
             raise LedgerInputError(f"{self.name} must be {self.allowed()} (got {value!r})")
+        if isinstance(value, (str, bytes)):
+            raise LedgerInputError(f"{self.name} must be {self.allowed()} (got text {echo(value)})")
         try:
             v = float(value)
         except (TypeError, ValueError):
             raise LedgerInputError(
-                f"{self.name} must be {self.allowed()} (got text {value!r})"
+                f"{self.name} must be {self.allowed()} (got {type(value).__name__} {echo(value)})"
             ) from None
         if math.isnan(v):
             raise LedgerInputError(f"{self.name} must be {self.allowed()} (got NaN)")
@@ -142,3 +163,73 @@ ARGS: dict[str, Arg] = {a.name: a for a in _LIST}
 
 def check(name: str, value: Any) -> float:
     return ARGS[name].check(value)
+
+
+# --- the Python functions: the same checks as the Excel functions, raising instead of an error cell ------------
+
+
+def undefined(fn: Callable[..., Any], args: Sequence[Arg], row: Sequence[float]) -> str:
+    """Why checked arguments still give no finite answer: a zero that divides.  The divisor is the zero
+    argument whose replacement by 1 makes the answer finite (the Excel functions' cell message too)."""
+    zeros = [k for k, v in enumerate(row) if v == 0]
+    with np.errstate(all="ignore"):
+        divisors = [k for k in zeros
+                    if np.isfinite(fn(*(np.array([1.0 if j == k else v]) for j, v in enumerate(row)))).all()]
+    if divisors or zeros:
+        return "; ".join(
+            f"{args[k].name} must be {replace(args[k], lo=0, lo_inclusive=False).allowed()} here, it divides (got 0)"
+            for k in divisors or zeros
+        )
+    return "no finite result for these inputs: " + ", ".join(f"{a.name}={_fmt(v)}" for a, v in zip(args, row))
+
+
+def _checked_value(a: Arg, value: Any) -> Any:
+    """One argument checked: a scalar as float, an array (or list) elementwise as a float array."""
+    if isinstance(value, (list, tuple)):
+        value = np.array(value, dtype=object)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "iuf":
+            x = value.astype(float)
+            for v in x.ravel()[~_in_range(a, x.ravel())]:
+                a.check(v)       # raises with the first bad element's words
+            return x
+        return np.array([a.check(v) for v in value.ravel()], dtype=float).reshape(value.shape)
+    return np.array([a.check(value)])   # computed as an array: a zero that divides gives inf (then the message)
+
+
+def _in_range(a: Arg, x: np.ndarray) -> np.ndarray:
+    ok = ((x > a.lo) | ((x == a.lo) & a.lo_inclusive)) & (x <= a.hi)
+    return ok & (x == np.floor(x)) if a.integer else ok
+
+
+def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with every argument checked against :data:`ARGS` by its parameter name, as the Excel function of
+    the same formula checks it, raising LedgerInputError (a ValueError) with the same words where Excel shows an
+    error cell: out of range, NaN or infinite, a bool or text, or a zero that divides.
+
+    ``fn`` itself stays pure (numbers, arrays, formula expressions): the plan graph calls it unchecked.
+    """
+    sig = inspect.signature(fn)
+    names = list(sig.parameters)
+    missing = [n for n in names if n not in ARGS]
+    if missing:
+        raise TypeError(f"{fn.__name__}: no argument table row for {', '.join(missing)}")
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = sig.bind(*args, **kwargs)   # a missing or extra argument is Python's own TypeError
+        bound.apply_defaults()
+        given = [bound.arguments[n] for n in names]
+        scalar = not any(isinstance(v, (np.ndarray, list, tuple)) for v in given)
+        xs = [_checked_value(ARGS[n], v) for n, v in zip(names, given)]
+        with np.errstate(all="ignore"):
+            result = np.asarray(fn(*xs), dtype=float)
+        bad = ~np.isfinite(result)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            row = [float(np.broadcast_to(x, result.shape).flat[i]) for x in xs]
+            raise LedgerInputError(undefined(fn, [ARGS[n] for n in names], row))
+        return float(result.ravel()[0]) if scalar else result
+
+    call.pure = fn
+    return call

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from .args import LedgerInputError
+from .args import LedgerInputError, echo
 from .hfconfig import Architecture, load_config, parse
 from .ledger import bytes_per_element
 
@@ -342,7 +342,7 @@ def _key(name: str) -> str:
 
 def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
     if not isinstance(name, str) or not name.strip():
-        raise UnknownId(f"{kind} must be a name (got {name!r})")
+        raise UnknownId(f"{kind} must be a name (got {echo(name)})")
     index: dict[str, Any] = {}
     for it in items:
         for n in names_of(it):
@@ -357,7 +357,7 @@ def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
             ids.append(index[m].id)
     hint = f": did you mean {', '.join(ids[:3])}?" if ids else \
         f" (known: {', '.join(sorted({it.id for it in index.values()}))})"
-    raise UnknownId(f"unknown {kind} {name!r}{hint}")
+    raise UnknownId(f"unknown {kind} {echo(name)}{hint}")
 
 
 def get_gpu(name: str) -> Gpu:
@@ -381,7 +381,7 @@ def field_name(kind: str, fields: Sequence[str], field: Any, aliases: dict | Non
     if f not in fields:
         close = difflib.get_close_matches(f, list(fields), n=3, cutoff=0.5)
         hint = f": did you mean {', '.join(close)}?" if close else f" (fields: {', '.join(fields)})"
-        raise UnknownId(f"unknown {kind} field {field!r}{hint}")
+        raise UnknownId(f"unknown {kind} field {echo(field)}{hint}")
     return f
 
 

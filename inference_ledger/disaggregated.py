@@ -101,7 +101,13 @@ def disaggregate(model: str, gpu: str, prefill_layout: Mapping[str, int], decode
     choice = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "engine": engine}
     # the prefill pool serves one prompt per DP rank as it arrives (continuous); the decode pool's steps carry no
     # prompt chunks (its prompts were prefilled elsewhere): in the plan's terms, a static batch
-    p = prefill_pool(model, gpu, prefill_layout, numbers, **choice)
+    try:
+        p = prefill_pool(model, gpu, prefill_layout, numbers, **choice)
+    except resolve.ChoiceError as e:  # a prefill layout of its own is named as the prefill pool's setting
+        if e.option in POOL_LAYOUT and e.option in prefill_layout and \
+                prefill_layout[e.option] != decode_layout.get(e.option):
+            raise resolve.ChoiceError("prefill_" + e.option, str(e)) from None
+        raise
     d0, d = decode_pool(model, gpu, decode_layout, numbers, **choice)
     return Pools(p, d, _totals(p, d0, d))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from inference_ledger.args import LedgerInputError
+from inference_ledger.args import LedgerInputError, echo
 
 ENGINES_CSV = Path(__file__).with_name("data") / "engines.csv"
 
@@ -132,7 +132,7 @@ def get_engine(name: str) -> Engine:
     for e in load_engines():
         if key == e.id or key in (a.lower() for a in e.aliases):
             return e
-    raise LedgerInputError(f"unknown engine {name!r} (known: {', '.join(engine_ids())})")
+    raise LedgerInputError(f"unknown engine {echo(name)} (known: {', '.join(engine_ids())})")
 
 
 def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: float, interconnect_bw: Optional[float] = None,

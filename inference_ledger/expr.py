@@ -21,6 +21,8 @@ emitted: MAX, MIN, ROUNDUP, INT, IF, AND, OR, LOG, INDEX, MATCH.
 from __future__ import annotations
 
 import math
+import re
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
@@ -43,10 +45,13 @@ __all__ = [
     "and_",
     "or_",
     "log",
+    "log10",
     "mod",
     "abs_",
     "isnumber",
     "isblank",
+    "concat",
+    "text",
     "PORTABLE_FUNCTIONS",
 ]
 
@@ -268,6 +273,14 @@ def log(x, base):
     return math.log(float(x)) / math.log(float(base))
 
 
+def log10(x):
+    """LOG(x): the base-10 logarithm (Excel's, LibreOffice's and Gnumeric's LOG with one argument)."""
+    if is_sym(x):
+        return _call("LOG", x)
+    with np.errstate(divide="ignore", invalid="ignore"):   # as numpy: -inf at 0, NaN below (an untaken branch)
+        return _scalar_or_array(np.log10(np.asarray(_num(x), dtype=float)))
+
+
 def where(cond, a, b):
     """IF(cond, a, b)."""
     if is_sym(cond, a, b):
@@ -336,3 +349,41 @@ def isblank(x):
     if is_sym(x):
         return _call("ISBLANK", x)
     return x is None
+
+
+def concat(*parts):
+    """a & b & ...: text joined (a number joins as Python's str; format it with :func:`text` first)."""
+    if is_sym(*parts):
+        # & binds looser than + and tighter than =; a joined text inside another join needs no parentheses
+        return Sym("&".join(_wrap(_as_sym(p), _ADD + 1) for p in parts), _ADD + 1)
+    return "".join(p if isinstance(p, str) else f"{float(p):g}" for p in parts)
+
+
+#: The number formats :func:`text` evaluates in Python as Excel's TEXT does: thousands separators, a fixed
+#: number of decimals, an optional percent sign (no literals: join units with :func:`concat`).
+_TEXT_FORMAT = re.compile(r"^(#,##)?0(?:\.(0+))?(%?)$")
+
+
+def text(x, fmt: str):
+    """TEXT(x, fmt) for the formats '0', '#,##0', '#,##0.00', '0.0%' ...: the same text in Python and in Excel.
+
+    A value that is not a finite number reads "n/a" in Python (Excel shows its error value)."""
+    m = _TEXT_FORMAT.match(fmt)
+    if m is None:
+        raise ValueError(f"text(): format {fmt!r} is not one of 0, #,##0, #,##0.0..., 0%, 0.0%...")
+    if is_sym(x):
+        return _call("TEXT", x, fmt)
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    if not math.isfinite(v):
+        return "n/a"
+    if m.group(3):
+        v *= 100
+    places = len(m.group(2) or "")
+    d = Decimal(repr(v)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    if d == 0:
+        d = abs(d)  # Excel shows 0, not -0
+    out = f"{d:,.{places}f}" if m.group(1) else f"{d:.{places}f}"
+    return out + m.group(3)

@@ -17,7 +17,13 @@ workbook ``email`` saves):
 * errors name the user's path, never the temporary file, and give the OS reason in words.
 
 The CLI sets ``--force``/``--follow-symlinks`` for a command with :func:`policy`; library
-callers get the safe defaults.  This module imports only the standard library.
+callers get the safe defaults.
+
+Files the user gives are read through :func:`read_input`: regular files only (a FIFO, a device
+such as ``/dev/zero``, a folder or a socket is refused in one line naming it, before anything
+blocks or grows), at most :data:`INPUT_LIMITS` bytes per kind, every read error naming the file.
+
+This module imports only the standard library.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import gc
 import os
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,9 +185,57 @@ def atomic(path: str | os.PathLike, fmt: str, option: str = "-o") -> Iterator[st
         if isinstance(e, WriteRefused):
             raise
         raise WriteRefused(f"cannot write {p}: {reason(e)}") from None
+    except Exception as e:
+        code = serialisation_errno(e)
+        if code is None:
+            raise
+        raise WriteRefused(f"cannot write {p}: {reason(OSError(code, os.strerror(code)))}") from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def serialisation_errno(e: BaseException) -> int | None:
+    """The errno behind lxml's ``SerialisationError: IO_EFBIG`` (or IO_ENOSPC ...): lxml reports a failed write
+    of its output file as this error, not as an OSError.  None for any other exception."""
+    name = str(e)
+    if type(e).__name__ == "SerialisationError" and name.startswith("IO_"):
+        return getattr(errno, name[3:], None) or errno.EIO
+    return None
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike) -> Iterator[None]:
+    """Work that prepares ``path`` in temporary files (openpyxl writes each sheet to one in the temp folder):
+    an OS error there (no space, file too large, permission) is one WriteRefused line naming ``path``."""
+    where = f" (while writing temporary files in {tempfile.gettempdir()})"
+    try:
+        yield
+    except FileFailed:
+        raise
+    except Exception as e:
+        code = e.errno if isinstance(e, OSError) else serialisation_errno(e)
+        if code is None and not isinstance(e, OSError):
+            raise
+        why = reason(e) if isinstance(e, OSError) else reason(OSError(code, os.strerror(code)))
+        _release_quietly(e)
+        raise WriteRefused(f"cannot write {os.fspath(path)}: {why}{where}") from None
+
+
+def _release_quietly(e: BaseException) -> None:
+    """Let go of the failed writer's frames now: a half-written lxml file object would otherwise report its own
+    error again when it is collected ("Exception ignored in ...", a traceback on stderr after the one line)."""
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda *_: None
+    try:
+        tb = e.__traceback__
+        while tb is not None:
+            with contextlib.suppress(RuntimeError):   # a frame still running (this one) cannot be cleared
+                tb.tb_frame.clear()
+            tb = tb.tb_next
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
 
 
 def _fsync(name: str) -> None:
@@ -206,6 +262,68 @@ def write_with(path: str | os.PathLike, fmt: str, fill: Callable[[str], None], o
     with atomic(path, fmt, option) as tmp:
         fill(tmp)
     return Path(os.fspath(path))
+
+
+#: Largest file read, per kind of input (bytes; MB = 1e6).  A Hugging Face config.json is a few kilobytes;
+#: a scenarios or measured-data CSV of 100,000 rows is a few megabytes.
+INPUT_LIMITS: dict[str, int] = {"config": 1_000_000, "scenarios": 10_000_000, "data": 10_000_000,
+                                 "CA bundle": 10_000_000}
+
+
+def limit_words(kind: str) -> str:
+    """'a regular file of at most 1 MB' (for --help and the refusals)."""
+    return f"a regular file of at most {INPUT_LIMITS[kind] / 1e6:g} MB"
+
+
+def read_input(path: str | os.PathLike, kind: str) -> bytes:
+    """The bytes of a file the user gave as ``kind`` (config, scenarios, data).
+
+    A path that is not a regular file (FIFO, device, folder, socket) or is over the kind's limit is
+    InvalidInput (a wrong value: exit 2); a file that cannot be read is FileFailed (exit 1).  Both name
+    the file.  The file is opened without blocking, so a FIFO swapped in after the check cannot hang the read.
+    """
+    limit = INPUT_LIMITS[kind]
+    text = check_input(path, kind)
+    try:
+        fd = os.open(text, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    try:
+        _regular(os.fstat(fd), text, kind)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise InvalidInput(f"{kind} file {text} is larger than {limit / 1e6:g} MB: give {limit_words(kind)}")
+    return b"".join(chunks)
+
+
+def check_input(path: str | os.PathLike, kind: str) -> str:
+    """Refuse, without opening it, a path that is not a regular file within the kind's limit (as read_input)."""
+    text = os.fspath(path)
+    try:
+        st = os.stat(text)
+    except OSError as e:
+        raise FileFailed(f"cannot read {kind} file {text}: {reason(e)}") from None
+    _regular(st, text, kind)
+    return text
+
+
+def _regular(st: os.stat_result, text: str, kind: str) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInput(f"{kind} file {text}: it is {_kind(st.st_mode)}, not a regular file "
+                           f"(give {limit_words(kind)})")
+    if st.st_size > INPUT_LIMITS[kind]:
+        raise InvalidInput(f"{kind} file {text} is {st.st_size / 1e6:,.1f} MB, larger than "
+                           f"{INPUT_LIMITS[kind] / 1e6:g} MB: give {limit_words(kind)}")
 
 
 def read_text(path: str | os.PathLike, what: str = "file", encoding: str = "utf-8") -> str:

@@ -39,7 +39,7 @@ from typing import Any, Optional
 import numpy as np
 
 from inference_ledger import ledger
-from inference_ledger.args import LedgerInputError
+from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.expr import and_, ceil, eq, ge, gt, is_sym, maximum, minimum, where
 from inference_ledger.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, W_PER_KW
 
@@ -180,15 +180,27 @@ MONTHS_RANGE = (1, 120)
 DEFAULT_MONTHS = 36
 
 
+CURRENCIES_CSV = Path(__file__).with_name("data") / "currencies.csv"
+
+
+@functools.lru_cache(maxsize=None)
+def currency_codes() -> frozenset[str]:
+    """The ISO 4217 codes of inference_ledger/data/currencies.csv (List One, sourced there)."""
+    with CURRENCIES_CSV.open(encoding="utf-8", newline="") as fh:
+        return frozenset(r["code"] for r in csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
 def finance_options(months: Optional[int], currency: Optional[str], symbol: Optional[str]) -> tuple[int, str, str]:
     """(forecast months, currency code, symbol) of a build, checked; one clear error line otherwise."""
     n = DEFAULT_MONTHS if months is None else months
     if isinstance(n, bool) or not isinstance(n, int) or not MONTHS_RANGE[0] <= n <= MONTHS_RANGE[1]:
         raise LedgerInputError(f"forecast_months must be a whole number >= {MONTHS_RANGE[0]} and <= {MONTHS_RANGE[1]} "
                                f"(got {months!r})")
-    code = (currency or "USD").upper()
-    if not re.fullmatch(r"[A-Z]{3}", code):
-        raise LedgerInputError(f"currency must be a 3-letter ISO 4217 code such as USD or EUR (got {currency!r})")
+    code = "USD" if currency is None else str(currency).strip().upper()
+    if not re.fullmatch(r"[A-Z]{3}", code) or code not in currency_codes():
+        what = "is empty" if not code else f"is not an ISO 4217 currency code (got {echo(currency)})"
+        raise LedgerInputError(f"currency {what}: give a code such as USD, EUR or JPY "
+                               f"(the {len(currency_codes())} codes of inference_ledger/data/currencies.csv)")
     sym = symbol if symbol is not None else SYMBOLS.get(code, code)  # an unlisted currency shows its code
     if not 1 <= len(sym) <= 4 or '"' in sym:
         raise LedgerInputError(f"currency_symbol must be 1 to 4 characters without quotes (got {sym!r})")

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import files
 from .args import LedgerInputError
 from .hfdefaults import MODEL_TYPE_DEFAULTS, TRANSFORMERS_SOURCE, with_defaults  # noqa: F401
 
@@ -85,10 +86,7 @@ class Architecture:
 def load_config(path: str | Path) -> dict:
     """Read a config.json; every failure is one LedgerInputError line naming the file."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:  # the file system failed, not the input: an OSError (exit 1 in the CLI)
-        raise OSError(f"cannot read config {p}: {e.strerror or e}") from None
+    raw = files.read_input(p, "config")   # a regular file within the size limit, errors naming it
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -27,6 +27,8 @@ REQUIRED = ("id", "model_id", "model_match", "model", "weight_dtype", "gpu_id", 
             "batch", "input_tokens", "output_tokens", "source_key", "source_group", "source", "date", "quote")
 #: the measured figures (at least one per row)
 METRICS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
+#: engine families, as engines.csv ids begin (vllm-0.9 -> vllm) or as the free text names them
+ENGINE_FAMILIES = ("vllm", "sglang", "trtllm", "lmdeploy", "nim", "atom", "tgi")
 #: a source key or group: lower-case words of letters, digits and dots joined by '-' (e.g. nvidia-trtllm-perf-v0.9)
 SOURCE_KEY = re.compile(r"[a-z0-9.]+(?:-[a-z0-9.]+)*")
 
@@ -44,6 +46,7 @@ class LoadRow:
     gpus: int
     tp: int
     engine_id: str  # '' = engine or version not identifiable
+    engine: str  # the engine and version as the source names them (free text)
     regime: str
     batch: int
     input_tokens: int
@@ -59,6 +62,16 @@ class LoadRow:
     date: str
     quote: str
     notes: str
+
+    @property
+    def engine_family(self) -> str:
+        """The engine family (one of ENGINE_FAMILIES): the engines.csv id's family, else the first family named in `engine`."""
+        for fam in ENGINE_FAMILIES:
+            if self.engine_id.split("-")[0] == fam:
+                return fam
+        text = self.engine.lower().replace("tensorrt-llm", "trtllm")
+        found = [(text.find(f), f) for f in ENGINE_FAMILIES if f in text]
+        return min(found)[1] if found else "other"
 
     @property
     def deployment_tok_s(self) -> Optional[float]:
@@ -110,6 +123,7 @@ def _one(r: dict[str, str], where: str) -> LoadRow:
         raise LedgerInputError(f"{where}: gpus {gpus} is not a multiple of tp {tp}")
     return LoadRow(id=r["id"], model_id=r["model_id"], model_match=r["model_match"], weight_dtype=r["weight_dtype"],
                    kv_dtype=r.get("kv_dtype", ""), gpu_id=r["gpu_id"], gpus=gpus, tp=tp, engine_id=r.get("engine_id", ""),
+                   engine=r["engine"],
                    regime=r["regime"], batch=_whole(r, "batch", where, lo=2),
                    input_tokens=_whole(r, "input_tokens", where), output_tokens=_whole(r, "output_tokens", where),
                    output_tok_s=figures["output_tok_s"], basis=basis, tpot_ms=figures["tpot_ms"],

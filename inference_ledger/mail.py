@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from inference_ledger import PASSWORD_ENV, verdict
+from inference_ledger.args import echo
 from inference_ledger.files import write_bytes
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
@@ -62,18 +63,25 @@ class Verdict:
     verdict: int  # the plan's verdict code (inference_ledger.verdict)
     tpot_seconds: float
     monthly_cost_qps: float
+    #: The plan's answer in sentences (inference_ledger.summary: what `plan` prints first and the Summary sheet says)
+    sentences: tuple[str, ...] = ()
+    concurrency_used: int = 0  # sequences per replica the bill is sized at (inference_ledger.concurrency)
+    concurrency_reason: str = ""  # which limit chose it, in words ("TPOT target", "requested", ...)
 
     @classmethod
-    def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str) -> "Verdict":
+    def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str, sentences: Sequence[str] = ()) -> "Verdict":
         """From the values of ``inference_ledger.plan.evaluate`` and the catalog ids of the model and GPU."""
         return cls(model, gpu, int(plan["gpus_per_replica"]), int(plan["gpus_for_qps"]), int(plan["verdict"]),
-                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]))
+                   float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]), tuple(sentences),
+                   int(plan.get("concurrency_used", 0)), str(plan.get("concurrency_reason_words", "")))
 
     def rows(self) -> list[tuple[str, str]]:
         return [
             ("Model", self.model),
             ("GPU", f"{self.gpus_per_replica} x {self.gpu} per model copy"),
             ("GPUs for the target QPS", str(self.gpus_for_qps)),
+            *([("Concurrency per model copy", f"{self.concurrency_used} sequences (chosen by: "
+                f"{self.concurrency_reason})")] if self.concurrency_used else []),
             ("Verdict", verdict.words_of(self.verdict)),
             ("TPOT", f"{self.tpot_seconds * 1e3:.1f} ms per output token"),
             ("Monthly cost for the target QPS", f"${self.monthly_cost_qps:,.0f}/month"),
@@ -86,14 +94,16 @@ class Verdict:
     def text(self) -> str:
         width = max(len(k) for k, _ in self.rows())
         table = "\n".join(f"  {k + ':':<{width + 1}} {v}" for k, v in self.rows())
-        return (f"Inference plan: {self.headline()}.\n\n{table}\n\n"
+        said = "".join(f"{s}\n" for s in self.sentences)
+        return (f"Inference plan: {self.headline()}.\n\n{said}{chr(10) if said else ''}{table}\n\n"
                 "The attached workbook holds the memory, compute and bandwidth ledgers; it recalculates\n"
                 "in Excel or LibreOffice when you change an input.\n")
 
     def html(self) -> str:
         e = html.escape
         cells = "\n".join(f'<tr><th align="left">{e(k)}</th><td>{e(v)}</td></tr>' for k, v in self.rows())
-        return (f"<html><body>\n<p>Inference plan: <b>{e(self.headline())}</b>.</p>\n"
+        said = "".join(f"<p>{e(s)}</p>\n" for s in self.sentences)
+        return (f"<html><body>\n<p>Inference plan: <b>{e(self.headline())}</b>.</p>\n{said}"
                 f'<table cellpadding="4">\n{cells}\n</table>\n'
                 "<p>The attached workbook holds the memory, compute and bandwidth ledgers; it recalculates "
                 "in Excel or LibreOffice when you change an input.</p>\n</body></html>\n")
@@ -118,7 +128,8 @@ def parse_addresses(text: str, option: str) -> list[str]:
     out = []
     for name, addr in getaddresses([text]):
         if not re.fullmatch(r"[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+", addr):
-            raise ValueError(f"{option}: {(name or addr or text)!r} is not an email address")
+            item = next((t.strip() for t in text.split(",") if addr and addr in t), name or addr or text)
+            raise ValueError(f"{option}: {echo(item)} is not an email address")
         out.append(addr)
     if not out:
         raise ValueError(f"{option} needs at least one email address")

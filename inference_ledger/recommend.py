@@ -1,11 +1,11 @@
 """Recommendations: the deployments that meet a QPS, TTFT and TPOT target, cheapest per month first.
 
-For each GPU, layout and format the plan already knows the answer in closed form:
-the most sequences in flight that fit in memory *and* keep TPOT within its target
-(``serving_concurrency`` = min(``max_concurrency``, ``tpot_max_batch``)).  QPS per replica,
-B / (TTFT + T x TPOT(B)), grows with B, so that concurrency needs the fewest replicas.
-The plan is evaluated a second time at it (vectorized over every candidate) to get the
-QPS per replica, the replicas and GPUs for the target, the headroom and the monthly bill.
+For each GPU, layout and format the plan runs at the concurrency ``plan`` itself uses by default:
+the largest that meets the TTFT and TPOT targets within the KV cache and the engine's batch limit
+(:mod:`inference_ledger.concurrency`, the plan's lines over a family of candidate concurrencies).
+QPS per replica, B / (TTFT + T x TPOT(B)), grows with B, so that concurrency needs the fewest
+replicas.  The plan at it (vectorized over every candidate row) gives the QPS per replica, the
+replicas and GPUs for the target, the headroom and the monthly bill: the same bill as ``plan``.
 
 Layouts (issue 12): with a GPU budget (``max_gpus``) the search goes past one node: TP within
 the node times PP stages, and for mixture-of-experts models wide expert parallelism with
@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from inference_ledger import engines, plan, resolve, verdict
+from inference_ledger import concurrency, engines, plan, resolve, verdict
 from inference_ledger.catalog import Gpu, Model
 from inference_ledger.sweep import SweepSpec, Table, build_sweep, evaluate_block
 
@@ -117,15 +117,12 @@ def recommend(model: Sequence[str], gpu: Sequence[str], *, tp: Sequence[int] = (
     for t in tables:
         extra = {k: t.fixed[k] for k in table.row_inputs if k in t.fixed}
         for labels, inputs in t.blocks():
-            best = evaluate_block(t, inputs)["serving_concurrency"]
-            keep = np.flatnonzero(best >= 1)
-            at_best = {k: np.asarray(v)[keep] for k, v in inputs.items()} | {"concurrency": best[keep]}
-            v = evaluate_block(t, at_best)
-            for j in np.flatnonzero(v["verdict"] == verdict.MEETS_TARGETS):
-                i = keep[j]
+            v = evaluate_block(t, inputs, auto=True)   # every row at the concurrency it runs at (one rule)
+            at_best = dict(inputs) | {"concurrency": v["concurrency_used"]}
+            for i in np.flatnonzero(v["verdict"] == verdict.MEETS_TARGETS):
                 found.append(Recommendation({k: labels[k][i] for k in labels},
-                                            {k: float(a[j]) for k, a in at_best.items()} | extra,
-                                            {k: a[j].item() if hasattr(a[j], "item") else a[j] for k, a in v.items()}))
+                                            {k: float(a[i]) for k, a in at_best.items()} | extra,
+                                            {k: a[i].item() if hasattr(a[i], "item") else a[i] for k, a in v.items()}))
     found.sort(key=lambda r: (r.values["monthly_cost_qps"], r.values["gpus_for_qps"], -r.values["qps_headroom"]))
     return found, table
 

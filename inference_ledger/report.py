@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-from . import serving, verdict
+from . import concurrency, serving, verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -59,6 +59,10 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
             out[q.name] = _json_value(q.name, values[q.name])
     if "verdict" in values:
         out["verdict_words"] = verdict.words_of(values["verdict"])
+    if "concurrency_used" in values:   # the concurrency the plan runs at, and which limit chose it
+        out["concurrency_used"] = _json_value("concurrency", values["concurrency_used"])
+        out["concurrency_reason"] = _json_value("concurrency_reason", values["concurrency_reason"])
+        out["concurrency_reason_words"] = concurrency.reason_words(values["concurrency_reason"])
     if "binding_limit" in values:
         out["binding_limit_words"] = serving.limit_words(values["binding_limit"])
         out["batching_words"] = serving.batching_word(values["batching"])
@@ -120,6 +124,10 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
             if items:
                 section(f"inputs: {group}")
                 rows.extend((i.label, human(values[i.name], i.unit), i.name) for i in items)
+    if "concurrency_used" in values:
+        section("concurrency the plan runs at")
+        rows.append(("Concurrency used", human(values["concurrency_used"], "sequences"), "concurrency_used"))
+        rows.append(("Chosen by", concurrency.reason_words(values["concurrency_reason"]), "concurrency_reason_words"))
     for ledger in LEDGERS:
         items = [l for l in LINES if l.ledger == ledger and l.name in values]
         if items:
@@ -133,5 +141,8 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
             lines.append(f"\n[{value}]")
         else:
             lines.append(f"  {label:<{lw}}  {value:>{vw}}  {key}")
+    if any(l.ledger == "accuracy" and l.name in values for l in LINES):
+        lines.append("\nBands (accuracy ledger): about 80% of new measurements should fall inside low-high "
+                     "(docs/accuracy.md).")
     lines.append("\nGB = 1e9 bytes, GiB = 2^30 bytes; FLOP/s are dense; the right column is the --json key.")
     return "\n".join(lines).lstrip("\n")

@@ -15,7 +15,11 @@ names the setting, what cannot run:
 * a layout the engines refuse (:func:`layout_problem`): more PP stages than layers, EP or
   DP attention on a dense model, an EP degree that does not divide the routed experts or the
   GPUs of a stage;
-* a context (input + output tokens) above the model's ``max_position_embeddings``.
+* a context (input + output tokens) above the model's ``max_position_embeddings``;
+* model overrides that contradict each other (:data:`inference_ledger.rules.MODEL_RULES`): experts per token outside
+  1..routed experts on a mixture-of-experts model, routed experts, experts per token or MoE layers
+  on a dense model, more MoE layers than layers, KV heads that TP neither splits nor replicates
+  evenly (the same shape a config.json is refused for).
 
 ``plan``, ``build`` (its Plan sheet and every Scenarios row), ``sweep``, ``recommend``,
 ``validate``, ``email`` and the Excel functions all call this module, so the same choice
@@ -32,6 +36,9 @@ from typing import Any, Mapping, Optional, Sequence
 from inference_ledger import bands, catalog, engines, finance, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
+from inference_ledger.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem, dense_override_problem,  # noqa: F401
+                                    experts_per_token_ok, heads_problem, kv_heads_problem, kv_heads_split_ok,
+                                    layout_problem, moe_layers_ok, node_problem, rules_problem, tp_problem)
 
 #: Plan inputs read from the Model / Gpu field of the same name (the workbook's lookups follow the same rule).
 MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
@@ -112,79 +119,8 @@ def weight_format(model: Optional[Model], weight_dtype: Optional[str]) -> Dtype:
 
 
 # ----------------------------------------------------------------------------------------
-# the rules
+# checked numbers (the rules themselves: inference_ledger.rules, each written once, applied in resolve())
 # ----------------------------------------------------------------------------------------
-
-
-def heads_problem(model: Model, tp: int) -> Optional[str]:
-    """Why a model's heads cannot be split over tp GPUs (None when they can).
-
-    Tensor parallelism splits the attention heads across GPUs (Megatron-LM, Shoeybi et al.
-    2019), so TP must divide them; the KV heads either split evenly (K % TP = 0) or are
-    replicated evenly (TP % K = 0), as vLLM requires.  An MLA latent is not split.
-    """
-    if model.num_attention_heads % tp:
-        return f"TP {tp} does not divide the {model.num_attention_heads} attention heads of {model.id}"
-    if model.mla_latent_dim == 0:
-        k = model.kv_heads
-        if tp <= k and k % tp:
-            return f"TP {tp} does not divide the {k} KV heads of {model.id}"
-        if tp > k and tp % k:
-            return f"TP {tp} is not a multiple of the {k} KV heads of {model.id} (they cannot be replicated evenly)"
-    return None
-
-
-def node_problem(gpu: Gpu, tp: int) -> Optional[str]:
-    """Why tp GPUs are more than one node of this GPU (None when they fit one)."""
-    if tp > gpu.gpus_per_node:
-        return (f"TP {tp} spans more than one {gpu.gpus_per_node}-GPU node of {gpu.id} "
-                "(TP stays within a node: add PP stages or EP across nodes)")
-    return None
-
-
-def tp_problem(model: Optional[Model], gpu: Optional[Gpu], tp: int) -> Optional[str]:
-    """Why this model cannot run at TP ``tp`` on this GPU (None when it can)."""
-    return (node_problem(gpu, tp) if gpu is not None else None) or \
-        (heads_problem(model, tp) if model is not None else None)
-
-
-def layout_problem(model: Optional[Model], pp: int, ep: int, dp_attention: int, tp: int,
-                   redundant_experts: int = 0) -> Optional[tuple[str, str]]:
-    """(setting, why) when the engines refuse this PP/EP/DP-attention layout (None when they run it).
-
-    vLLM and SGLang split the layers over at most as many stages as there are layers; expert parallelism
-    places whole experts, so EP divides the routed experts and their redundant copies (SGLang
-    ``num_physical_experts % ep_size``, vLLM ``FusedMoE``) and the GPUs of a stage (SGLang: moe_tp = tp / ep; vLLM: EP = TP x DP); DP attention
-    shares MoE layers between attention ranks, so a dense model's DP ranks are separate replicas.
-    """
-    if model is None:
-        return None
-    if pp > model.num_layers:
-        return "pp", f"PP {pp} is more stages than the {model.num_layers} layers of {model.id}"
-    if model.num_experts == 0:
-        if ep > 1:
-            return "ep", f"EP {ep} needs a mixture-of-experts model: {model.id} is dense"
-        if dp_attention > 1:
-            return "dp_attention", (f"DP attention {dp_attention} needs a mixture-of-experts model: {model.id} is dense "
-                                    "(its DP ranks are separate replicas)")
-        if redundant_experts:
-            return "redundant_experts", f"redundant experts need a mixture-of-experts model: {model.id} is dense"
-    physical = model.num_experts + redundant_experts
-    if physical % ep:
-        extra = f" + {redundant_experts} redundant" if redundant_experts else ""
-        return "ep", f"EP {ep} does not divide the {model.num_experts}{extra} routed experts of {model.id}"
-    if (tp * dp_attention) % ep:
-        return "ep", (f"EP {ep} does not divide the {tp * dp_attention} GPUs of a pipeline stage "
-                      f"(TP {tp} x DP attention {dp_attention})")
-    return None
-
-
-def context_problem(model: Optional[Model], context: float) -> Optional[str]:
-    """Why a context (input + output tokens) is too long for the model (None when it is not)."""
-    if model is not None and context > model.max_position_embeddings:
-        return (f"context {int(context):,} exceeds the {model.max_position_embeddings:,}-token maximum of "
-                f"{model.id} (max_position_embeddings)")
-    return None
 
 
 def input_tokens_of(context: Any, output_tokens: float) -> float:
@@ -331,12 +267,16 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     kd = find_dtype(kv_dtype, "kv")
     eng = engines.get_engine(engine)
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
+    experts = m.num_experts if m is not None else explicit.get("num_experts")
+    segment = (experts, g.id if g else None, eng.id)
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) \
-        | bands.band_inputs(m.num_experts if m is not None else explicit.get("num_experts"), g.id if g else None,
-                            eng.id) | explicit
-    problem = tp_problem(m, g, int(inputs["tp"]))
+        | bands.band_inputs(*segment) | bands.fitted_inputs(*segment) | explicit
+    problem = tp_problem(m, g, int(inputs["tp"]), int(inputs["kv_heads"]))
     if problem:
         raise ChoiceError("tp", problem)
+    problem = rules_problem(m, inputs, explicit)
+    if problem:
+        raise ChoiceError(*problem)
     layout = layout_problem(m, int(inputs["pp"]), int(inputs["ep"]), int(inputs["dp_attention"]), int(inputs["tp"]),
                             int(inputs["redundant_experts"]))
     if layout:

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from inference_ledger import engines, plan, resolve, verdict
+from inference_ledger import concurrency, engines, plan, resolve, verdict
 from inference_ledger.args import LedgerInputError
 
 DEFAULT_MAX_ROWS = 100_000
@@ -33,6 +33,8 @@ VERDICT_WORDS = "verdict_words"
 _ROW_GROUPS = ("model", "precision", "gpu")
 _SWEPT = ("tp", "input_tokens", "concurrency")
 _ROW_ALWAYS = ("price_per_gpu_hour", *_SWEPT)
+#: The concurrency grid's value for "auto" (never a valid concurrency): the row's own choice replaces it.
+AUTO_ROW = 0.0
 
 
 # ----------------------------------------------------------------------------------------
@@ -56,10 +58,14 @@ class Table:
     sheet: str = "Sweep"
 
 
-def evaluate_block(table: Table, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every plan line and the verdict for one block (broadcast to the block's length)."""
+def evaluate_block(table: Table, inputs: Mapping[str, np.ndarray], auto: bool = False) -> dict[str, np.ndarray]:
+    """Every plan line and the verdict for one block (broadcast to the block's length).
+
+    ``auto``: each row at the concurrency it runs at (:func:`inference_ledger.concurrency.evaluate`: the largest
+    meeting the targets), its ``concurrency`` input ignored; the values gain ``concurrency_used`` and its reason."""
     n = len(next(iter(inputs.values())))
-    vals = plan.evaluate({**table.fixed, **inputs}, validate=False)
+    vals = concurrency.evaluate({**table.fixed, **inputs}, validate=False) if auto else \
+        plan.evaluate({**table.fixed, **inputs}, validate=False)
     vals[VERDICT_WORDS] = np.array(verdict.WORDS, dtype=object)[np.asarray(vals["verdict"], dtype=int)]
     return {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in vals.items()}
 
@@ -101,7 +107,7 @@ class SweepSpec:
     weight_dtype: Sequence[str] = ("native",)
     kv_dtype: Sequence[str] = ("bf16",)
     context: Sequence[int] = (4096,)
-    concurrency: Sequence[int] = (1, 16, 64)
+    concurrency: Sequence[int | str] = (concurrency.AUTO,)   # numbers, or auto: the largest meeting the targets
     engine: str = engines.DEFAULT_ENGINE                        # whose memory rule and batching defaults apply
     fixed: Mapping[str, float] = field(default_factory=dict)   # any other plan input, for every row
 
@@ -130,7 +136,9 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
                   for w in _nonempty("weight-dtype", spec.weight_dtype))
     kds = _dedupe(resolve.find_dtype(k, "kv").id for k in _nonempty("kv-dtype", spec.kv_dtype))
     tps = _dedupe(int(resolve.check_number("tp", t)) for t in _nonempty("tp", spec.tp))
-    concs = _dedupe(int(resolve.check_number("concurrency", c)) for c in _nonempty("concurrency", spec.concurrency))
+    # auto (the largest concurrency meeting the targets, per row) is the grid value 0, chosen as the rows are made
+    concs = _dedupe(AUTO_ROW if concurrency.is_auto(c) else int(resolve.check_number("concurrency", c))
+                    for c in _nonempty("concurrency", spec.concurrency))
     engine = engines.get_engine(spec.engine)
     fixed = {k: resolve.check_number(k, v) for k, v in spec.fixed.items()}
     out_tokens = fixed.get("output_tokens", plan.INPUT_BY_NAME["output_tokens"].default)
@@ -171,7 +179,7 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
             f"of {max_rows:,} rows: shorten a list or raise --max-rows")
     base_inputs = []
     for m, g, wd, kd, t in base:
-        first = {"tp": t, "input_tokens": ok_ctx[m.id][0] - out_tokens, "concurrency": concs[0]}
+        first = {"tp": t, "input_tokens": ok_ctx[m.id][0] - out_tokens}
         base_inputs.append(resolve.resolve(m, g, weight_dtype=wd, kv_dtype=kd, engine=engine.id,
                                            numbers=fixed | first).inputs)
     varying = {k for k in base_inputs[0] if any(b[k] != base_inputs[0][k] for b in base_inputs)}
@@ -215,6 +223,11 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
         conc = np.concatenate([p[2] for p in buf])
         facts = matrix[bidx]
         inputs = {n: facts[:, j] for j, n in enumerate(base_cols)}
+        auto = conc == AUTO_ROW
+        if auto.any():   # each auto row at the concurrency it runs at (the rule plan and recommend use)
+            at = {n: v[auto] for n, v in inputs.items()} | {"input_tokens": (ctx - out_tokens)[auto]}
+            conc = conc.copy()
+            conc[auto] = concurrency.choose({**shared, **at})["concurrency_used"]
         inputs.update(input_tokens=ctx - out_tokens, concurrency=conc)
         labels_ = {k: arr[bidx].tolist() for k, arr in base_labels.items()}
         return labels_, {n: inputs[n] for n in row_inputs}

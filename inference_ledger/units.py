@@ -40,12 +40,19 @@ VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested c
 # steady-state serving (inference_ledger.serving)
 BATCHING_STATIC = Const(2, "BATCHING_STATIC", "batching code: static, one batch prefilled then decoded together (1 = continuous)", "code")
 RAMP_MEAN_DIVISOR = Const(2, "RAMP_MEAN_DIVISOR", "the mean of a context growing by one token per step from S to S + T is S + T/2", "x")
-MOE_SATURATION = Const(700, "MOE_SATURATION", "tokens x k / E beyond which (1 - k/E)^tokens < e^-700: every routed expert is touched (and the power would underflow)", "picks/expert")
+MOE_SATURATION = Const(300, "MOE_SATURATION", "decades below 1 beyond which (1 - k/E)^tokens is left out: every routed expert is touched (E x 1e-300 missed), and the power is still a normal number above it (LibreOffice answers #NUM! below about 1e-308)", "decades")
 LIMIT_NONE = Const(0, "LIMIT_NONE", "binding-limit code: nothing caps the requested concurrency (bandwidth-bound)", "code")
 LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer sequences than requested", "code")
 LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
 LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
 LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
+# the concurrency a plan runs at (inference_ledger.concurrency): which limit chose it
+CONC_REQUESTED = Const(0, "CONC_REQUESTED", "concurrency reason code: the concurrency was given (requested), not chosen", "code")
+CONC_KV = Const(1, "CONC_KV", "concurrency reason code: the largest the KV cache holds meets the targets", "code")
+CONC_ENGINE = Const(2, "CONC_ENGINE", "concurrency reason code: the engine's batch limit (max_num_seqs x DP ranks) meets the targets", "code")
+CONC_TPOT = Const(3, "CONC_TPOT", "concurrency reason code: the largest candidate meeting the TPOT target", "code")
+CONC_TTFT = Const(4, "CONC_TTFT", "concurrency reason code: the largest candidate meeting the TTFT target", "code")
+CONC_NONE = Const(5, "CONC_NONE", "concurrency reason code: no candidate meets the targets, so 1 is used", "code")
 # finance (inference_ledger.finance)
 MONTHS_PER_YEAR = Const(12, "MONTHS_PER_YEAR", "12 months in a year (with HOURS_PER_MONTH: 8760 h per year)", "month/year")
 W_PER_KW = Const(1000, "W_PER_KW", "watts per kilowatt (power is billed per kW and kWh)", "W/kW")
@@ -84,6 +91,12 @@ CONSTANTS: tuple[Const, ...] = (
     LIMIT_MAX_NUM_SEQS,
     LIMIT_TPOT,
     LIMIT_COMPUTE,
+    CONC_REQUESTED,
+    CONC_KV,
+    CONC_ENGINE,
+    CONC_TPOT,
+    CONC_TTFT,
+    CONC_NONE,
     MONTHS_PER_YEAR,
     W_PER_KW,
 )

@@ -65,6 +65,9 @@ def test_plan_by_name_json(capsys):
     ref = report.plan_json(evaluate(with_engine(
         plan_inputs("llama-3.1-70b", "h100-sxm", tp=4, concurrency=16, input_tokens=3584), "vllm", gpu_id="h100-sxm")),
                            model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="bf16", kv_dtype="bf16", engine="vllm")
+    # the concurrency was given, so it is used as given ("requested"), the plan otherwise the plain evaluation
+    assert (d.pop("concurrency_used"), d.pop("concurrency_reason"), d.pop("concurrency_reason_words")) == \
+        (16, 0, "requested")
     assert d == json.loads(json.dumps(ref))
 
 
@@ -195,7 +198,7 @@ def test_plan_batching_static_and_continuous(capsys):
     out = {}
     for word in ("continuous", "static"):
         code, text, _ = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4",
-                            "--batching", word, "--json")
+                            "--batching", word, "--concurrency", "16", "--json")
         assert code == 0
         out[word] = json.loads(text)
     assert (out["continuous"]["batching"], out["static"]["batching"]) == (1, 2)

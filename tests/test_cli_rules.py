@@ -315,12 +315,12 @@ MISTAKES = [
     (["build", "-o", "{t}/p.xlsx", "--scenarios", "{t}/unknown-model.csv"], 2, "unknown model 'llama-9'"),
     # sweep
     (SWEEP + ["--concurrency", "0", "-o", "{t}/s.csv"], 2, "'--concurrency'"),
-    (SWEEP + ["--tp", "1,x", "-o", "{t}/s.csv"], 2, "'--tp': 'x' is not a whole number"),
+    (SWEEP + ["--tp", "1,x", "-o", "{t}/s.csv"], 2, "'--tp': 'x' is not a number in GPUs"),
     (SWEEP + ["--max-rows", "1", "--tp", "1,2", "-o", "{t}/s.csv"], 2, "over the limit of 1 rows"),
     (["sweep", "-m", "llama-3.1-8b", "-o", "{t}/s.csv"], 2, "Missing option '--gpu'"),
     # recommend
     (REC + ["--ttft", "0"], 2, "'--ttft'"),
-    (REC + ["--qps", "-1"], 2, "'--qps'"),
+    (REC[:3] + REC[5:] + ["--qps", "-1"], 2, "'--qps'"),   # REC without its own --qps: an option is given once
     (REC + ["--ttft", "1ms"], 1, "no plan meets"),        # a valid question without an answer
     # validate
     (["validate", "--data", "{t}/binary.csv"], 2, "binary.csv: not a UTF-8 text CSV"),

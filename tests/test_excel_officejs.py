@@ -93,7 +93,11 @@ CALLS = {
     "model_spec": office_js("MODEL_SPEC", [["llama-3.1-70b"]], [["kv_bytes_per_token", "num_layers"]]),
     # =PLAN("llama-3.1-70b", A1:A2, B1:C1, 2): a column of GPUs by a row of keys; the other options left out
     "plan": office_js("PLAN", [["llama-3.1-70b"]], [["h100-sxm"], ["h200"]], [["verdict", "verdict_words"]], [[2]],
-                      None, None, None, None, None, None),
+                      [[16]], None, None, None, None, None),
+    # the concurrency left out: auto, the largest the KV cache holds that meets the targets
+    "plan_auto": office_js("PLAN", [["llama-3.1-70b"]], [["h100-sxm"]],
+                           [["verdict", "concurrency_used", "concurrency_reason_words"]], [[2]],
+                           None, None, None, None, None, None),
     "plan_refused": office_js("PLAN", [["llama-3.1-70b"]], [["h100-sxm"]], [["fits"]], [[3]],
                               None, None, None, None, None, None),
 }
@@ -189,6 +193,8 @@ def test_catalog_lookups(child):
 def test_plan_through_office_js(child):
     # current vLLM starts 70B BF16 on 2 x H100 with ~19k KV tokens (issue 11): 12 of the default 16 sequences run
     assert result(child, "plan") == [[1, "fits below the requested concurrency"], [3, "fits, meets targets"]]
+    # left out, the concurrency is the 12 sequences the KV cache holds (TPOT is well within 50 ms there)
+    assert result(child, "plan_auto") == [[3, 12, "KV cache"]]
     assert result(child, "plan_refused") == [[value_error("TP 3 does not divide the 64 attention heads of llama-3.1-70b")]]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import re
 from collections import Counter
+from decimal import Decimal
 
 import pytest
 
@@ -61,6 +62,36 @@ def test_each_document_has_one_source_key_and_each_key_one_group(rows):
     assert len(keys_of_group) >= 6, keys_of_group
 
 
+def test_the_calibration_set_covers_what_the_accuracy_work_needs(rows):
+    """Coverage of the published calibration set: rows, independent sources, engines and their generations, GPUs,
+    dense and MoE models, both regimes. Where a target is not reached yet, the assertion holds today's value so the
+    set can only grow toward it (targets: 12 independent sources, none above 15% of the rows)."""
+    assert len(rows) >= 300
+    groups = Counter(r.source_group for r in rows)
+    assert len(groups) >= 11, groups  # target 12
+    assert max(groups.values()) / len(rows) <= 0.21, groups.most_common(3)  # target 0.15
+    families = Counter(r.engine_family for r in rows)
+    assert {"vllm", "sglang", "trtllm"} <= set(families) and set(families) & {"lmdeploy", "nim", "tgi", "atom"}, families
+    for family, pattern, at_least in (("trtllm", r"TensorRT-LLM v?(\d+\.\d+)", 3), ("vllm", r"vLLM v?(\d+\.\d+)", 3)):
+        versions = {m.group(1) for r in rows if r.engine_family == family for m in [re.search(pattern, r.engine)] if m}
+        assert len(versions) >= at_least, (family, versions)
+    gpus = {r.gpu_id for r in rows}
+    assert {"a100-80gb", "h100-sxm", "h200", "b200"} <= gpus and gpus & {"mi300x", "mi325x", "mi355x"}, gpus
+    models = {r.model_id for r in rows}
+    assert {"llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"} <= models  # dense 7B-405B
+    assert {"mixtral-8x7b", "deepseek-r1", "qwen3-235b-a22b", "gpt-oss-120b"} <= models  # MoE families
+    regimes = Counter(r.regime for r in rows)
+    assert regimes["static"] >= 50 and regimes["continuous"] >= 150, regimes
+
+
+def test_engine_family_reads_the_catalog_id_first_then_the_free_text(rows):
+    by_id = {r.id: r for r in rows}
+    assert by_id["trtllm090-h200-mixtral-8x7b-tp2-b1024-128-128"].engine_family == "trtllm"
+    assert by_id["nim180-h100x2-llama33-70b-fp8-c50-5000-500"].engine_family == "nim"  # no engines.csv row
+    assert by_id["lmdeploy010-a100-llama-2-7b-tp1-b16-128-128"].engine_family == "lmdeploy"
+    assert all(r.engine_family != "other" for r in rows), [r.id for r in rows if r.engine_family == "other"]
+
+
 def test_ids_exist_in_the_catalogs(rows):
     engine_ids = set(engines.engine_ids())
     for r in rows:
@@ -81,7 +112,9 @@ def test_units_are_sane(rows):
         assert per_gpu is None or 1 <= per_gpu <= 1e5, r.id
         for ms in (r.tpot_ms, r.itl_ms):
             assert ms is None or 1 <= ms <= 1000, r.id  # a decode step: 1 ms to 1 s
-        assert r.ttft_ms is None or 1 <= r.ttft_ms <= 300_000, r.id  # queueing included: up to minutes
+        # queueing included: up to half an hour (dstack's DeepSeek-R1 on 8 H200 at concurrency 128, 3,200 -> 6,400
+        # tokens prints a mean TTFT of 1,059,605 ms: requests wait for whole 6,400-token generations to finish)
+        assert r.ttft_ms is None or 1 <= r.ttft_ms <= 1_800_000, r.id
         # a client at concurrency C cannot receive more than C tokens per TPOT/ITL step
         step = r.tpot_ms or r.itl_ms
         if step and r.output_tok_s is not None:
@@ -94,10 +127,20 @@ def test_every_number_is_in_its_quote_and_every_row_has_a_source(rows, raw):
         assert r.source.startswith("http") and r.date[:4].isdigit(), r.id
         quote = cells["quote"].replace(",", "")
         numbers = set(re.findall(r"\d+(?:\.\d+)?", quote))
+        # a latency printed in seconds is entered in ms as exactly the printed figure x 1000 (no rounding)
+        as_ms = {Decimal(n) * 1000 for n in numbers}
         for key in ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms"):
             if cells[key]:
-                assert cells[key] in numbers, (r.id, key, cells[key])
+                assert cells[key] in numbers or (key != "output_tok_s" and Decimal(cells[key]) in as_ms), \
+                    (r.id, key, cells[key])
         assert str(r.batch) in numbers, r.id
+
+
+def test_a_latency_printed_in_seconds_is_moved_three_places_exactly():
+    """LMDeploy prints FTL(ave) in seconds: '0.129' is entered as 129 ms, nothing rounded."""
+    quote = "| 16 | 1 | 128 | 128 | 1272.47 | 76.77 | 0.129 | 0.023 |"
+    as_ms = {Decimal(n) * 1000 for n in re.findall(r"\d+(?:\.\d+)?", quote)}
+    assert Decimal("129") in as_ms and Decimal("129.0") in as_ms and Decimal("128.9") not in as_ms
 
 
 def test_static_batch_throughput_matches_the_published_latency(rows):
@@ -107,6 +150,18 @@ def test_static_batch_throughput_matches_the_published_latency(rows):
     for r in oracle:
         latency_s = float(r.quote.split("|")[-2])
         assert r.batch * r.output_tokens / latency_s == pytest.approx(r.output_tok_s, abs=1.0), r.id
+
+
+def test_dstack_throughput_is_its_generated_tokens_over_the_duration(rows):
+    """dstack's CSV prints duration, total_output_tokens and output_throughput: tokens / duration = throughput (a hand
+    check that the right cell was read, independent of the cell itself)."""
+    dstack = [r for r in rows if r.source_key == "dstack-deepseek-r1-h200-mi300x"]
+    assert len(dstack) == 45
+    for r in dstack:
+        header, row = (part.split(" | ") for part in r.quote.split(" -> "))
+        cell = dict(zip(header, row))
+        assert int(cell["total_output_tokens"]) == int(cell["completed"]) * r.output_tokens, r.id
+        assert int(cell["total_output_tokens"]) / float(cell["duration"]) == pytest.approx(r.output_tok_s, rel=1e-6), r.id
 
 
 def test_per_gpu_throughput_is_scaled_to_the_deployment(rows):

@@ -27,7 +27,7 @@ def test_batching_words_are_the_same_everywhere(tmp_path):
     # a word where a number would go (a scenario cell, an option value) means the same
     assert resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"tp": 4, "batching": "static"}).inputs == static.inputs
     want = plan.evaluate(static.inputs)["tokens_per_second"]
-    assert excel.PLAN("llama-3.1-70b", "h100-sxm", "tokens_per_second", 4, None, None, None, None, None, None,
+    assert excel.PLAN("llama-3.1-70b", "h100-sxm", "tokens_per_second", 4, 16, None, None, None, None, None,
                       None, None, None, "static") == [[pytest.approx(want, rel=1e-12)]]
     p = tmp_path / "sc.csv"
     p.write_text("label,model,gpu,tp,batching\na,llama-3.1-70b,h100-sxm,4,static\nb,llama-3.1-70b,h100-sxm,4,1\n")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog, engines, resolve
+from inference_ledger import catalog, concurrency, engines, resolve
 from inference_ledger import plan
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
@@ -32,6 +32,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:Use
 ROOT = Path(__file__).resolve().parents[1]
 ERRORS = ("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "Err:")
 REL = 1e-9
+#: The grid's money and fleet columns: a row that does not start shows "does not fit" there instead.
+BILLS = ("cost_per_million_output_tokens", "gpus_for_qps", "monthly_cost_qps", "replicas_for_qps")
 
 
 def _close(a, b) -> bool:
@@ -110,7 +112,10 @@ def test_libreoffice_recalculates_rather_than_trusting_cached_values(built, soff
 def test_plan_names_equal_the_python_ledger(built, books):
     """Every input and line on Plan/ledger sheets, recalculated, equals plan_inputs + evaluate."""
     _, _, recalc = books
-    expected = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm").inputs)
+    # no concurrency given: the plan at the concurrency it chooses (Load sheet: concurrency_auto)
+    expected = concurrency.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm").inputs)
+    for name in ("concurrency_used", "concurrency_reason"):
+        assert _close(_cell(recalc, name).value, float(expected[name])), name
     for name in plan.NAMES:
         assert _close(_cell(recalc, named(name)).value, float(expected[name])), name
     # the seed's KV formula through the workbook: 2 x 80 x 8 x 128 x 2 B per token
@@ -125,7 +130,8 @@ def test_scenario_rows_equal_the_python_ledger(books):
     assert len(DEFAULT_SCENARIOS) >= 20
     # the groups a reader scans, in order, each under its header in row 5; the rest is one collapsed detail group
     groups = [ws.cell(5, c).value for c in range(1, ws.max_column + 1) if ws.cell(5, c).value]
-    assert groups[:7] == ["Scenario", "Choice", "Workload", "Memory per GPU", "Speed", "Cost", "Verdict"]
+    assert groups[:7] == ["Scenario", "Choice", "Workload", "Memory per GPU", "Speed",
+                          "Cost (catalog price of the row's GPU)", "Verdict"]
     assert groups[7].startswith("Detail")
     first_detail = next(c for c in range(1, ws.max_column + 1) if str(ws.cell(5, c).value).startswith("Detail"))
     assert first_detail <= 35  # ~32 columns to read (the layout: TP, PP, EP, DP attention), down from ~130
@@ -142,6 +148,9 @@ def test_scenario_rows_equal_the_python_ledger(books):
         expected = plan.evaluate(resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None,
                                                  kv_dtype=sc.kv_dtype, numbers=sc.inputs).inputs)
         for name in [n for n in plan.NAMES if n in names]:
+            if expected["verdict"] < 1 and name in BILLS:   # a row that does not start has no bill
+                assert ws.cell(r, names[name]).value == "does not fit", (sc.label, name)
+                continue
             assert _close(ws.cell(r, names[name]).value, float(expected[name])), (sc.label, name)
         assert ws.cell(r, names["engine_id"]).value == "vllm"
 
@@ -242,8 +251,8 @@ def test_fit_verdict_flags_the_non_fitting_scenario(books):
     fits, total, memory, code = names["fits"], names["total_bytes_per_gpu"], names["gpu_memory_bytes"], names["verdict"]
     usable, most = names["usable_bytes_per_gpu"], names["max_concurrency"]
     rules = {rule.dxf.fill.fgColor.rgb[-6:]: rule.formula[0] for _, rule in _rules(ws, "B9")}
-    # the rules read the row's own verdict code: 0 red, 1 or 2 amber, 3 green
-    assert rules["FFC7CE"] == f"AND(ISNUMBER(${code}9),${code}9=0)"  # red
+    # the rules read the row's own verdict code: 0 (or the workbook's -1, invalid input) red, 1 or 2 amber, 3 green
+    assert rules["FFC7CE"] == f"AND(ISNUMBER(${code}9),${code}9<1)"  # red
     assert rules["FFEB9C"] == f"AND(ISNUMBER(${code}9),${code}9>=1,${code}9<VERDICT_MEETS)"  # amber
     assert rules["C6EFCE"] == f"${code}9=VERDICT_MEETS"  # green
     red, green = rows["405B BF16, 8x H100"], rows["70B BF16, 4x H100 (seed: 70B starts at 4 GPUs)"]
@@ -269,7 +278,7 @@ def test_fit_verdict_flags_the_non_fitting_scenario(books):
     assert got[f"B{slow}"].value == "fits, misses targets" and got[f"{names['tpot_ok']}{slow}"].value == 0
     # and the Plan's verdict carries the same rule set over defined names
     plan_rules = [rule.formula[0] for _, rule in _rules(formulas["Plan"], "B6")]
-    assert "AND(ISNUMBER(verdict),verdict=0)" in plan_rules
+    assert "AND(ISNUMBER(verdict),verdict<1)" in plan_rules
 
 
 def _formulas(wb):
@@ -364,7 +373,8 @@ def test_scenarios_from_csv_and_options(tmp_path):
     assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])
     # another engine's defaults reach the Plan as `plan --engine` applies them
     _, sg = build_workbook(tmp_path / "sg.xlsx", model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
-    want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang", numbers={"tp": 4}).inputs)
+    want = concurrency.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang",
+                                                numbers={"tp": 4}).inputs)
     assert all(_close(sg[n], float(want[n])) for n in plan.NAMES)
     assert sg["gpu_memory_utilization"] != values["gpu_memory_utilization"]  # SGLang's mem_fraction_static
     csv.write_text("model,gpu,bogus\nx,y,1\n")
@@ -414,27 +424,35 @@ def test_build_into_a_missing_folder_fails_in_one_line_and_creates_nothing(tmp_p
 
 
 def test_load_sheet_recalculates_to_the_plan_at_each_concurrency(books):
-    """The Load sheet after LibreOffice: each row is `plan --concurrency C`; throughput flattens at the KV plateau."""
+    """The Load sheet after LibreOffice: each candidate row is `plan --concurrency C`; throughput flattens at the KV
+    plateau; the largest row meeting the targets is the concurrency the Plan runs at."""
     _, _, recalc = books
     ws = recalc["Load"]
-    head = {ws.cell(5, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(5, c).value}
+    top = next(r for r in range(1, 60) if ws.cell(r, 1).value == "Concurrency")
+    head = {ws.cell(top, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(top, c).value}
     tok = head[plan.LINE_BY_NAME["tokens_per_second"].label]
     tpot = head[plan.LINE_BY_NAME["tpot_seconds"].label]
     base = resolve.resolve("llama-3.1-70b", "h100-sxm").inputs
     kv = plan.evaluate(base)["max_concurrency"]
+    rows = range(top + 2, top + 3 + len(concurrency.FAMILY))
+    cands = [ws.cell(r, 1).value for r in rows]
+    assert cands == [kv, *concurrency.FAMILY]       # the KV plateau (305) first, then round(2^(k/4)) from 32,768
     plateau = []
-    for r in range(7, 18):
-        c = ws.cell(r, 1).value
+    for r, c in zip(rows, cands):
+        if c not in (kv, 512, 1024, 128, 181, 215, 16, 1):
+            continue
         want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"concurrency": c}).inputs)
         assert _close(ws.cell(r, tok).value, float(want["tokens_per_second"])), c
         assert _close(ws.cell(r, tpot).value, float(want["tpot_seconds"])), c
         if c >= kv:
             plateau.append(ws.cell(r, tok).value)
-    # 512 and 1,024 requested, 305 run: the same throughput (the rest queue)
-    assert kv == 305 and len(plateau) == 2 and _close(plateau[0], plateau[1])
+    # 305 run, 512 and 1,024 requested: the same throughput (the rest queue)
+    assert kv == 305 and len(plateau) == 3 and _close(plateau[0], plateau[1]) and _close(plateau[1], plateau[2])
     # the markers: x = max_concurrency, y = the TPOT target
-    marks = {ws.cell(r, 1).value: r for r in range(18, 26) if ws.cell(r, 1).value}
+    marks = {ws.cell(r, 1).value: r for r in range(rows[-1] + 1, rows[-1] + 8) if ws.cell(r, 1).value}
     assert ws.cell(marks["KV plateau"], 2).value == kv and ws.cell(marks["TPOT target"], 4).value == 0.05
-    # the Plan says which limit binds (16 sequences, bandwidth-bound: none)
-    assert "none" in recalc["Plan"]["B" + str(next(r for r in range(1, 40)
-                                                    if recalc["Plan"][f"A{r}"].value == "Limit that binds"))].value
+    # the choice: 181 sequences meet the 50 ms TPOT target, 215 do not
+    assert _cell(recalc, "concurrency_auto").value == _cell(recalc, "concurrency").value == 181
+    # the Plan says which limit binds (181 sequences: the step is compute-bound)
+    assert "compute" in recalc["Plan"]["B" + str(next(r for r in range(1, 40)
+                                                       if recalc["Plan"][f"A{r}"].value == "Limit that binds"))].value

@@ -29,13 +29,13 @@ from __future__ import annotations
 import math
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from inference_ledger.args import Arg, LedgerInputError
+from inference_ledger.args import Arg, LedgerInputError, echo, undefined
 
 #: Excel error kinds used here: Office.js ``errorType`` -> the worksheet's error text.
 ERROR_TEXT = {"Value": "#VALUE!", "NotAvailable": "#N/A"}
@@ -46,8 +46,15 @@ def on_office_js() -> bool:
     return sys.platform == "emscripten" or os.environ.get("XLWINGS_ON_SERVER") == "true"
 
 
+#: Longest message an error cell carries (the user's values in it are cut to args.ECHO_LIMIT characters already).
+MESSAGE_LIMIT = 500
+
+
 def error_value(message: str, kind: str = "Value") -> Any:
-    """The error cell for this host (see the module docstring)."""
+    """The error cell for this host (see the module docstring); a message is one line of at most MESSAGE_LIMIT."""
+    message = str(message)
+    if len(message) > MESSAGE_LIMIT:
+        message = message[:MESSAGE_LIMIT - 3] + "..."
     if on_office_js():
         return {"type": "Error", "errorType": kind, "message": message}
     return f"{ERROR_TEXT[kind]} {message}"
@@ -184,17 +191,8 @@ def _broadcast_call(fn, params, values):
 
 
 def _undefined(fn: Callable[..., Any], params: Sequence[Param], row: Sequence[float]) -> str:
-    """Why a checked element still has no finite answer: a zero that divides.  The
-    divisor is the zero argument whose replacement by 1 makes the answer finite."""
-    zeros = [k for k, v in enumerate(row) if v == 0]
-    with np.errstate(all="ignore"):
-        divisors = [k for k in zeros if np.isfinite(fn(*(np.array([1.0 if j == k else v]) for j, v in enumerate(row)))).all()]
-    if divisors or zeros:
-        return "; ".join(
-            f"{params[k].name} must be {replace(params[k].arg, lo=0, lo_inclusive=False).allowed()} here, it divides (got 0)"
-            for k in divisors or zeros
-        )
-    return "no finite result for these inputs: " + ", ".join(f"{p.name}={_num(v)}" for p, v in zip(params, row))
+    """Why a checked element still has no finite answer (:func:`inference_ledger.args.undefined`)."""
+    return undefined(fn, [p.arg for p in params], row)
 
 
 def elementwise_call(fn: Callable[..., Any], names: Sequence[str], values: Sequence[Any],
@@ -227,7 +225,7 @@ def elementwise_call(fn: Callable[..., Any], names: Sequence[str], values: Seque
             out.flat[i] = error_value(f"{type(e).__name__}: {e}")
             continue
         if v is None or (isinstance(v, float) and math.isnan(v)):
-            given = ", ".join(f"{n}={a!r}" for n, a in zip(names, args))
+            given = ", ".join(f"{n}={echo(a)}" for n, a in zip(names, args))
             out.flat[i] = error_value(f"no value for {given}", "NotAvailable")
         else:
             out.flat[i] = ", ".join(v) if isinstance(v, tuple) else v

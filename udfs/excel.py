@@ -36,7 +36,8 @@ from typing import Any, Callable
 import xlwings as xw
 
 from inference_ledger import catalog, engines, ledger, plan, resolve, serving, verdict, whatif
-from inference_ledger.args import ARGS, Arg, LedgerInputError
+from inference_ledger import concurrency as choose_concurrency
+from inference_ledger.args import ARGS, Arg, LedgerInputError, echo
 from inference_ledger.calibrate_profile import ProfileRowError, profile_values
 from udfs._xl import Param, broadcast_call, elementwise_call, error_value
 
@@ -199,21 +200,26 @@ PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens", "pp", "ep"
 PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine", "batching")
 #: Keys of plan --json that are not plan quantities.
 PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words", "binding_limit_words",
-               "batching_words")
+               "batching_words", "concurrency_reason_words")
+#: Keys of plan --json for the concurrency the plan runs at (numbers).
+PLAN_CONCURRENCY = ("concurrency_used", "concurrency_reason")
 
 
 def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp=None,
                  ep=None, dp_attention=None, batching=None, profile=None):
     numbers = {"tp": tp, "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens,
                "pp": pp, "ep": ep, "dp_attention": dp_attention}
+    requested = None if choose_concurrency.is_auto(concurrency) else concurrency   # blank or "auto": chosen
+    numbers["concurrency"] = requested
     numbers = {**(profile or {}), **{k: v for k, v in numbers.items() if v is not None}}
     r = resolve.resolve(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype or "bf16",
                         engine=engine or engines.DEFAULT_ENGINE, numbers=numbers, batching=batching)
-    values = plan.evaluate(r.inputs)
+    values = choose_concurrency.evaluate(r.inputs, requested)
     d = r.describe()
     labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"]),
                                                    "binding_limit_words": serving.limit_words(values["binding_limit"]),
-                                                   "batching_words": d["batching"]}
+                                                   "batching_words": d["batching"],
+                                                   "concurrency_reason_words": values["concurrency_reason_words"]}
     return values, labels
 
 
@@ -226,10 +232,10 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
     k = "" if key is None else str(key).strip().lower()
     if not k:
         raise LedgerInputError("key is empty: give a plan --json key (fits, verdict, tpot_seconds, ...)")
-    if k not in plan.NAMES and k not in PLAN_LABELS:
+    if k not in plan.NAMES and k not in PLAN_LABELS and k not in PLAN_CONCURRENCY:
         close = [n for n in plan.NAMES if k and k in n][:3]
         hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
-        raise LedgerInputError(f"unknown plan key {key!r}{hint}")
+        raise LedgerInputError(f"unknown plan key {echo(key)}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
                                   engine, pp, ep, dp_attention, batching, profile)
     return labels[k] if k in labels else float(values[k])
@@ -246,7 +252,7 @@ _CHOICE_DOCS = {
     "model": "Model id, alias or Hugging Face repo: llama-3.1-70b, ... (a column of models works)",
     "gpu": "GPU id or alias: h100-sxm, h200, mi300x, ... (a column or row of GPUs works)",
     "tp": "Tensor-parallel degree [GPUs]; blank = the plan's default (4)",
-    "concurrency": "Peak concurrent sequences; blank = the plan's default (16)",
+    "concurrency": "Peak concurrent sequences; blank or auto = the largest meeting the TTFT and TPOT targets",
     "input_tokens": "Prompt tokens per request; blank = the plan's default (1024)",
     "output_tokens": "Output tokens per request; blank = the plan's default (512)",
     "weight_dtype": "Weight format: bf16, fp8, int4, ...; blank = the checkpoint's",

@@ -33,16 +33,17 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from openpyxl import Workbook
 
-from inference_ledger import __version__, engines, plan, resolve
+from inference_ledger import __version__, concurrency, engines, plan, resolve
 from inference_ledger.calibrate_profile import read_profile
-from inference_ledger.files import check_target, write_bytes
+from inference_ledger.files import check_target, write_bytes, writing
 from inference_ledger.finance import finance_options
 
 from . import style
 from .calibration import add_calibration_sheet
 from .catalogs import catalog_sheet
 from .cells import DEFAULT_CHOICE, SELECTOR_NAMES, build_date, fit_rows, named, py_value
-from .checks import check_rows, checks_sheet, master_value
+from .checks import check_rows
+from .checks_sheet import checks_sheet, standing
 from .context import Ctx, SheetBuilder
 from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet
@@ -50,10 +51,12 @@ from .ledgers import ledger_sheet
 from .load_chart import load_sheet
 from .package import package
 from .plan_sheet import plan_sheet
+from .printing import finish
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
 from .scenarios_sheet import scenarios_sheet
 from .sensitivity import add_sensitivity_sheet
 from .start import DESCRIPTION, TITLE, start_sheet
+from .summary import BUILD_LAST, summary_sheet
 from .tables import is_lookup, load_tables, lookup
 from .tco import add_tco_sheet
 
@@ -64,6 +67,7 @@ __all__ = ["SHEET_BUILDERS", "SELECTOR_NAMES", "build_date", "build_workbook", "
 
 #: The workbook, sheet by sheet, in display order (one line per sheet: add a sheet by adding its line).
 SHEET_BUILDERS: list[SheetBuilder] = [
+    summary_sheet,
     start_sheet,
     plan_sheet,
     ledger_sheet("memory", "Memory"),
@@ -142,13 +146,18 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     elif isinstance(scenarios, (str, os.PathLike)):
         scenarios = read_scenarios(scenarios)
     over = {k: v for k, v in explicit.items() if lookup(k, tables, SELECTOR_NAMES, choice) is not None}
-    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=plan.evaluate(inputs),
+    # the concurrency the plan runs at: the one given, else the largest meeting the targets (the Load sheet's
+    # candidates and a MAX over them keep that choice live in the workbook)
+    values = concurrency.evaluate(inputs, explicit.get("concurrency"))
+    inputs = dict(inputs) | {"concurrency": values["concurrency"]}
+    ctx = Ctx(wb=None, tables=tables, choice=choice, inputs=inputs, overrides=over, values=values,
               scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
               engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng) and not is_lookup(n, tables)),
               explicit=explicit)
     ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
                                                                                    currency_symbol)
-    ctx.master_value = master_value(ctx)
+    st = standing(ctx, ctx.values["verdict"])
+    ctx.master_value, ctx.checks_pass, ctx.rule_broken = st.master, st.checks_pass, st.rule_broken
     ctx.profile = profile
     # the same choice without the profile: what the Calibration sheet calls the catalog prediction
     ctx.catalog_inputs = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context,
@@ -167,16 +176,23 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     ctx.wb = wb
     style.register(wb)
     style.set_currency(ctx.currency_code, ctx.currency_symbol)
+    builders = list(SHEET_BUILDERS) + list(extra_sheets)
+    made: dict[int, list] = {}
     try:
-        for builder in list(SHEET_BUILDERS) + list(extra_sheets):
+        # a sheet that reads the others (the Summary) is built last and put back in its place in the list
+        for k, builder in sorted(enumerate(builders), key=lambda kb: kb[1] in BUILD_LAST):
+            before = set(wb.sheetnames)
             builder(wb, ctx)
+            made[k] = [ws for ws in wb.worksheets if ws.title not in before]
+        wb._sheets = [ws for k in sorted(made) for ws in made[k]]
+        finish(wb, ctx, TITLE)   # every sheet's print setup and link back to the Summary, in one pass
     finally:
         style.set_currency("USD", "$")
     for ws in wb.worksheets:
         fit_rows(ws)
-    wb.active = 1  # open on Plan
+    wb.active = 0  # open on the Summary
     for ws in wb.worksheets:
-        ws.sheet_view.tabSelected = ws.title == "Plan"
+        ws.sheet_view.tabSelected = ws is wb.worksheets[0]
     wb.calculation.fullCalcOnLoad = True
     p = wb.properties
     p.creator = "inference-ledger"
@@ -205,6 +221,7 @@ def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_s
     if template is None:
         template = path.suffix.lower() == ".xltx"
     ctx = make_context(**options)
-    data = render_workbook(ctx, extra_sheets, template=template)
+    with writing(path):   # a full temp folder or a file-size limit: one line naming the workbook, target untouched
+        data = render_workbook(ctx, extra_sheets, template=template)
     write_bytes(path, data, "xlsx")
     return path, {k: py_value(v) for k, v in ctx.values.items()}

@@ -1,10 +1,16 @@
-"""The Load sheet: output tokens/s and TPOT against concurrency, with the KV-capacity plateau and the TPOT target.
+"""The Load sheet: the plan at every candidate concurrency, the chosen one, and throughput and TPOT charts.
 
 Each row of its table is the plan's own lines at concurrency = the row's value (live formulas over the
-Plan's named inputs, the concurrency from the row's first cell), so throughput flattens where the KV
-cache stops admitting sequences (``effective_concurrency``) and TPOT climbs with the batch and its
-prompt chunks.  Two native scatter charts plot them; a dashed vertical line marks ``max_concurrency``
-(the KV-capacity plateau) and a dashed horizontal line the ``tpot_target``.  The package writer fills
+Plan's named inputs, the concurrency from the row's first cell).  The rows are the candidates of
+:mod:`inference_ledger.concurrency`: the most the deployment holds (min of the KV plateau
+``max_concurrency`` and the engine's ``max_running_sequences``), then the fixed family below it.  A row
+qualifies when it meets both targets within the KV cache and the engine limit; ``concurrency_auto`` is
+the largest qualifying row (a MAX over a column), which the Plan's concurrency takes while its Override is
+blank, so a target, the GPU or the prompt length edited on Plan moves the chosen concurrency and the bill.
+Throughput flattens where the KV cache stops admitting sequences (``effective_concurrency``) and TPOT
+climbs with the batch and its prompt chunks.  Two native scatter charts plot them; a dashed vertical
+line marks ``max_concurrency`` and a dashed horizontal line the ``tpot_target``; light dotted lines the error
+band of throughput and TPOT (about 80% of new measurements should fall inside).  The package writer fills
 every series' cache from the cells' cached values (:func:`workbook.package.fill_chart_caches`).
 
 Also :func:`binding_limit_row`, the Plan's line saying which limit binds (KV cache, max_num_seqs, TPOT
@@ -17,16 +23,25 @@ import numpy as np
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.utils import get_column_letter
 
+from inference_ledger import concurrency as choice
 from inference_ledger import plan, serving
 from inference_ledger.expr import Sym
 
 from . import style
 from .context import Ctx, xname
 
-#: Concurrencies of the table (powers of two: a log axis).
-CONCURRENCIES = tuple(2 ** k for k in range(11))
-#: The lines the charts plot.
+#: The lines the charts plot, the lines a candidate's test reads, and the bill at each candidate.
 TARGETS = ("tokens_per_second", "tpot_seconds")
+#: Each plotted line's error band (inference_ledger/band_lines.py), drawn as two light dotted lines around it.
+BANDS = {"tokens_per_second": ("tokens_per_second_low", "tokens_per_second_high"),
+         "tpot_seconds": ("tpot_seconds_low", "tpot_seconds_high")}
+BAND_WORDS = "band: about 80% of new measurements should fall inside"
+COLUMNS = TARGETS + choice.TESTS + ("gpus_for_qps", "monthly_cost_qps") \
+    + tuple(n for pair in BANDS.values() for n in pair if n in plan.LINE_BY_NAME)
+#: The x axis of the charts: the candidate family's range.
+X_RANGE = (min(choice.FAMILY), max(choice.FAMILY))
+#: Rows the charts take above the table.
+CHART_ROWS = 19
 #: First column of the table.
 FIRST_COL = 1
 
@@ -80,7 +95,7 @@ def _chart(title: str, y_title: str, y_fmt: str) -> ScatterChart:
     chart.x_axis.title = "Concurrency (requests in flight), log scale"
     chart.y_axis.title = y_title
     chart.x_axis.scaling.logBase = 2
-    chart.x_axis.scaling.min, chart.x_axis.scaling.max = CONCURRENCIES[0], CONCURRENCIES[-1]
+    chart.x_axis.scaling.min, chart.x_axis.scaling.max = X_RANGE
     chart.y_axis.scaling.min = 0
     chart.y_axis.numFmt = y_fmt
     chart.x_axis.numFmt = "#,##0"
@@ -90,34 +105,103 @@ def _chart(title: str, y_title: str, y_fmt: str) -> ScatterChart:
     return chart
 
 
+#: The candidate table's own columns after the plan's lines: (name, label, unit, function of the row's cells).
+CHOICE_COLUMNS = (
+    ("holds", "Held: KV cache and engine limit", "1/0", lambda q: choice.holds(q("concurrency"), q("kv_fits"),
+                                                                               q("max_running_sequences"))),
+    ("meets", "Qualifies: held, both targets met", "1/0", lambda q: choice.meets(q("ttft_ok"), q("tpot_ok"),
+                                                                                q("holds"))),
+    ("qualifying", "Concurrency if it qualifies", "sequences", lambda q: q("concurrency") * q("meets")),
+    ("tpot_alone", "Concurrency if held and TPOT met", "sequences",
+     lambda q: q("concurrency") * q("tpot_ok") * q("holds")),
+    ("ttft_alone", "Concurrency if held and TTFT met", "sequences",
+     lambda q: q("concurrency") * q("ttft_ok") * q("holds")),
+)
+#: The choice over the table: (defined name, label, column whose MAX it is, function of that MAX).
+CHOICE_ROWS = (
+    ("concurrency_best", "Largest candidate meeting the targets (0 = none)", "qualifying", lambda m: m),
+    ("concurrency_auto", "Concurrency auto (at least 1)", "qualifying", choice.chosen),
+    ("concurrency_best_tpot", "Largest held candidate meeting the TPOT target", "tpot_alone", lambda m: m),
+    ("concurrency_best_ttft", "Largest held candidate meeting the TTFT target", "ttft_alone", lambda m: m),
+)
+
+
+def _band_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
+                 color: str) -> None:
+    """The target's band as two thin dotted lines in a light shade of its colour (low and high): about 80% of new
+    measurements should fall between them (the sheet's note says so)."""
+    for name in BANDS.get(target, ()):
+        if name not in col_of:
+            continue
+        side = "low" if name.endswith("_low") else "high"
+        s = Series(Reference(ws, min_col=col_of[name], min_row=rows[0], max_row=rows[1]), xs,
+                   title=f"Band {side} (80%)")
+        s.graphicalProperties.line.solidFill = color
+        s.graphicalProperties.line.dashStyle = "sysDot"
+        s.graphicalProperties.line.width = 19050
+        s.marker.symbol = "none"
+        s.smooth = False
+        chart.series.append(s)
+
+
 def load_sheet(wb, ctx: Ctx) -> None:
-    """Throughput and TPOT against concurrency (plan formulas), with the KV plateau and the TPOT target marked."""
-    ws = ctx.new_sheet("Load", "Throughput and TPOT under load", {"A": 14}, tab="ED7D31")
-    ctx.put(ws, "A3", "Each row is the plan at concurrency = column A (steady state, the Plan's batching): output "
-            "tokens/s flattens where the KV cache holds no more sequences; TPOT climbs with the batch and its "
-            "prompt chunks.", style.NOTE)
-    cols = varying_columns(TARGETS)
+    """The plan at every candidate concurrency (plan formulas), the choice, and throughput and TPOT charts."""
+    ws = ctx.new_sheet("Load", "Candidate concurrencies: throughput, TPOT, TTFT and the bill under load",
+                       {"A": 14}, tab="ED7D31")
+    ctx.put(ws, "A3", "Each row is the plan at concurrency = column A (steady state, the Plan's batching): the most "
+            "the deployment holds (KV cache, engine batch limit), then round(2^(k/4)) below it. The Plan runs at the "
+            "largest row that qualifies unless its concurrency Override holds a number. Chart dotted lines: the error "
+            f"{BAND_WORDS} (docs/accuracy.md).", style.NOTE)
+    cols = varying_columns(COLUMNS)
+    got = choice.choose(ctx.inputs)
+    vals = dict(got["candidate_values"])
+    cands = np.asarray(got["candidates"], dtype=float)
+    mrs = float(ctx.values["max_running_sequences"])
+    vals["concurrency"], vals["max_running_sequences"] = cands, mrs
+    for name, _, _, fn in CHOICE_COLUMNS:
+        vals[name] = fn(lambda n: vals[n])
+    # the choice, above the table
     r = 5
+    ctx.put(ws, f"A{r}", "Concurrency the plan runs at", style.SECTION)
+    charts_at = r + len(CHOICE_ROWS) + 2           # the two charts between the choice and the table
+    first = charts_at + CHART_ROWS + 2
+    last = first + len(cands) - 1
+    extra = [c[0] for c in CHOICE_COLUMNS]
+    where_col = {"concurrency": _col(0)} | {c: _col(1 + j) for j, c in enumerate(cols + extra)}
+    for k, (name, label, col, fn) in enumerate(CHOICE_ROWS):
+        rr = r + 1 + k
+        ctx.put(ws, f"A{rr}", label)
+        ctx.formula(ws, f"D{rr}", fn(Sym(f"MAX({where_col[col]}{first}:{where_col[col]}{last})")),
+                    float(fn(np.max(vals[col]))), style.FORMULA, "#,##0")
+        ctx.define(name, ws, f"D{rr}")
+    # the table
+    r = first - 2
     ctx.put(ws, f"A{r}", "Concurrency", style.HEADER)
-    for j, c in enumerate(cols):
-        ctx.put(ws, f"{_col(1 + j)}{r}", plan.LINE_BY_NAME[c].label, style.HEADER)
+    labels = [plan.LINE_BY_NAME[c].label for c in cols] + [c[1] for c in CHOICE_COLUMNS]
+    units = [plan.LINE_BY_NAME[c].unit for c in cols] + [c[2] for c in CHOICE_COLUMNS]
+    for j, (label, unit) in enumerate(zip(labels, units)):
+        ctx.put(ws, f"{_col(1 + j)}{r}", label, style.HEADER)
+        ctx.put(ws, f"{_col(1 + j)}{r + 1}", style.shown_as(unit), style.NOTE)
         ws.column_dimensions[_col(1 + j)].width = 16
-    r += 1
-    for j, c in enumerate(cols):
-        ctx.put(ws, f"{_col(1 + j)}{r}", style.shown_as(plan.LINE_BY_NAME[c].unit), style.NOTE)
-    ctx.put(ws, f"A{r}", "sequences", style.NOTE)
-    first = r + 1
-    vals = plan.evaluate({**ctx.inputs, "concurrency": np.array(CONCURRENCIES, dtype=float)})
-    where_col = {"concurrency": _col(0)} | {c: _col(1 + j) for j, c in enumerate(cols)}
-    for i, b in enumerate(CONCURRENCIES):
+    ctx.put(ws, f"A{r + 1}", "sequences", style.NOTE)
+    for i, b in enumerate(cands):
         r = first + i
-        ctx.put(ws, f"A{r}", b, style.INPUT, "#,##0")
+        if i == 0:   # the most the deployment holds: live, from the Plan's KV plateau and engine limit
+            ctx.formula(ws, f"A{r}", choice.cap(Sym(xname("max_concurrency")), Sym(xname("max_running_sequences"))),
+                        float(b), style.FORMULA, "#,##0")
+            ctx.define("concurrency_cap", ws, f"A{r}")
+        else:
+            ctx.put(ws, f"A{r}", int(b), style.CONSTANT, "#,##0")
         ref = lambda n, r=r: f"${where_col[n]}{r}" if n in where_col else xname(n)  # noqa: E731
         for c in cols:
             line = plan.LINE_BY_NAME[c]
             formula, _ = plan.render(line, ref)
             v = float(np.asarray(vals[c])[i])
             ctx.formula(ws, f"{where_col[c]}{r}", formula, v, style.FORMULA, style.number_format(line.unit, v))
+        for name, _, unit, fn in CHOICE_COLUMNS:
+            v = float(np.asarray(vals[name])[i])
+            ctx.formula(ws, f"{where_col[name]}{r}", fn(lambda n: Sym(ref(n))), v, style.FORMULA,
+                        style.number_format(unit, v))
     last = r
     # markers: the KV plateau (x = max_concurrency, y from 0 to the largest value) and the TPOT target (a level line)
     r = last + 2
@@ -137,8 +221,8 @@ def load_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, f"E{r + 1}", "x = max_concurrency (sequences the KV budget holds); y from 0 to the largest value",
             style.NOTE)
     ctx.put(ws, f"A{r + 3}", "TPOT target")
-    ctx.put(ws, f"B{r + 3}", CONCURRENCIES[0], None, "#,##0")
-    ctx.put(ws, f"B{r + 4}", CONCURRENCIES[-1], None, "#,##0")
+    ctx.put(ws, f"B{r + 3}", X_RANGE[0], None, "#,##0")
+    ctx.put(ws, f"B{r + 4}", X_RANGE[1], None, "#,##0")
     for k in (0, 1):
         ctx.formula(ws, f"D{r + 3 + k}", Sym(xname("tpot_target")), float(ctx.values["tpot_target"]), style.FORMULA,
                     "0.000")
@@ -154,6 +238,7 @@ def load_sheet(wb, ctx: Ctx) -> None:
     s.graphicalProperties.line.solidFill = "4472C4"
     s.smooth = False
     throughput.series.append(s)
+    _band_series(ws, throughput, "tokens_per_second", col_of, (first, last), xs, "9DC3E6")
     throughput.series.append(_marker(ws, kv_rows, kv_rows, 2, 3, "KV-capacity plateau (max_concurrency)", "C00000"))
     latency = _chart("TPOT vs concurrency (the dashed level is the TPOT target)", "Seconds per output token",
                      "0.000")
@@ -163,8 +248,9 @@ def load_sheet(wb, ctx: Ctx) -> None:
     s.graphicalProperties.line.solidFill = "ED7D31"
     s.smooth = False
     latency.series.append(s)
+    _band_series(ws, latency, "tpot_seconds", col_of, (first, last), xs, "F8CBAD")
     latency.series.append(_marker(ws, kv_rows, kv_rows, 2, 4, "KV-capacity plateau (max_concurrency)", "C00000"))
     t_rows = (rows["target"], rows["target"] + 1)
     latency.series.append(_marker(ws, t_rows, t_rows, 2, 4, "TPOT target", "70AD47"))
-    ws.add_chart(throughput, f"A{r + 7}")
-    ws.add_chart(latency, f"H{r + 7}")
+    ws.add_chart(throughput, f"A{charts_at}")
+    ws.add_chart(latency, f"H{charts_at}")

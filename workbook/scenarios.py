@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference_ledger import resolve
-from inference_ledger.args import LedgerInputError
+from inference_ledger import files, resolve
+from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.plan import INPUT_BY_NAME
 from inference_ledger.serving import batching_code
 
@@ -29,10 +29,14 @@ class Scenario:
     kv_dtype: str
     inputs: dict[str, float] = field(default_factory=dict)  # plan input name -> value
     engine: str = ""  # serving engine id or alias; "" = the build's engine
+    where: str = ""   # "file.csv line 3" for a row read from a CSV (named in its refusals)
 
 
 #: Characters a worksheet cannot hold (XML 1.0 allows tab, LF and CR only below U+0020).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+#: Characters one worksheet cell holds (Excel's limit; a longer label would be cut).
+CELL_LIMIT = 32_767
 
 #: CSV columns besides plan input names.
 KEYS = ("label", "model", "gpu", "weight_dtype", "kv_dtype", "engine")
@@ -83,8 +87,9 @@ def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
     Every problem is one LedgerInputError naming the file, and the line and column where it has one.
     """
     path = Path(path)
+    raw = files.read_input(path, "scenarios")   # a regular file within the size limit, errors naming it
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise LedgerInputError(f"{path.name}: not a UTF-8 text CSV (byte {e.start + 1} cannot be decoded)") from None
     try:
@@ -95,6 +100,9 @@ def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
 
 def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
     cols = reader.fieldnames or []
+    twice = [c for k, c in enumerate(cols) if c in cols[:k]]
+    if twice:
+        raise LedgerInputError(f"{name}: column {twice[0]!r} appears twice in the header; give each column once")
     missing = [k for k in ("model", "gpu") if k not in cols]
     if missing:
         raise LedgerInputError(f"{name}: missing column(s) {', '.join(missing)}; "
@@ -105,7 +113,15 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
                                f"use {', '.join(KEYS)} or a plan input name")
     out = []
     for n, row in enumerate(reader, start=2):
+        extra = [v for v in row.get(None) or [] if v.strip()]
+        if extra:
+            raise LedgerInputError(f"{name} line {n}: {len(cols) + len(row[None])} cells, more than the "
+                                   f"{len(cols)} columns of the header (first extra cell {echo(extra[0])})")
         row = {k: v if isinstance(v, str) else "" for k, v in row.items() if k is not None}
+        for k, v in row.items():
+            if len(v) > CELL_LIMIT:
+                raise LedgerInputError(f"{name} line {n}, column '{k}': {len(v):,} characters, more than the "
+                                       f"{CELL_LIMIT:,} one worksheet cell holds")
         for k, v in row.items():
             bad = _CONTROL.search(v)
             if bad:
@@ -132,7 +148,9 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
                     raise LedgerInputError(f"{name} line {n}, column '{k}': {e}") from None
         label = row.get("label") or f"{row['model']} on {row['gpu']}"
         out.append(Scenario(label, row["model"], row["gpu"], row.get("weight_dtype") or "",
-                            row.get("kv_dtype") or "bf16", inputs, (row.get("engine") or "").strip()))
+                            row.get("kv_dtype") or "bf16", inputs, (row.get("engine") or "").strip(),
+                            f"{name} line {n}"))
     if not out:
         raise LedgerInputError(f"{name}: no scenario rows")
     return tuple(out)
+

@@ -14,10 +14,14 @@ latency converts with the named constant MS_PER_S.
 
 from __future__ import annotations
 
+from openpyxl.chart.text import RichText, Text
+from openpyxl.chart.title import Title
+from openpyxl.drawing.text import CharacterProperties, Paragraph, ParagraphProperties, RegularTextRun
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
 
-INPUT, LOOKUP, FORMULA, CONSTANT, CHECK, HEADER, TITLE, NOTE, SECTION = (
-    "IL Input", "IL Lookup", "IL Formula", "IL Constant", "IL Check", "IL Header", "IL Title", "IL Note", "IL Section")
+INPUT, LOOKUP, FORMULA, CONSTANT, CHECK, HEADER, TITLE, NOTE, SECTION, ANSWER = (
+    "IL Input", "IL Lookup", "IL Formula", "IL Constant", "IL Check", "IL Header", "IL Title", "IL Note", "IL Section",
+    "IL Answer")
 
 _thin = Side(style="thin", color="BFBFBF")
 _box = Border(left=_thin, right=_thin, top=_thin, bottom=_thin)
@@ -51,6 +55,8 @@ def register(wb) -> None:
     wb.add_named_style(NamedStyle(name=TITLE, font=Font(name="Calibri", size=16, bold=True, color="1F3864")))
     wb.add_named_style(NamedStyle(name=SECTION, font=Font(name="Calibri", size=11, bold=True, color="1F3864"),
                                   border=Border(bottom=Side(style="medium", color="1F3864"))))
+    wb.add_named_style(NamedStyle(name=ANSWER, font=Font(name="Calibri", size=11, color="000000"),
+                                  alignment=Alignment(wrap_text=True, vertical="top")))
     wb.add_named_style(NamedStyle(name=NOTE, font=Font(name="Calibri", size=10, color="404040"),
                                   alignment=Alignment(wrap_text=True, vertical="top")))
 
@@ -131,3 +137,49 @@ def shown_as(unit: str, value: float | None = None) -> str:
     shown = {"B": "GB (1e9 B)", "B/s": "TB/s", "FLOP/s": "TFLOP/s", "OP/s": "TOP/s", "params": "bn params",
              "fraction": "%"}.get(unit, unit)
     return shown.replace("$", CURRENCY["code"]) if shown.startswith("$") and CURRENCY["symbol"] != "$" else shown
+
+
+#: Point sizes of a chart's title and of its axis titles (LibreOffice and Excel default to 13-18 pt titles).
+CHART_TITLE_PT, AXIS_TITLE_PT = 11, 9
+
+
+def sized_title(text: str, points: float, bold: bool = True) -> Title:
+    """A chart or axis title of this size (the rich text openpyxl writes when a title is a plain string)."""
+    cp = CharacterProperties(sz=int(points * 100), b=bold)
+    para = Paragraph(pPr=ParagraphProperties(defRPr=cp), r=[RegularTextRun(rPr=cp, t=text)])
+    return Title(tx=Text(rich=RichText(p=[para])), overlay=False)
+
+
+def title_text(title) -> str | None:
+    """The words of a chart or axis title (None when it has none)."""
+    if title is None:
+        return None
+    if isinstance(title, str):
+        return title
+    rich = title.tx.rich if title.tx is not None else None
+    if rich is None:
+        return None
+    return "".join(r.t for p in rich.p for r in (p.r or []))
+
+
+def tidy_chart(chart) -> None:
+    """Every chart's title and axis titles at one size; money axes with sensible decimals."""
+    for part in getattr(chart, "_charts", [chart]):
+        for axis in (getattr(part, "x_axis", None), getattr(part, "y_axis", None)):
+            if axis is None:
+                continue
+            words = title_text(axis.title)
+            if words:
+                axis.title = sized_title(words, AXIS_TITLE_PT, bold=False)
+            if axis.numFmt is not None and CURRENCY["symbol"] in str(axis.numFmt.formatCode) \
+                    and ".000" in str(axis.numFmt.formatCode):
+                axis.numFmt.formatCode = str(axis.numFmt.formatCode).replace(".000", ".00")
+    words = title_text(chart.title)
+    if words:
+        chart.title = sized_title(words, CHART_TITLE_PT)
+
+
+def axis_text(points: float) -> RichText:
+    """Tick labels of an axis at this size."""
+    cp = CharacterProperties(sz=int(points * 100))
+    return RichText(p=[Paragraph(pPr=ParagraphProperties(defRPr=cp), endParaRPr=cp)])

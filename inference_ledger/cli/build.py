@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 import click
 
-from inference_ledger import verdict
+from inference_ledger import files, verdict
 from inference_ledger.args import LedgerInputError
-from inference_ledger.cli.options import write_options
+from inference_ledger.cli.options import Command, write_options
 from inference_ledger.cli.plan import plan_options
 from inference_ledger.finance import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
 
@@ -46,11 +46,11 @@ def build_options(f: Callable) -> Callable:
                           f"{MONTHS_RANGE[0]}-{MONTHS_RANGE[1]}). The growth per month is --growth.")(f)
     f = click.option("--scenarios", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False),
                      help="Scenario rows for the what-if grid: columns label, model, gpu, weight_dtype, kv_dtype "
-                          "and any plan input name (default: ~20 built-in comparisons).")(f)
+                          f"and any plan input name (default: ~20 built-in comparisons); {files.limit_words('scenarios')}.")(f)
     return plan_options(f)
 
 
-@click.command("build")
+@click.command("build", cls=Command)
 @click.option("-o", "--output", metavar="FILE", default=DEFAULT_OUTPUT,
               show_default=True, help="Workbook to write (.xlsx; .xltx writes an Excel template).")
 @build_options

@@ -11,14 +11,14 @@ from typing import Any
 import click
 
 from inference_ledger import files as _files
-from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.options import Command, check_output, write_options
 from inference_ledger.cli.plan import option_hint, plan_options
 
 #: Options that describe a workload: each file states its own, so calibrate refuses them.
 WORKLOAD = ("input_tokens", "output_tokens", "concurrency", "context")
 
 
-@click.command("calibrate")
+@click.command("calibrate", cls=Command)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, metavar="PROFILE.csv",
               help="Profile to write (.csv): the fitted plan inputs, for --profile on plan, build, sweep and recommend.")

@@ -12,6 +12,7 @@ import json
 import click
 
 from inference_ledger import catalog, resolve
+from inference_ledger.cli.options import Command
 from inference_ledger.units import BYTES_PER_GIB
 
 TERA = 1e12
@@ -57,7 +58,7 @@ def _dump(items) -> str:
     return json.dumps([dataclasses.asdict(x) for x in items], indent=2)
 
 
-@click.command("models")
+@click.command("models", cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Every field of every model, as JSON (counts in parameters).")
 def models_cmd(as_json: bool) -> None:
     """The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one)."""
@@ -69,7 +70,7 @@ def models_cmd(as_json: bool) -> None:
     click.echo("\n".join(model_line(m, *widths) for m in models))
 
 
-@click.command("gpus")
+@click.command("gpus", cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Every field of every GPU, as JSON (base units).")
 def gpus_cmd(as_json: bool) -> None:
     """The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there)."""

@@ -8,16 +8,27 @@ A failed send says why in one line and where the saved workbook is.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import click
 
-from inference_ledger import PASSWORD_ENV
+from inference_ledger import PASSWORD_ENV, files, summary
 from inference_ledger.cli.build import build_options
-from inference_ledger.cli.options import check_output, write_options
+from inference_ledger.cli.options import Command, check_output, write_options
+from inference_ledger.finance import finance_options
 
 
-@click.command("email")
+def fresh_name(path: Path) -> Path:
+    """``path``, or ``stem-2.xlsx``, ``stem-3.xlsx`` ... when it exists: a default name never replaces a file."""
+    candidate, n = path, 1
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
+@click.command("email", cls=Command)
 @click.option("--to", "to", required=True, metavar="ADDR[,ADDR...]", help="Recipients, comma-separated.")
 @click.option("--cc", metavar="ADDR[,ADDR...]", help="Copy recipients, comma-separated.")
 @click.option("--from", "sender", metavar="ADDR", help="Sender address (default: --user when it is an address).")
@@ -27,13 +38,16 @@ from inference_ledger.cli.options import check_output, write_options
 @click.option("--ssl", "implicit_tls", is_flag=True, help="Implicit TLS from the first byte (port 465).")
 @click.option("--user", help=f"Log in as this user; the password comes ONLY from ${PASSWORD_ENV}.")
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False),
-              help="Trust this CA bundle (PEM) for the server certificate; SSL_CERT_FILE works too.")
+              help="Trust this CA bundle (PEM) for the server certificate; SSL_CERT_FILE works too "
+                   f"({files.limit_words('CA bundle')}).")
 @click.option("--insecure", is_flag=True, help="Do not verify the TLS certificate. Loopback test servers only.")
 @click.option("--timeout", type=click.FloatRange(0, min_open=True), default=30.0, show_default=True,
               help="Seconds to wait for the connection and for each server reply.")
-@click.option("--eml", metavar="FILE.eml", help="Write the message to this .eml file instead of sending.")
+@click.option("--eml", metavar="FILE.eml", help="Write the message to this .eml file instead of sending "
+              "(not with --smtp: one or the other).")
 @click.option("-o", "--output", metavar="FILE.xlsx",
-              help="Where to save the workbook (default: the attachment name in the current directory).")
+              help="Where to save the workbook (default: the attachment name in the current directory; a file of "
+                   "that name already there is never replaced: the new one gets -2, -3 ... before .xlsx).")
 @build_options
 @write_options
 def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafile, insecure, timeout, eml,
@@ -63,7 +77,11 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
             raise ValueError("--subject must not contain line breaks")
         if starttls and implicit_tls:
             raise ValueError("--starttls and --ssl exclude each other")
+        if cafile is not None:
+            files.check_input(cafile, "CA bundle")   # a FIFO or a device would block the TLS library's read
         server = password = None
+        if eml is not None and smtp:
+            raise ValueError("give --eml FILE (write the message) or --smtp HOST:PORT (send it), not both")
         if eml is None:
             if not smtp:
                 raise ValueError("give --smtp HOST:PORT to send, or --eml FILE to write the message")
@@ -82,9 +100,12 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
                                                          "context", "engine") if k in choice}, numbers=choice)
     model, gpu = chosen.model, chosen.gpu
     name = mail.attachment_name(model.id, gpu.id, dt.date.today())
-    saved, plan = build_workbook(output if output is not None else Path.cwd() / name, **build)
+    saved, plan = build_workbook(output if output is not None else fresh_name(Path.cwd() / name), **build)
     saved = Path(saved).resolve()
-    verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id)
+    verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id,
+                                     sentences=summary.sentences_of(summary.quantities(plan, chosen.describe()),
+                                                                    finance_options(None, build.get("currency"),
+                                                                                    build.get("currency_symbol"))[2]))
     msg = mail.compose(saved, verdict, sender=sender, to=recipients, cc=copies, subject=subject, filename=name)
 
     if server is None:

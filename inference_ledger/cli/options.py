@@ -1,4 +1,5 @@
-"""Options every command that writes a file shares: --force and --follow-symlinks (see inference_ledger.files)."""
+"""What every command shares: one value per option (:class:`Command`), and for commands that write a file
+--force and --follow-symlinks (see inference_ledger.files)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,38 @@ from typing import Callable, Optional
 import click
 
 from inference_ledger import files
+
+#: Said in every command's --help (the epilog of :class:`Command`).
+ONCE = ("Each option is given once: a repeated option (--tp 4 --tp 8) is refused rather than the last one "
+        "silently winning; list options take comma-separated values.")
+
+
+class Command(click.Command):
+    """A click command that refuses an option given twice (click's own convention keeps the last one silently)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("epilog", ONCE)
+        super().__init__(*args, **kwargs)
+
+    def make_parser(self, ctx: click.Context):
+        parser = super().make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_once(args):
+            opts, rest, order = parse(args=args)
+            seen: set[str] = set()
+            for param in order:
+                if not isinstance(param, click.Option) or param.multiple or param.count:
+                    continue
+                if param.name in seen:
+                    flag = max(param.opts, key=len)
+                    raise click.UsageError(f"{flag} is given more than once: give it once "
+                                           "(a list option takes comma-separated values)", ctx)
+                seen.add(param.name)
+            return opts, rest, order
+
+        parser.parse_args = parse_once
+        return parser
 
 
 def write_options(f: Callable) -> Callable:

@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import engines, resolve, serving
+from inference_ledger import concurrency, engines, files, resolve, serving, summary
+from inference_ledger.cli.options import Command
 from inference_ledger.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
@@ -30,6 +31,11 @@ OPTION_NAMES = {
     "gpu_memory_bytes": "gpu-memory",
     "workspace_bytes_per_gpu": "workspace",
 }
+
+#: What --concurrency auto (the default) means, for every command's help.
+AUTO_HELP = ("the largest concurrency whose expected TTFT and TPOT meet the targets, that the KV cache holds and the "
+             "engine's batch limit (max_num_seqs x DP ranks) runs; the fleet for the target QPS is sized there. "
+             "A number is used as given.")
 
 #: Inputs the catalog fills when --model/--config or --gpu is given.
 FROM_CATALOG = resolve.FROM_CATALOG
@@ -106,9 +112,11 @@ class Quantity(click.ParamType):
 
     def __init__(self, inp: Input):
         self.inp = inp
-        self.name = inp.unit or "number"
+        self.name = (inp.unit or "number") + ("|auto" if inp.name == "concurrency" else "")
 
     def convert(self, value, param, ctx):
+        if self.inp.name == "concurrency" and isinstance(value, str) and concurrency.is_auto(value):
+            return None   # --concurrency auto: the plan chooses it (inference_ledger.concurrency)
         if isinstance(value, (int, float)):
             x = float(value)
         else:
@@ -139,6 +147,8 @@ def default_help(inp: Input, per_row: bool = False) -> str:
                f"TP {INPUT_BY_NAME['tp'].default:g}: {own}).{words}"
     if inp.default is None:
         return words
+    if inp.name == "concurrency":
+        return f" Default: {concurrency.AUTO}, {AUTO_HELP}"
     own = shown_default(inp.default, inp.unit)
     if inp.name in FROM_CATALOG:
         src = ("--model/--config" if inp.name in resolve.MODEL_INPUTS else "--kv-dtype" if inp.name == "kv_bytes"
@@ -159,7 +169,7 @@ def plan_options(f: Callable) -> Callable:
         click.option("--model", "-m", metavar="ID", help="Model from the catalog: id, alias or Hugging Face repo "
                      "(see `inference-ledger models`)."),
         click.option("--config", "config", metavar="PATH", type=click.Path(exists=True, dir_okay=False),
-                     help="A Hugging Face config.json, read offline (never downloaded)."),
+                     help=f"A Hugging Face config.json, read offline (never downloaded): {files.limit_words('config')}."),
         click.option("--gpu", "-g", metavar="ID", help="GPU from the catalog: id or alias (see `inference-ledger gpus`)."),
         click.option("--weight-dtype", metavar="DTYPE", help="Weight format from inference_ledger/data/dtypes.csv: bf16, fp16, "
                      "fp8, int8, int4, mxfp4, nvfp4 (default: the checkpoint's, else bf16)."),
@@ -225,7 +235,7 @@ def prefill_options(f: Callable) -> Callable:
                              "between them over the scale-out network, pool sizes for --target-qps.")(f)
 
 
-@click.command("plan")
+@click.command("plan", cls=Command)
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (base units, snake_case keys) instead of the table.")
 @prefill_options
@@ -246,6 +256,10 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         --hbm-bw 3.35TB/s --peak-flops 989TFLOPS --tp 4
     """
     prefill = {k: options.pop(k) for k in PREFILL}
+    given = [k for k, v in prefill.items() if v is not None]
+    if given and not disaggregated:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} sets the prefill pool of --disaggregated: "
+                               "give --disaggregated too, or drop it")
     profile = load_profile(options.pop("profile", None))
     if profile is not None:
         options.update({k: v for k, v in profile.values.items() if options.get(k) is None})
@@ -254,7 +268,7 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         click.echo(plan_disaggregated(options, prefill, as_json))
         return
     inputs, desc = plan_from_options(**options)
-    values = evaluate(inputs)
+    values = concurrency.evaluate(inputs, options.get("concurrency"))
     if as_json:
         doc = plan_json(values, model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
                         kv_dtype=desc["kv_dtype"], engine=desc["engine"])
@@ -262,6 +276,8 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
             doc["calibration"] = profile.describe()
         click.echo(json.dumps(doc, indent=2))
     else:
+        # the answer first, in the sentences the email and the workbook's Summary say; then every line
+        click.echo(summary.summary_text(summary.quantities({**inputs, **values}, desc)) + "\n")
         click.echo(plan_table(values, title=title(values, desc)))
         if profile is not None:
             click.echo(calibrated_line(profile))

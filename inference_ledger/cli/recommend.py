@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 import click
 
 from inference_ledger import catalog, engines
-from inference_ledger.cli.options import calibrated_line, check_output, load_profile, profile_option, write_options
+from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
+                                          write_options)
 from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
 from inference_ledger.plan import INPUT_BY_NAME
@@ -43,7 +44,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
     return "\n".join([*(fmt.format(*row) for row in [head, *rows]), "", "why:", *why])
 
 
-@click.command("recommend")
+@click.command("recommend", cls=Command)
 @click.option("--model", "-m", required=True, metavar="IDS", help="Model(s), comma-separated.")
 @click.option("--qps", type=Quantity(INPUT_BY_NAME["target_qps"]), required=True,
               help="Requests per second to sustain (target QPS).")
@@ -104,7 +105,7 @@ def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[
     pools = []
     if disaggregated:
         from inference_ledger.cli.disaggregated import disaggregated_text, recommend_disaggregated
-        pools = recommend_disaggregated(split_list("model", model, ids=True), gpus, split_list("tp", tp, int),
+        pools = recommend_disaggregated(split_list("model", model, ids=True), gpus, split_list("tp", tp, int, "tp"),
                                         split_list("weight-dtype", weight_dtype), kv_dtype, engine, fixed, max_gpus,
                                         found)
     if output is not None:

@@ -13,10 +13,12 @@ from typing import Any, Callable, Iterable, Optional
 
 import click
 
+from inference_ledger import concurrency as concurrency_choice
 from inference_ledger import engines
 from inference_ledger.args import LedgerInputError
-from inference_ledger.cli.options import calibrated_line, check_output, load_profile, profile_option, write_options
-from inference_ledger.cli.plan import Quantity, default_help, option_name
+from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
+                                          write_options)
+from inference_ledger.cli.plan import AUTO_HELP, Quantity, default_help, option_name, parse_quantity
 from inference_ledger.plan import INPUT_BY_NAME, INPUTS
 from inference_ledger.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
 from workbook.sweep import write
@@ -27,29 +29,51 @@ SWEPT = {"tp", "input_tokens", "concurrency"} | {i.name for i in INPUTS if i.gro
 
 def split_list(option: str, text: str, kind: Callable[[str], Any] = str, check: Optional[str] = None,
                ids: bool = False) -> list:
-    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list or a bad item.
+    """'1, 2,4' -> [1, 2, 4]; one clear line for an empty list, an empty or repeated item, or a bad item.
 
+    kind: int for whole numbers, read in the notation `plan` takes (1e3, 1,024, 4K suffixes of the unit).
     check: a plan input whose range each item must be in (the same test and message as `plan`'s option).
     ids: an empty list of ids goes on to the resolver, which refuses an empty id as everywhere else.
     """
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    hint = f"'--{option}'"
+    raw = [t.strip() for t in str(text).split(",")]
+    items = [t for t in raw if t]
     if not items and ids:
         return []
     if not items:
-        raise click.BadParameter("empty list", param_hint=f"'--{option}'")
-    out = []
+        raise click.BadParameter("empty list", param_hint=hint)
+    if len(items) < len(raw):
+        raise click.BadParameter(f"{text!r} has an empty item: give comma-separated values, none empty",
+                                 param_hint=hint)
+    out, seen = [], {}
     for t in items:
-        try:
-            x = kind(t)
-        except ValueError:
-            raise click.BadParameter(f"{t!r} is not a whole number", param_hint=f"'--{option}'") from None
-        if check is not None:
-            try:
-                INPUT_BY_NAME[check].arg.check(x)
-            except LedgerInputError as e:
-                raise click.BadParameter(str(e), param_hint=f"'--{option}'") from None
+        x = _item(t, kind, check, hint)
+        key = x.lower() if isinstance(x, str) else x
+        if key in seen:
+            raise click.BadParameter(f"{t!r} is listed twice in {text!r}: give each value once", param_hint=hint)
+        seen[key] = t
         out.append(x)
     return out
+
+
+def _item(t: str, kind: Callable[[str], Any], check: Optional[str], hint: str) -> Any:
+    """One list item: text as given, or a whole number in plan's notation, checked against its input's range."""
+    if kind is str:
+        return t
+    inp = INPUT_BY_NAME.get(check) if check else None
+    unit, name = (inp.unit, inp.name) if inp is not None else ("tokens", "")
+    try:
+        x = parse_quantity(t, unit, name)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=hint) from None
+    try:
+        if inp is not None:
+            inp.arg.check(x)
+        elif x != int(x):
+            raise LedgerInputError(f"{t!r} is not a whole number")
+    except LedgerInputError as e:
+        raise click.BadParameter(str(e), param_hint=hint) from None
+    return kind(x)
 
 
 def input_options(exclude: Iterable[str], scope: str = "every row") -> Callable:
@@ -86,7 +110,7 @@ def report_skipped(table: Table, output: str) -> None:
             click.echo(f"note: {model}, {setting}: {reason} ({n:,} rows skipped)", err=True)
 
 
-@click.command("sweep")
+@click.command("sweep", cls=Command)
 @click.option("--model", "-m", required=True, metavar="IDS", help="Models, comma-separated (ids or aliases).")
 @click.option("--gpu", "-g", required=True, metavar="IDS", help="GPUs, comma-separated.")
 @click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees.")
@@ -95,7 +119,8 @@ def report_skipped(table: Table, output: str) -> None:
 @click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
 @click.option("--context", default="4096", show_default=True, metavar="LIST",
               help="Tokens per sequence (input + output); input tokens = context - output tokens.")
-@click.option("--concurrency", default="1,16,64", show_default=True, metavar="LIST", help="Peak concurrent sequences.")
+@click.option("--concurrency", default=concurrency_choice.AUTO, show_default=True, metavar="LIST",
+              help="Peak concurrent sequences, numbers or auto: " + AUTO_HELP)
 @click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
               show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
 @click.option("--output", "-o", required=True, metavar="PATH", help="sweep.xlsx (live formulas) or sweep.csv (values).")
@@ -125,7 +150,9 @@ def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, c
         model=split_list("model", model, ids=True), gpu=split_list("gpu", gpu, ids=True),
         tp=split_list("tp", tp, int, "tp"),
         weight_dtype=split_list("weight-dtype", weight_dtype), kv_dtype=split_list("kv-dtype", kv_dtype),
-        context=split_list("context", context, int), concurrency=split_list("concurrency", concurrency, int, "concurrency"),
+        context=split_list("context", context, int), concurrency=[c if concurrency_choice.is_auto(c) else
+                                                          split_list("concurrency", c, int, "concurrency")[0]
+                                                          for c in split_list("concurrency", concurrency)],
         engine=engine, fixed={k: v for k, v in numbers.items() if v is not None})
     table = build_sweep(spec, max_rows=max_rows)
     write_with_progress(table, output, "sweep")

@@ -1,0 +1,165 @@
+"""The Summary sheet and the one summary definition; the print setup every sheet gets; charts that never overlap.
+
+The sentences are checked three ways: Python's TEXT against values Excel documents, the Summary's cells
+against `plan`'s first lines and the email body (one definition), and the Summary's formulas recalculated by
+LibreOffice against their cached values (tests/test_workbook.py does that for every formula cell).  Chart
+boxes are read from the file's drawing parts and the sheet's column widths and row heights, not from the code
+that placed them.
+"""
+
+from __future__ import annotations
+
+import email
+import re
+import subprocess
+import sys
+import zipfile
+from email import policy
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+from openpyxl import load_workbook
+
+from inference_ledger import summary
+from inference_ledger.expr import Sym, concat, text
+from workbook.build import build_workbook
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+XDR = "{http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing}"
+A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+EMU_PER_PT = 12700
+#: The builds the issue names: the default, a plan that does not fit, and a wide MoE on 8 GPUs.
+BUILDS = {"default": ({}, ["--model", "llama-3.1-70b", "--gpu", "h100-sxm"]),
+          "deepseek-v3 on 8x h200": ({"model": "deepseek-v3", "gpu": "h200", "tp": 8},
+                                     ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8"])}
+
+
+@pytest.fixture(scope="module", params=list(BUILDS))
+def book(request, tmp_path_factory):
+    kwargs, args = BUILDS[request.param]
+    path, _ = build_workbook(tmp_path_factory.mktemp("summary") / "book.xlsx", **kwargs)
+    return path, args
+
+
+@pytest.mark.parametrize("x, fmt, want", [
+    (1234.5, "#,##0", "1,235"),        # Excel rounds half away from zero
+    (0.125, "0%", "13%"),
+    (0.0449, "0.0%", "4.5%"),
+    (2.675, "#,##0.00", "2.68"),       # 15 significant digits first, as Excel does
+    (1234567.891, "#,##0.0", "1,234,567.9"),
+    (7, "0", "7"),
+])
+def test_text_formats_as_excel_documents(x, fmt, want):
+    assert text(x, fmt) == want
+    assert text(Sym("A1"), fmt).text == f'TEXT(A1,"{fmt}")'
+
+
+def test_text_refuses_formats_it_cannot_evaluate_and_reads_non_numbers_as_na():
+    with pytest.raises(ValueError, match="format"):
+        text(1, '"$"#,##0')
+    assert text(float("inf"), "0") == "n/a"
+    assert concat("a", Sym("b"), "c").formula() == '="a"&b&"c"'
+
+
+def _summary_sentences(path) -> list[str]:
+    ws = load_workbook(path, data_only=True)["Summary"]
+    cells = [ws.cell(r, 2).value for r in range(6, 6 + len(summary.SENTENCES))]
+    return [str(c) for c in cells]
+
+
+def test_plan_prints_the_summary_sentences_first(book):
+    path, args = book
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", *args], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    sheet = _summary_sentences(path)
+    assert out.splitlines()[:len(sheet)] == sheet
+    assert sheet[2] in ("Verdict: fits, meets targets.",)
+    assert re.fullmatch(r"Memory per GPU: [\d.,]+ GB of [\d.,]+ GB usable, [\d.,]+ GB to spare\.", sheet[3])
+
+
+def test_email_body_says_the_summary_sentences(tmp_path):
+    eml = tmp_path / "m.eml"
+    subprocess.run([sys.executable, "-m", "inference_ledger", "email", "--to", "a@example.com", "--from",
+                    "b@example.com", "--eml", str(eml), "-o", str(tmp_path / "b.xlsx")], check=True,
+                   capture_output=True, text=True, timeout=300)
+    msg = email.message_from_bytes(eml.read_bytes(), policy=policy.default)
+    body = msg.get_body(("plain",)).get_content()
+    for s in _summary_sentences(tmp_path / "b.xlsx"):
+        assert s in body
+
+
+def test_summary_comes_first_and_opens_the_book(book):
+    wb = load_workbook(book[0])
+    assert wb.sheetnames[0] == "Summary" and wb.sheetnames[1] == "Start"
+    assert wb.active.title == "Summary"
+
+
+def test_every_sheet_has_page_setup_footer_and_a_link_home(book):
+    wb = load_workbook(book[0])
+    for ws in wb.worksheets:
+        assert ws.page_setup.orientation == "landscape", ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert int(ws.page_setup.fitToWidth or 0) >= 1, ws.title
+        assert ws.oddFooter.right.text == "Page &P of &N", ws.title
+        assert ws.oddHeader.left.text == "&A" and "inference-ledger" in ws.oddHeader.center.text, ws.title
+        if ws.title != "Summary":
+            links = [c.hyperlink.location for row in ws.iter_rows(max_row=3) for c in row if c.hyperlink]
+            assert "'Summary'!A1" in links, ws.title
+    s = wb["Summary"].page_setup
+    assert (int(s.fitToWidth), int(s.fitToHeight)) == (1, 1)
+
+
+def _col_points(ws, k: int) -> float:
+    from openpyxl.utils import get_column_letter
+    d = ws.column_dimensions.get(get_column_letter(k))
+    w = d.width if d is not None and d.width else 8.43
+    return 0.0 if d is not None and d.hidden else (w * 7 + 5) * 0.75
+
+
+def _row_points(ws, r: int) -> float:
+    d = ws.row_dimensions.get(r)
+    return float(d.height) if d is not None and d.height else 15.0
+
+
+def chart_boxes(path) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Every chart's box in points per sheet, from the drawing parts (anchor cell + extent) and the sheet's grid."""
+    wb = load_workbook(path)
+    z = zipfile.ZipFile(path)
+    wbrels = {r.get("Id"): r.get("Target") for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))}
+    out: dict[str, list] = {}
+    book_xml = ET.fromstring(z.read("xl/workbook.xml"))
+    ns = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+    rid = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+    for sh in book_xml.iter(ns + "sheet"):
+        part = "xl/" + wbrels[sh.get(rid)].lstrip("/").removeprefix("xl/")
+        rels = part.replace("worksheets/", "worksheets/_rels/") + ".rels"
+        if rels not in z.namelist():
+            continue
+        ws = wb[sh.get("name")]
+        for r in ET.fromstring(z.read(rels)):
+            if not r.get("Type").endswith("/drawing"):
+                continue
+            drawing = "xl/" + r.get("Target").replace("../", "").lstrip("/").removeprefix("xl/")
+            for anchor in ET.fromstring(z.read(drawing)):
+                frm = anchor.find(XDR + "from")
+                col, row = int(frm.find(XDR + "col").text), int(frm.find(XDR + "row").text)
+                x = sum(_col_points(ws, k) for k in range(1, col + 1)) + int(frm.find(XDR + "colOff").text) / EMU_PER_PT
+                y = sum(_row_points(ws, k) for k in range(1, row + 1)) + int(frm.find(XDR + "rowOff").text) / EMU_PER_PT
+                ext = anchor.find(XDR + "ext")
+                w, h = int(ext.get("cx")) / EMU_PER_PT, int(ext.get("cy")) / EMU_PER_PT
+                out.setdefault(ws.title, []).append((x, y, x + w, y + h))
+    return out
+
+
+def test_no_two_charts_of_a_sheet_overlap(book):
+    boxes = chart_boxes(book[0])
+    assert "Summary" in boxes and len(boxes["Summary"]) == 2
+    for sheet, bs in boxes.items():
+        for i, a in enumerate(bs):
+            for b in bs[i + 1:]:
+                dx, dy = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+                assert not (dx > 0.5 and dy > 0.5), f"{sheet}: charts at {a} and {b} overlap by {min(dx, dy):.0f} pt"

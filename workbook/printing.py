@@ -1,0 +1,158 @@
+"""One print setup for every sheet, applied once after all sheets are built (sheets other programs add too).
+
+* A4 landscape, narrow margins, fit to the page width: a sheet whose printed columns are wider than
+  :data:`PAGE_WIDTH` character units prints across as many pages as it needs (its first columns repeat on
+  each, so a row keeps its label), never shrunk into one unreadable page; the Summary prints on one page.
+* Print titles: the rows of the sheet's first table header repeat on every page (unless the sheet set its own).
+* Header and footer: sheet name left (the render script finds a sheet's pages by it), the workbook title in
+  the middle, version and build date right; page x of y in the footer.
+* A link back to the Summary in row 2 of every other sheet, beside the master check.
+"""
+
+from __future__ import annotations
+
+from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.worksheet.hyperlink import Hyperlink
+
+from . import style
+from .context import Ctx
+
+#: Character units of column width that print readably across one landscape A4 page (about 10 pt text).
+PAGE_WIDTH = 190
+#: The sheet every other sheet links back to.
+HOME = "Summary"
+#: The link's text.
+BACK = "\u2190 Back to Summary"
+#: Width Excel gives a column with no width of its own (character units).
+DEFAULT_WIDTH = 8.43
+
+
+def column_width(ws, col: int) -> float:
+    dim = ws.column_dimensions.get(get_column_letter(col))
+    if dim is not None and dim.hidden:
+        return 0.0
+    return float(dim.width) if dim is not None and dim.width else DEFAULT_WIDTH
+
+
+def printed_columns(ws) -> tuple[int, int]:
+    """First and last column of the print area (the used range when the sheet set none)."""
+    area = ws.print_area
+    if area:
+        ref = area[0] if isinstance(area, (list, tuple)) else str(area).split(",")[0]
+        c0, _, c1, _ = range_boundaries(ref.split("!")[-1].replace("$", ""))
+        return c0, c1
+    return 1, max(1, ws.max_column)
+
+
+#: Points per centimetre (chart sizes are in cm), the default row height, and a column's padding in pixels.
+PT_PER_CM, DEFAULT_ROW_PT, PAD_PX = 72 / 2.54, 15.0, 5
+
+
+def column_points(ws, col: int) -> float:
+    """A column's width in points (Excel: characters x 7 px + 5 px padding at 96 dpi, 0.75 pt per px)."""
+    w = column_width(ws, col)
+    return 0.0 if w == 0 else (w * 7 + PAD_PX) * 0.75
+
+
+def row_points(ws, row: int) -> float:
+    dim = ws.row_dimensions.get(row)
+    if dim is not None and dim.hidden:
+        return 0.0
+    return float(dim.height) if dim is not None and dim.height else DEFAULT_ROW_PT
+
+
+def chart_box(ws, chart) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of a chart in points from the sheet's top-left corner."""
+    anchor = chart.anchor
+    if hasattr(anchor, "_from"):
+        col, row = anchor._from.col + 1, anchor._from.row + 1
+    else:
+        c0, r0, _, _ = range_boundaries(str(anchor))
+        col, row = c0, r0
+    x = sum(column_points(ws, k) for k in range(1, col))
+    y = sum(row_points(ws, k) for k in range(1, row))
+    return x, y, x + chart.width * PT_PER_CM, y + chart.height * PT_PER_CM
+
+
+def overlaps(a, b) -> float:
+    """How far two boxes overlap (points, the smaller of the two directions; 0 when apart)."""
+    dx = min(a[2], b[2]) - max(a[0], b[0])
+    dy = min(a[3], b[3]) - max(a[1], b[1])
+    return max(0.0, min(dx, dy)) if dx > 0 and dy > 0 else 0.0
+
+
+def last_row_under(ws, bottom: float) -> int:
+    """The first row whose bottom edge is at or below ``bottom`` points."""
+    y, r = 0.0, 0
+    while y < bottom:
+        r += 1
+        y += row_points(ws, r)
+    return r
+
+
+def _header_rows(ws) -> str | None:
+    """The first table header's rows (cells styled as headers), within the top of the sheet."""
+    for row in ws.iter_rows(min_row=1, max_row=min(ws.max_row, 40)):
+        if any(c.style == style.HEADER for c in row):
+            return f"{row[0].row}:{row[0].row}"
+    return None
+
+
+def print_setup(ws, ctx: Ctx, title: str) -> None:
+    """Page setup, print titles, header and footer of one sheet."""
+    ps = ws.page_setup
+    ps.orientation = "landscape"
+    ps.paperSize = ws.PAPERSIZE_A4
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    c0, c1 = printed_columns(ws)
+    width = sum(column_width(ws, k) for k in range(c0, c1 + 1))
+    if ws.title == HOME:
+        ps.fitToWidth, ps.fitToHeight = 1, 1
+    else:
+        pages = max(1, -(-int(width) // PAGE_WIDTH))
+        ps.fitToWidth = max(int(ps.fitToWidth or 1), pages)
+        ps.fitToHeight = 0
+        if ps.fitToWidth > 1 and not ws.print_title_cols and not ws.col_breaks.brk:  # a sheet with its own
+            # column breaks (Plan: inputs | results) prints its blocks apart, without repeating column A
+            ws.print_title_cols = "A:A"
+        if not ws.print_title_rows:
+            rows = _header_rows(ws)
+            if rows:
+                ws.print_title_rows = rows
+    ws.print_options.gridLines = False
+    ws.print_options.horizontalCentered = False
+    m = ws.page_margins
+    m.left = m.right = 0.4
+    m.top = m.bottom = 0.6
+    m.header = m.footer = 0.25
+    for part in (ws.oddHeader, ws.evenHeader, ws.firstHeader):
+        part.left.text, part.center.text = "&A", title
+        part.right.text = f"inference-ledger {ctx.version}, {ctx.build_date:%Y-%m-%d}"
+        part.left.size = part.center.size = part.right.size = 8
+    for part in (ws.oddFooter, ws.evenFooter, ws.firstFooter):
+        part.left.text, part.center.text, part.right.text = "&A", title, "Page &P of &N"
+        part.left.size = part.center.size = part.right.size = 8
+
+
+def link_back(ws, ctx: Ctx) -> None:
+    """'Back to Summary' in row 2, in the first empty column right of the master check's text."""
+    if ws.title == HOME or HOME not in ws.parent.sheetnames:
+        return
+    merged = {c for m in ws.merged_cells.ranges if m.min_row <= 2 <= m.max_row
+              for c in range(m.min_col, m.max_col + 1)}
+    need, col, run = 34.0, 1, 0.0   # the master check's text ("A CHECK FAILS: see the Checks sheet") at 10 pt
+    while run < need or ws.cell(2, col).value is not None or col in merged:
+        run += column_width(ws, col)
+        col += 1
+    c = ctx.put(ws, f"{get_column_letter(col)}2", BACK, "Hyperlink")
+    c.hyperlink = Hyperlink(ref=c.coordinate, location=f"'{HOME}'!A1", display=BACK)
+
+
+def finish(wb, ctx: Ctx, title: str) -> None:
+    """The central pass over every sheet of the workbook: link, print setup, chart titles."""
+    for ws in wb.worksheets:
+        link_back(ws, ctx)
+        print_setup(ws, ctx, title)
+        for chart in ws._charts:
+            style.tidy_chart(chart)
+

@@ -1,0 +1,301 @@
+"""The Summary sheet, first in the workbook: the question and the answer on one screen and one printed page.
+
+* The answer in words: the sentences of :mod:`inference_ledger.summary` (the same definition `plan` prints
+  first and the email says), each a live formula over the plan's defined names.
+* The key numbers with their targets, a status in words (coloured only where it is a pass or a fail).
+* The cheapest scenario that meets the targets (the TCO sheet's comparison of the Scenarios rows) and every
+  check that fails, in words (the Checks sheet's failures, numbered there).
+* Two charts: monthly cost by scenario (a scenario that does not fit gets no bar and says so in its label)
+  and output tokens/s and TPOT against concurrency with the TPOT target (the Load sheet's rows).
+
+It is built after every other sheet (it reads their cells) and placed first (:data:`BUILD_LAST`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+from openpyxl.formatting.rule import FormulaRule
+from openpyxl.styles import Alignment, Font, PatternFill
+
+from inference_ledger import plan, serving, summary, verdict
+from inference_ledger.expr import Sym, ceil, concat, eq, ge, where
+from inference_ledger.units import MS_PER_S
+
+from . import style
+from .cells import bill, fit_rows, header, named, py_value, section, verdict_rules, verdict_words
+from .checks import check_rows
+from .context import Ctx
+from .load_chart import X_RANGE
+from .printing import chart_box, last_row_under
+from .tco import CHEAPEST, SHEET as TCO, scenario_columns
+
+SHEET = "Summary"
+#: Rows of the failing checks the sheet lists (the rest are counted).
+FAILURES_SHOWN = 5
+#: Columns: index | label | value | target or also | status, then the charts from G.
+WIDTHS = {"A": 3, "B": 42, "C": 16, "D": 16, "E": 19, "F": 2, "G": 12, "H": 12, "I": 12, "J": 12, "K": 12, "L": 12}
+#: Where the chart data live (beyond the printed columns).
+DATA_COL = 16  # P
+
+
+class _Refs(dict):
+    """Every name as a Sym of its defined name (the workbook side of a summary sentence)."""
+
+    def __missing__(self, key: str) -> Sym:
+        return Sym(named(key))
+
+
+def quantities(ctx: Ctx) -> dict[str, Any]:
+    """The Python side of the summary sentences: the plan's values and the workbook's choice."""
+    return summary.quantities({**ctx.inputs, **ctx.values}, {
+        "model": ctx.choice["model"], "gpu": ctx.choice["gpu"], "weight_dtype": ctx.choice["weight_dtype"],
+        "kv_dtype": ctx.choice["kv_dtype"], "engine": ctx.choice["engine"]})
+
+
+def _wide(ctx: Ctx, ws, r: int, expr, value, cols: str = "B{r}:E{r}", st: str = style.ANSWER):
+    c = ctx.formula(ws, f"B{r}", expr, value, st)
+    c.alignment = Alignment(wrap_text=True, vertical="top")
+    ws.merge_cells(cols.format(r=r))
+    return c
+
+
+def summary_sheet(wb, ctx: Ctx) -> None:
+    ws = ctx.new_sheet(SHEET, "Summary: does it fit, how many GPUs, what it costs", WIDTHS, tab="1F3864")
+    ctx.put(ws, "A3", "The plan's answer on one page; every number is a live formula over the Plan sheet's inputs "
+            "(change them there). The Start sheet explains the workbook; each sheet links back here.", style.NOTE)
+    ws.merge_cells("A3:L3")
+    q, refs, cur = quantities(ctx), _Refs(), ctx.currency_symbol
+    r = 5
+    section(ctx, ws, f"B{r}", "The answer")
+    for key, label, _ in summary.SENTENCES:
+        r += 1
+        _wide(ctx, ws, r, summary.sentence(key, refs, cur), summary.sentence(key, q, cur))
+    r = _alternative(ctx, wb, ws, r + 1)
+    r = _key_numbers(ctx, ws, r + 2)
+    r = _failures(ctx, ws, r + 2)
+    last = r
+    _cost_chart(ctx, wb, ws)
+    _load_chart(ctx, wb, ws)
+    fit_rows(ws)   # the rows' heights as printed, then the page ends below the lowest chart
+    bottom = max([chart_box(ws, ch)[3] for ch in ws._charts], default=0.0)
+    ws.print_area = f"A1:L{max(last, last_row_under(ws, bottom))}"
+
+
+def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
+    """The cheapest Scenarios row that meets the targets (TCO's comparison), in a sentence."""
+    if TCO not in wb.sheetnames or "scenario_cheapest" not in ctx.names:
+        return r - 1
+    label_ref = Sym(f"IFERROR(INDEX(scenario_labels,MATCH(\"{CHEAPEST}\",scenario_cheapest,0)),\"\")")
+    cost_ref = Sym("MIN(scenario_meets_cost)")
+    t = wb[TCO]
+    label, cost = "", None
+    for row in t.iter_rows(min_col=1, max_col=6):
+        if row[5].value is not None and ctx.cached.get((TCO, row[5].coordinate)) == CHEAPEST:
+            label = ctx.cached[(TCO, row[0].coordinate)]
+            cost = ctx.cached[(TCO, row[4].coordinate)]
+    ctx.put(ws, f"T{r}", "Cheapest scenario that meets the targets", style.NOTE)
+    ctx.formula(ws, f"U{r}", label_ref, label, style.FORMULA)
+    ctx.formula(ws, f"V{r}", cost_ref, cost if cost is not None else 0, style.FORMULA, style.number_format("$/month"))
+    expr = summary.alternative(Sym(f"U{r}"), Sym(f"V{r}"), ctx.currency_symbol)
+    _wide(ctx, ws, r, expr, summary.alternative(label, cost or 0, ctx.currency_symbol))
+    return r
+
+
+def _status(ws, coord: str, ok: str) -> None:
+    """Pass/fail colours on a status cell, from a 1/0 condition."""
+    for cond, c in ((f"{ok}=1", style.GREEN), (f"{ok}=0", style.RED)):
+        ws.conditional_formatting.add(coord, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+                                                                                           bgColor=c[0]),
+                                                         font=Font(color=c[1], bold=True)))
+
+
+def _key_numbers(ctx: Ctx, ws, r: int) -> int:
+    v = {**ctx.inputs, **ctx.values}
+    n = lambda k: Sym(named(k))  # noqa: E731
+    val = lambda k: py_value(v[k])  # noqa: E731
+    section(ctx, ws, f"B{r}", "Key numbers")
+    r += 1
+    header(ctx, ws, r, 2, ["Quantity", "Plan", "Target or also", "Status"])
+    fmt = style.number_format
+
+    def row(label, value, vfmt=None, also=None, afmt=None, status=None, ok=None):
+        nonlocal r
+        r += 1
+        ctx.put(ws, f"B{r}", label)
+        for col, item, f in (("C", value, vfmt), ("D", also, afmt)):
+            if item is not None:
+                ctx.formula(ws, f"{col}{r}", item[0], item[1], style.FORMULA, f)
+                ws[f"{col}{r}"].alignment = Alignment(horizontal="right", vertical="top")
+        if status is not None:
+            ctx.formula(ws, f"E{r}", status[0], status[1], style.FORMULA)
+            if ok is not None:
+                _status(ws, f"E{r}", ok)
+
+    def line(k, transform=None):
+        return (n(k), val(k)) if transform is None else (transform(n(k)), transform(val(k)))
+
+    def unless_unfit(k, expr=None, value=None):   # a bill: the verdict's words when the plan does not start
+        e, x = (n(k), val(k)) if expr is None else (expr, value)
+        return bill(n("verdict"), e), bill(ctx.verdict_code, x)
+
+    r += 1
+    ctx.put(ws, f"B{r}", "Verdict")
+    ctx.formula(ws, f"C{r}", *verdict_words(ctx), style.FORMULA)
+    ws.merge_cells(f"C{r}:E{r}")
+    verdict_rules(ws, f"C{r}:E{r}", named("verdict"))
+    words = lambda ok_name, yes, no: (where(eq(n(ok_name), 1), yes, no), yes if val(ok_name) == 1 else no)  # noqa
+    row("Memory per GPU (planned / usable)", line("total_bytes_per_gpu"), fmt("B"), line("usable_bytes_per_gpu"),
+        fmt("B"), words("fits", "fits", "does not fit"), named("fits"))
+    row("Headroom per GPU", line("headroom_bytes_per_gpu"), fmt("B"))
+    row("GPUs for the target QPS / replicas", unless_unfit("gpus_for_qps"), "#,##0",
+        unless_unfit("replicas_for_qps"), "#,##0")
+    servers = ceil(n("gpus_for_qps") / n("gpus_per_server")), ceil(val("gpus_for_qps") / val("gpus_per_server"))
+    row("Servers / GPUs per server", unless_unfit("", *servers), "#,##0", line("gpus_per_server"), "#,##0")
+    row("Monthly cost: on demand / owned", unless_unfit("monthly_cost_qps"), fmt("$/month"),
+        unless_unfit("owned_monthly_cost_qps"), fmt("$/month"))
+    if "gpus_for_qps_low" in v:  # the error bands (inference_ledger/band_lines.py): low / high
+        row("GPUs, band low / high (about 80% of new measurements fall inside)", unless_unfit("gpus_for_qps_low"),
+            "#,##0", unless_unfit("gpus_for_qps_high"), "#,##0")
+        row("Monthly cost on demand, band low / high", unless_unfit("monthly_cost_qps_low"), fmt("$/month"),
+            unless_unfit("monthly_cost_qps_high"), fmt("$/month"))
+    row("Per million output tokens: on demand / owned", unless_unfit("cost_per_million_output_tokens"),
+        fmt("$/Mtok"), unless_unfit("owned_cost_per_million_output_tokens"), fmt("$/Mtok"))
+    row("Own vs rent: break-even / planned utilization", line("breakeven_utilization"), "0%", line("utilization"),
+        "0%", words("owned_beats_rent", "owning is cheaper", "renting is cheaper"))
+    row("TTFT / target", line("ttft_seconds", lambda x: x * MS_PER_S), fmt("ms"),
+        line("ttft_target", lambda x: x * MS_PER_S), fmt("ms"),
+        words("ttft_ok", "meets the target", "misses the target"), named("ttft_ok"))
+    row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
+        line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
+        words("tpot_ok", "meets the target", "misses the target"), named("tpot_ok"))
+    if "tpot_seconds_low" in v:
+        row("TPOT, band low / high", line("tpot_seconds_low", lambda x: x * MS_PER_S), fmt("ms"),
+            line("tpot_seconds_high", lambda x: x * MS_PER_S), fmt("ms"))
+    r += 1
+    ctx.put(ws, f"B{r}", "What limits a replica")
+    ctx.formula(ws, f"C{r}", serving.limit_words(n("binding_limit")), serving.limit_words(val("binding_limit")))
+    ws.merge_cells(f"C{r}:E{r}")
+    return r
+
+
+def _failures(ctx: Ctx, ws, r: int) -> int:
+    """Every counted check that fails, in words (the Checks sheet numbers its failures)."""
+    section(ctx, ws, f"B{r}", "Checks that fail")
+    failing = [label for group, label, _d, _f, value in check_rows(ctx)
+               if not group.startswith("Findings") and value == 0]
+    r += 1
+    if "check_failure_no" not in ctx.names:
+        return r
+    none = "None: every check on the Checks sheet passes."
+    count = Sym("COUNT(check_failure_no)")
+    ctx.formula(ws, f"B{r}", where(eq(count, 0), none, concat(summary.count(count), " checks fail (Checks sheet):")),
+                none if not failing else f"{len(failing):,} checks fail (Checks sheet):")
+    ws.merge_cells(f"B{r}:E{r}")
+    for k in range(1, FAILURES_SHOWN + 1):
+        r += 1
+        ctx.put(ws, f"A{r}", k, style.NOTE, '0"."')
+        expr = Sym(f'IFERROR(INDEX(check_labels,MATCH(A{r},check_failure_no,0)),"")')
+        _wide(ctx, ws, r, expr, failing[k - 1] if k <= len(failing) else "")
+    return r
+
+
+def _cost_chart(ctx: Ctx, wb, ws) -> None:
+    """Monthly cost by scenario: a bar per scenario that fits; one that does not says so in its label."""
+    if "Scenarios" not in wb.sheetnames:
+        return
+    cols, rows = scenario_columns(wb)
+    c = lambda k: chr(ord("A") + DATA_COL - 1 + k)  # noqa: E731
+    top = 4
+    section(ctx, ws, f"{c(0)}{top}", "Chart data: monthly cost by scenario")
+    header(ctx, ws, top + 1, DATA_COL, ["Scenario", "Monthly cost (target QPS)"])
+    r = top + 1
+    for sr in rows:
+        r += 1
+        ref = lambda k, sr=sr: Sym(f"Scenarios!${cols[k]}{sr}")  # noqa: E731
+        got = lambda k, sr=sr: ctx.cached.get(("Scenarios", f"{cols[k]}{sr}"))  # noqa: E731
+        label = wb["Scenarios"][f"A{sr}"].value
+        unfit = eq(ref("verdict"), verdict.DOES_NOT_FIT)
+        unfit_v = got("verdict") == verdict.DOES_NOT_FIT
+        ctx.formula(ws, f"{c(0)}{r}", where(unfit, concat(Sym(f"Scenarios!$A{sr}"), ": does not fit"),
+                                            Sym(f"Scenarios!$A{sr}")),
+                    f"{label}: does not fit" if unfit_v else label)
+        ctx.formula(ws, f"{c(1)}{r}", where(unfit, 0, ref("monthly_cost_qps")), 0 if unfit_v else got("monthly_cost_qps"),
+                    style.FORMULA, style.number_format("$/month"))
+    ch = BarChart()
+    ch.type = "bar"
+    ch.title = "Monthly cost by scenario (target QPS, on demand)"
+    ch.add_data(Reference(ws, min_col=DATA_COL + 1, min_row=top + 1, max_row=r), titles_from_data=True)
+    ch.set_categories(Reference(ws, min_col=DATA_COL, min_row=top + 2, max_row=r))
+    ch.x_axis.scaling.orientation = "maxMin"   # the first scenario on top, the value axis below
+    ch.y_axis.crosses = "max"
+    ch.gapWidth = 60
+    ch.y_axis.numFmt = style.money('"$"#,##0,"k"')
+    ch.y_axis.scaling.min = 0
+    ch.x_axis.delete = ch.y_axis.delete = False
+    ch.legend = None
+    ch.x_axis.tickLblSkip = 1   # every scenario named, in small type
+    ch.x_axis.txPr = style.axis_text(7)
+    ch.height, ch.width = 12.5, 17.5
+    ws.add_chart(ch, "G5")
+
+
+def _load_chart(ctx: Ctx, wb, ws) -> None:
+    """Output tokens/s (left axis) and TPOT (right axis) against concurrency, with the TPOT target."""
+    if "Load" not in wb.sheetnames:
+        return
+    load = wb["Load"]
+    head = next((c.row for c in load["A"] if c.value == "Concurrency"), None)
+    if head is None:
+        return
+    labels = {c.value: c.column for c in load[head] if isinstance(c.value, str)}
+    tok, tpot = labels.get(plan.LINE_BY_NAME["tokens_per_second"].label), labels.get(plan.LINE_BY_NAME["tpot_seconds"].label)
+    first = head + 2
+    last = first
+    while isinstance(load.cell(last + 1, 1).value, (int, float)):
+        last += 1
+    target = next((c.row for c in load["A"] if c.value == "TPOT target"), None)
+    if tok is None or tpot is None or target is None:
+        return
+    xs = Reference(load, min_col=1, min_row=first, max_row=last)
+
+    def series(col, rows, x, title, color, dash=False):
+        s = Series(Reference(load, min_col=col, min_row=rows[0], max_row=rows[1]), x, title=title)
+        s.graphicalProperties.line.solidFill = color
+        s.marker.symbol = "none" if dash else "circle"
+        if dash:
+            s.graphicalProperties.line.dashStyle = "dash"
+        s.smooth = False
+        return s
+
+    a = ScatterChart(scatterStyle="lineMarker")
+    a.title = "Output tokens/s and TPOT vs concurrency (log scale), one replica"
+    a.y_axis.title = "Output tokens/s"
+    a.x_axis.scaling.logBase = 2
+    a.x_axis.scaling.min, a.x_axis.scaling.max = X_RANGE   # the candidate rows' range (the first is a formula)
+    a.y_axis.scaling.min = 0
+    a.y_axis.numFmt = "#,##0"
+    a.x_axis.numFmt = "#,##0"
+    a.y_axis.majorGridlines = None
+    a.series.append(series(tok, (first, last), xs, "Output tokens/s", "4472C4"))
+    b = ScatterChart(scatterStyle="lineMarker")
+    b.y_axis.axId = 200
+    b.y_axis.title = "TPOT, seconds"
+    b.y_axis.numFmt = "0.000"
+    b.y_axis.scaling.min = 0
+    b.y_axis.crosses = "max"
+    b.x_axis = a.x_axis
+    b.series.append(series(tpot, (first, last), xs, "TPOT", "ED7D31"))
+    b.series.append(series(4, (target, target + 1), Reference(load, min_col=2, min_row=target, max_row=target + 1),
+                           "TPOT target", "70AD47", dash=True))
+    for ax in (a.x_axis, a.y_axis, b.y_axis):
+        ax.delete = False
+    a += b
+    a.legend.position = "b"
+    a.height, a.width = 7.5, 17.5
+    ws.add_chart(a, "G31")
+
+
+#: Built after every other sheet (it reads their cells), shown first.
+BUILD_LAST = (summary_sheet,)
