@@ -18,7 +18,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .accuracy import METRICS, MIN_FIT_ROWS, MIN_FIT_SOURCES, PLAN_USES_FIT, Figure, Study
-from .bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, MIN_BAND_ROWS, SEGMENT_CHAIN, Band, level_key, pick)
+from .bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, FITTED_CSV, FITTED_HEADER,
+                    MIN_BAND_ROWS, SEGMENT_CHAIN, Band, level_key, pick)
 from .files import write_with
 from .load_measurements import MEASURED_LOAD_CSV
 
@@ -94,20 +95,22 @@ def bands(figs: Sequence[Figure]) -> list[Band]:
 @dataclass(frozen=True)
 class Coverage:
     metric: str
+    source: str            # 'all' or one source
     n: int
-    inside: float          # share of left-out figures inside a band drawn without their source
+    inside: float          # share of held-out figures inside a band drawn without their source
     median_width: float    # median high / low of those bands
 
 
-def coverage(figs: Sequence[Figure]) -> list[Coverage]:
-    """For each left-out figure, the band of its segment drawn from the *other* sources' left-out figures: the share
-    inside and the median high/low (how a band built this way does on a source it has never seen)."""
+def coverage(figs: Sequence[Figure], per_source: bool = False) -> list[Coverage]:
+    """For each held-out figure, the band of its segment drawn from the *other* sources' figures: the share inside
+    and the median high/low (how a band built this way does on a source it has never seen); per metric, and per
+    metric and source with ``per_source``."""
     out = []
     for metric in METRICS:
         fm = [f for f in figs if f.metric == metric]
         if not fm:
             continue
-        inside, widths = [], []
+        checked: list[tuple[str, bool, float]] = []
         for s in sorted({f.source for f in fm}):
             others = [f for f in figs if f.source != s]
             if not any(f.metric == metric for f in others):
@@ -116,11 +119,20 @@ def coverage(figs: Sequence[Figure]) -> list[Coverage]:
             for f in fm:
                 if f.source == s:
                     b = pick(table, metric, f.segment())
-                    inside.append(b.low <= f.ratio <= b.high)
-                    widths.append(b.high / b.low)
-        if inside:
-            out.append(Coverage(metric, len(inside), sum(inside) / len(inside), statistics.median(widths)))
+                    checked.append((s, b.low <= f.ratio <= b.high, b.high / b.low))
+        groups = [("all", checked)] + ([(s, [c for c in checked if c[0] == s]) for s in sorted({c[0] for c in checked})]
+                                       if per_source else [])
+        for name, cs in groups:
+            if cs:
+                out.append(Coverage(metric, name, len(cs), sum(c[1] for c in cs) / len(cs),
+                                    statistics.median(c[2] for c in cs)))
     return out
+
+
+#: The accuracy targets the held-out figures are read against: metric -> (median |error| at most, per source at most)
+TARGETS = {"output_tok_s": (0.15, 0.20), "tpot_ms": (0.15, None), "ttft_ms": (0.30, None)}
+#: ... and the tokens/s band: share of held-out figures inside at least, median high/low at most
+BAND_TARGET = (0.75, 1.6)
 
 
 def data_fingerprint(path: Path = MEASURED_LOAD_CSV) -> str:
@@ -145,6 +157,11 @@ def bands_csv(table: Sequence[Band], n_rows: int, n_sources: int, fingerprint: s
         w.writerow([b.engine_family, b.gpu_vendor, b.architecture, b.metric, b.n, b.sources,
                     f"{b.low:.4f}", f"{b.median:.4f}", f"{b.high:.4f}"])
     return buf.getvalue()
+
+
+def write_fitted(st: Study, path: Path | str = FITTED_CSV, date: Optional[str] = None) -> Path:
+    text = fitted_csv(st, data_fingerprint(), date or _dt.date.today().isoformat())
+    return write_with(path, "csv", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), "--write-bands")
 
 
 def write_bands(st: Study, path: Path | str = BANDS_CSV, date: Optional[str] = None) -> Path:
@@ -183,13 +200,38 @@ def loso_table(st: Study) -> list[list[str]]:
 
 
 def coverage_table(st: Study) -> list[list[str]]:
-    head = ["metric", "figures", "inside the band", "median high/low"]
-    return [head] + [[SHORT[c.metric], str(c.n), f"{c.inside:.0%}", f"{c.median_width:.2f}"]
-                     for c in coverage(st.served)]
+    head = ["metric", "source", "figures", "inside the band", "median high/low"]
+    return [head] + [[SHORT[c.metric], c.source, str(c.n), f"{c.inside:.0%}", f"{c.median_width:.2f}"]
+                     for c in coverage(st.served, per_source=True)]
+
+
+def targets_table(st: Study) -> list[list[str]]:
+    """The plan's held-out figures against the accuracy targets (met: yes/NO)."""
+    head = ["held-out figure", "measured here", "target", "met"]
+    g = {(x.breakdown, x.name, x.metric): x for x in groups(st.served)}
+    body = []
+    for metric, (overall, per_source) in TARGETS.items():
+        a = g.get(("all", "all", metric))
+        if a is None:
+            continue
+        body.append([f"{SHORT[metric]}, median abs. error, all rows", f"{a.median_abs_error:.1%}", f"<= {overall:.0%}",
+                     "yes" if a.median_abs_error <= overall else "NO"])
+        if per_source is not None:
+            worst = max((x for x in g.values() if x.breakdown == "source" and x.metric == metric),
+                        key=lambda x: x.median_abs_error)
+            body.append([f"{SHORT[metric]}, worst source ({worst.name})", f"{worst.median_abs_error:.1%}",
+                         f"<= {per_source:.0%}", "yes" if worst.median_abs_error <= per_source else "NO"])
+    c = next((c for c in coverage(st.served) if c.metric == "output_tok_s"), None)
+    if c is not None:
+        body.append(["tokens/s figures inside their band", f"{c.inside:.0%}", f">= {BAND_TARGET[0]:.0%}",
+                     "yes" if c.inside >= BAND_TARGET[0] else "NO"])
+        body.append(["tokens/s band, median high/low", f"{c.median_width:.2f}", f"<= {BAND_TARGET[1]:g}",
+                     "yes" if c.median_width <= BAND_TARGET[1] else "NO"])
+    return [head] + body
 
 
 def fitted_table(st: Study) -> list[list[str]]:
-    head = ["parameter", "scope", "value", "default", "fitted on"]
+    head = ["parameter", "scope", "value", "default", "fitted on", "plans use it"]
     body = []
     for f in st.fitted:
         p = f.parameter
@@ -198,7 +240,7 @@ def fitted_table(st: Study) -> list[list[str]]:
               f"not fitted (default kept): {f.rows} rows of {n_src}, fewer than {MIN_FIT_ROWS} figures or "
               f"{MIN_FIT_SOURCES} sources")
         body.append([p.name, f"{p.by} = {p.group}" if p.by != "*" else "all", f"{f.value:.4g}", f"{f.default:.4g}",
-                     on])
+                     on, "yes" if f.fitted and PLAN_USES_FIT else "no (the default)"])
     return [head] + body
 
 
@@ -211,3 +253,23 @@ def in_sample_table(st: Study) -> list[list[str]]:
 def headline(st: Study) -> dict[str, float]:
     """metric -> median |error| of what the plan runs, over every held-out figure."""
     return {g.metric: g.median_abs_error for g in groups(st.served) if g.breakdown == "all"}
+
+
+def fitted_csv(st: Study, fingerprint: str, date: str) -> str:
+    """The fitted parameters (on every source) as recorded data: value, default, what each was fitted on."""
+    buf = io.StringIO()
+    buf.write("# Declared parameters of inference_ledger/accuracy.py fitted on every source_group of\n"
+              "# inference_ledger/data/measured_load.csv (coarse grid search, median |log(predicted/measured)| of output\n"
+              "# tokens/s and TPOT, each source weighing the same). Written by `inference-ledger validate --write-bands`.\n"
+              f"# date {date}; data measured_load.csv sha256 {fingerprint} ({len(st.rowset)} rows, "
+              f"{len(st.sources)} sources).\n"
+              "# fitted 0: too few figures or sources in its scope (the default is kept). applied 1: resolved plans of its\n"
+              "# scope use the value (accuracy.PLAN_USES_FIT); 0: recorded only, plans run the default.\n")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(FITTED_HEADER)
+    for f in st.fitted:
+        p = f.parameter
+        w.writerow([p.name, p.by, p.group, f"{f.value:.6g}", f"{f.default:.6g}", int(f.fitted),
+                    int(f.fitted and PLAN_USES_FIT), f.rows, "|".join(f.sources),
+                    "" if f.loss != f.loss else f"{f.loss:.4f}"])
+    return buf.getvalue()

@@ -8,11 +8,17 @@
 A segment is engine family x GPU vendor x dense/MoE.  A plan takes its own segment's band when the table lists it
 (it holds at least ``MIN_BAND_ROWS`` figures of that metric), else the first listed parent along
 :data:`SEGMENT_CHAIN`: the engine family is dropped first, then dense/MoE, then the vendor, down to all rows, which
-is always listed; so every plan has a band.  This module reads and picks; it fits nothing.
+is always listed; so every plan has a band.
+
+``inference_ledger/data/fitted_parameters.csv`` records the declared parameters fitted on every source (written
+beside the bands): each row says what it was fitted on, and whether plans use it (``applied``; a resolved plan of
+the row's scope then takes the value, and an explicit number still wins).  This module reads and picks; it fits
+nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +27,7 @@ from typing import Optional, Sequence
 from . import catalog
 
 BANDS_CSV = Path(__file__).with_name("data") / "error_bands.csv"
+FITTED_CSV = Path(__file__).with_name("data") / "fitted_parameters.csv"
 #: The band's percentiles of measured / predicted.
 BAND_QUANTILES = (10.0, 90.0)
 BAND_SHARE_WORDS = "about 80% of new measurements should fall inside"
@@ -136,3 +143,60 @@ def band_rows(num_experts: Optional[float], gpu_id: Optional[str], engine_id: Op
     """metric -> the band row a deployment's figure is drawn from (its segment or the parent it falls back to)."""
     seg = segment_of(num_experts, gpu_id, engine_id)
     return {metric: pick(shipped(), metric, seg) for metric in BAND_INPUTS}
+
+
+FITTED_HEADER = ("name", "by", "group", "value", "default", "fitted", "applied", "rows", "sources", "loss")
+
+
+@dataclass(frozen=True)
+class FittedRow:
+    """One fitted parameter as recorded: its scope (``by`` a segment field or ``*``; ``group`` its value)."""
+
+    name: str
+    by: str
+    group: str
+    value: float
+    default: float
+    fitted: bool
+    applied: bool
+    rows: int
+    sources: tuple[str, ...]
+    loss: float
+
+
+def load_fitted(path: Path | str | None = None) -> list[FittedRow]:
+    """The rows of a fitted-parameters table ('#' lines are comments); none when the file does not exist."""
+    p = Path(path) if path is not None else FITTED_CSV
+    if not p.exists():
+        return []
+    with p.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")))
+    return [FittedRow(r["name"], r["by"], r["group"], float(r["value"]), float(r["default"]), r["fitted"] == "1",
+                      r["applied"] == "1", int(r["rows"]), tuple(x for x in r["sources"].split("|") if x),
+                      float(r["loss"]) if r["loss"] else float("nan")) for r in rows]
+
+
+_FITTED: list[list[FittedRow]] = []
+_OFF: list[bool] = [False]
+
+
+@contextlib.contextmanager
+def unfitted():
+    """Resolve without the fitted values (what a fit starts from: the sourced defaults)."""
+    before = _OFF[0]
+    _OFF[0] = True
+    try:
+        yield
+    finally:
+        _OFF[0] = before
+
+
+def fitted_inputs(num_experts: Optional[float], gpu_id: Optional[str], engine_id: Optional[str]) -> dict[str, float]:
+    """The applied fitted parameters of a deployment's segment, by plan input name (none unless a row is applied)."""
+    if _OFF[0]:
+        return {}
+    if not _FITTED:
+        _FITTED.append(load_fitted())
+    seg = segment_of(num_experts, gpu_id, engine_id)
+    return {r.name: r.value for r in _FITTED[0]
+            if r.applied and r.fitted and (r.by == "*" or seg.get(r.by) == r.group)}

@@ -187,5 +187,8 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
             lines.append(f"\n[{value}]")
         else:
             lines.append(f"  {label:<{lw}}  {value:>{vw}}  {key}")
+    if any(l.ledger == "accuracy" and l.name in values for l in LINES):
+        lines.append("\nBands (accuracy ledger): about 80% of new measurements should fall inside low-high "
+                     "(docs/accuracy.md).")
     lines.append("\nGB = 1e9 bytes, GiB = 2^30 bytes; FLOP/s are dense; the right column is the --json key.")
     return "\n".join(lines).lstrip("\n")

@@ -275,10 +275,11 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     kd = find_dtype(kv_dtype, "kv")
     eng = engines.get_engine(engine)
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
+    experts = m.num_experts if m is not None else explicit.get("num_experts")
+    segment = (experts, g.id if g else None, eng.id)
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
                          heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) \
-        | bands.band_inputs(m.num_experts if m is not None else explicit.get("num_experts"), g.id if g else None,
-                            eng.id) | explicit
+        | bands.band_inputs(*segment) | bands.fitted_inputs(*segment) | explicit
     problem = tp_problem(m, g, int(inputs["tp"]), int(inputs["kv_heads"]))
     if problem:
         raise ChoiceError("tp", problem)

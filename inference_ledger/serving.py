@@ -45,7 +45,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expr import Sym, eq, floor, gt, is_sym, lt, maximum, minimum, where
+from .expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
                     LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER,
                     TINY_SECONDS_SQUARED)
@@ -206,11 +206,17 @@ def limit_words(code):
 def distinct_experts(num_experts, experts_per_token, tokens):
     """Expected distinct routed experts per layer when each of ``tokens`` picks k of E: E (1 - (1 - k/E)^tokens).
 
-    Mixtral (E 8, k 2) at 64 tokens: 8 x (1 - 0.75^64) = 7.99999; 0 for a dense model (E = 0)."""
-    e = maximum(num_experts, 1)
-    touched = where(gt(tokens * experts_per_token, e * MOE_SATURATION), e,
-                    e * (1 - (1 - experts_per_token / e) ** tokens))
-    return where(gt(num_experts, 0), touched, 0)
+    Mixtral (E 8, k 2) at 64 tokens: 8 x (1 - 0.75^64) = 7.99999; 0 for a dense model (E = 0).  Every expert is
+    touched (E) when k >= E, or when (1 - k/E)^tokens is below 10^-MOE_SATURATION: the guard is sized from the
+    power's own logarithm, tokens x log10(1 - k/E), so the power that is computed never underflows (LibreOffice
+    answers #NUM! for a result below about 1e-308: Mixtral's 0.75^tokens from about 2,461 tokens).  Each IF reads
+    the logarithm only where k < E, so it is always finite; the share is capped at 1, so a power evaluated
+    but not taken (Python evaluates both branches) is at most 1, never an overflow (an expert count typed on a
+    dense model)."""
+    hit = minimum(experts_per_token / maximum(num_experts, 1), 1)   # one token's share of the experts (at most all)
+    return where(ge(hit, 1), num_experts,
+                 where(lt(tokens * log10(1 - hit) + MOE_SATURATION, 0), num_experts,
+                       num_experts * (1 - (1 - hit) ** tokens)))
 
 
 def extra_expert_bytes(distinct_experts, experts_per_token, num_layers, hidden_size, intermediate_size, weight_bytes,

@@ -91,6 +91,13 @@ def _cost(q, cur):
                         money(q.owned_cost_per_million_output_tokens, cur, True), " owned)."))
 
 
+def _band(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No range: the plan does not fit.",
+                 concat("Range: ", count(q.gpus_for_qps_low), " to ", count(q.gpus_for_qps_high), " GPUs, ",
+                        money(q.monthly_cost_qps_low, cur), " to ", money(q.monthly_cost_qps_high, cur),
+                        " per month (about 80% of new measurements should fall inside)."))
+
+
 def _own(q, cur):
     return where(eq(q.owned_beats_rent, 1),
                  concat("Owning is cheaper than renting at this utilization (break-even ",
@@ -129,6 +136,7 @@ SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("memory", "Memory per GPU", _memory),
     ("fleet", "GPUs and servers", _fleet),
     ("cost", "Monthly cost", _cost),
+    ("band", "How sure", _band),
     ("own", "Own or rent", _own),
     ("ttft", "Time to first token", _ttft),
     ("tpot", "Time per output token", _tpot),

@@ -40,7 +40,7 @@ VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested c
 # steady-state serving (inference_ledger.serving)
 BATCHING_STATIC = Const(2, "BATCHING_STATIC", "batching code: static, one batch prefilled then decoded together (1 = continuous)", "code")
 RAMP_MEAN_DIVISOR = Const(2, "RAMP_MEAN_DIVISOR", "the mean of a context growing by one token per step from S to S + T is S + T/2", "x")
-MOE_SATURATION = Const(700, "MOE_SATURATION", "tokens x k / E beyond which (1 - k/E)^tokens < e^-700: every routed expert is touched (and the power would underflow)", "picks/expert")
+MOE_SATURATION = Const(300, "MOE_SATURATION", "decades below 1 beyond which (1 - k/E)^tokens is left out: every routed expert is touched (E x 1e-300 missed), and the power is still a normal number above it (LibreOffice answers #NUM! below about 1e-308)", "decades")
 LIMIT_NONE = Const(0, "LIMIT_NONE", "binding-limit code: nothing caps the requested concurrency (bandwidth-bound)", "code")
 LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer sequences than requested", "code")
 LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")

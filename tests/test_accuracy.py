@@ -1,4 +1,9 @@
-"""Leave-one-source-out validation and the plan's error bands (inference_ledger/accuracy.py, bands.py, band_lines.py)."""
+"""Leave-one-source-out validation and the plan's error bands (inference_ledger/accuracy.py, bands.py, band_lines.py).
+
+After a change to the load rows or the step model, ``python tests/test_accuracy.py`` rewrites what is generated from
+the study: inference_ledger/data/error_bands.csv and fitted_parameters.csv, docs/accuracy.md and the README's
+headline line (then rebuild the templates: ``inference-ledger build -o templates/inference-ledger.xlsx`` and .xltx).
+"""
 
 from __future__ import annotations
 
@@ -72,7 +77,7 @@ def test_the_shipped_band_table_is_fresh(study):
     """error_bands.csv was written from the load file as it is now (its fingerprint) and equals a fresh study's bands
     (after a change to the data or the model: `inference-ledger validate --write-bands`)."""
     text = bands.BANDS_CSV.read_text()
-    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run inference-ledger validate --write-bands"
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run python tests/test_accuracy.py"
     fresh = accuracy_report.bands(study.served)
     shipped = bands.load_bands()
     assert [(b.key, b.metric, b.n, b.sources) for b in shipped] == [(b.key, b.metric, b.n, b.sources) for b in fresh]
@@ -258,14 +263,14 @@ def test_accuracy_page_is_generated_from_the_study(study):
     from inference_ledger.cli.validate import accuracy_page
     page = (ROOT / "docs" / "accuracy.md").read_text()
     assert page == accuracy_page(study), \
-        "docs/accuracy.md is stale: run inference-ledger validate --accuracy-page docs/accuracy.md"
+        "docs/accuracy.md is stale: run python tests/test_accuracy.py"
 
 
 def test_readme_headline_line_is_generated(study):
     from inference_ledger.cli.validate import accuracy_line
     readme = (ROOT / "README.md").read_text()
     section = readme.split("<!-- accuracy-headline -->", 1)[1].split("<!-- /accuracy-headline -->", 1)[0]
-    assert section.strip() == accuracy_line(study)
+    assert section.strip() == accuracy_line(study), "README headline is stale: run python tests/test_accuracy.py"
     assert "docs/accuracy.md" in section
 
 
@@ -277,3 +282,67 @@ def test_headline_errors_are_held_out(study):
     assert h["output_tok_s"] == g[("all", "all", "output_tok_s")].median_abs_error
     titles = [t for t, _ in accuracy_tables(study)]
     assert titles[0].startswith("leave one source out") and "in-sample" in titles[-1]
+
+
+def test_the_vectorised_rows_equal_the_plan_row_by_row(study):
+    """The study evaluates each GPU x engine group as one numpy call; each figure equals the plan run on its row
+    alone (load_fidelity, one resolve and one evaluate per row)."""
+    one_by_one = {(c.row, c.metric): c.predicted for c in load_fidelity.compare()}
+    got = {(f.row, f.metric): f.predicted for f in study.defaults}
+    assert got.keys() == one_by_one.keys()
+    for k, v in one_by_one.items():
+        assert got[k] == pytest.approx(v, rel=1e-12), k
+
+
+def test_an_applied_fitted_parameter_reaches_plans_of_its_scope_only(tmp_path, monkeypatch):
+    """A fitted-parameters row marked applied (NVIDIA weight streaming at 0.5) is what a resolved NVIDIA plan runs;
+    an AMD plan keeps the default, an explicit number still wins, and a fit resolves without it (unfitted)."""
+    path = tmp_path / "fitted.csv"
+    path.write_text(",".join(bands.FITTED_HEADER) + "\n"
+                    "bw_efficiency,gpu_vendor,NVIDIA,0.5,0.8,1,1,10,a|b,0.1\n"
+                    "step_overhead_seconds,engine_family,sglang,0.004,0.0002,1,0,6,a|b,0.1\n")
+    monkeypatch.setattr(bands, "FITTED_CSV", path)
+    monkeypatch.setattr(bands, "_FITTED", [])
+    default = plan.INPUT_BY_NAME["bw_efficiency"].default
+    assert resolve.resolve("llama-3.1-8b", "h100-sxm", numbers={"tp": 1}).inputs["bw_efficiency"] == 0.5
+    assert resolve.resolve("llama-3.1-8b", "mi300x", numbers={"tp": 1}).inputs["bw_efficiency"] == default
+    explicit = {"tp": 1, "bw_efficiency": 0.7}
+    assert resolve.resolve("llama-3.1-8b", "h100-sxm", numbers=explicit).inputs["bw_efficiency"] == 0.7
+    # applied 0: recorded, not used
+    sglang = resolve.resolve("llama-3.1-8b", "h100-sxm", engine="sglang", numbers={"tp": 1}).inputs
+    assert sglang["step_overhead_seconds"] == plan.INPUT_BY_NAME["step_overhead_seconds"].default
+    with bands.unfitted():
+        assert resolve.resolve("llama-3.1-8b", "h100-sxm", numbers={"tp": 1}).inputs["bw_efficiency"] == default
+
+
+def test_the_shipped_fit_is_recorded_with_what_it_was_fitted_on(study):
+    """fitted_parameters.csv is the fit of a fresh study (values, scopes, rows, sources) on the load file as it is."""
+    text = bands.FITTED_CSV.read_text()
+    assert f"sha256 {accuracy_report.data_fingerprint()}" in text, "stale: run python tests/test_accuracy.py"
+    rows = bands.load_fitted()
+    assert [(r.name, r.by, r.group, r.fitted, r.rows, r.sources) for r in rows] == \
+        [(f.parameter.name, f.parameter.by, f.parameter.group, f.fitted, f.rows, f.sources) for f in study.fitted]
+    for r, f in zip(rows, study.fitted):
+        assert r.value == pytest.approx(f.value, rel=1e-5)
+        assert r.applied == (f.fitted and accuracy.PLAN_USES_FIT)
+        assert not r.fitted or len(r.sources) >= accuracy.MIN_FIT_SOURCES
+
+
+def update() -> None:
+    """Rewrite the bands, the recorded fit, the accuracy page and the README headline line from a fresh study."""
+    import re
+
+    from inference_ledger.cli.validate import accuracy_line, accuracy_page
+    st = accuracy.study()
+    print("wrote", accuracy_report.write_bands(st))
+    print("wrote", accuracy_report.write_fitted(st))
+    (ROOT / "docs" / "accuracy.md").write_text(accuracy_page(st))
+    readme = ROOT / "README.md"
+    text = re.sub(r"(<!-- accuracy-headline -->\n).*?(\n<!-- /accuracy-headline -->)",
+                  lambda m: m.group(1) + accuracy_line(st) + m.group(2), readme.read_text(), flags=re.S)
+    readme.write_text(text)
+    print("wrote docs/accuracy.md and the README headline line")
+
+
+if __name__ == "__main__":
+    update()

@@ -495,3 +495,43 @@ def test_fifo_as_ca_bundle_refused_before_connecting(tmp_path):
            "--cafile", tmp_path / "ca.pem")
     assert r.returncode == 2, r.stderr
     assert_one_line(r.stderr, "ca.pem", "FIFO")
+
+
+def _named(wb, name: str):
+    sheet, ref = wb.defined_names[name].attr_text.split("!")
+    return wb[sheet.strip("'")][ref.replace("$", "")]
+
+
+def _check_row(wb, label: str):
+    ws = wb["Checks"]
+    return next(ws.cell(r, 3) for r in range(1, ws.max_row + 1) if ws.cell(r, 2).value == label)
+
+
+@pytest.mark.libreoffice
+def test_model_rules_recalculate_in_libreoffice(soffice, tmp_path):
+    """The rules' Checks rows pass for a catalog MoE model and fail, with the master check, for an experts-per-token
+    override outside 1..num_experts typed into the Plan sheet (LibreOffice recalculates; no error value)."""
+    from openpyxl import load_workbook
+
+    from workbook.recalc import recalculate
+
+    built = tmp_path / "mix.xlsx"
+    code, _, err = cli("build", "-o", built, "--model", "mixtral-8x7b", "--gpu", "h100", "--tp", "2")
+    assert code == 0, err
+    labels = [r.label for r in resolve.MODEL_RULES]
+    got = load_workbook(recalculate(built, tmp_path / "ok"), data_only=True)
+    assert [_check_row(got, lab).value for lab in labels] == [1, 1, 1]
+    assert _named(got, "master_check").value == 1
+    wb = load_workbook(built)
+    lookup = _named(wb, "experts_per_token")   # =IF(ISBLANK(D66), the catalog's value, D66): D is the override
+    assert lookup.value.startswith("=IF(ISBLANK(") and lookup.offset(column=2).coordinate in lookup.value
+    override = lookup.offset(column=2)
+    override.value = 9                     # 9 of Mixtral's 8 experts (N05 typed into the workbook)
+    bad = tmp_path / "ept9.xlsx"
+    wb.save(bad)
+    got = load_workbook(recalculate(bad, tmp_path / "bad"), data_only=True)
+    assert _named(got, "experts_per_token").value == 9
+    assert [_check_row(got, lab).value for lab in labels] == [0, 1, 1]
+    # the master check no longer passes (its value is 0; cells that compute with 9 of 8 experts may propagate an
+    # error value into it: turning those into a verdict is the workbook's wiring, outside these rules)
+    assert _named(got, "master_check").value != 1

@@ -9,7 +9,8 @@ the largest qualifying row (a MAX over a column), which the Plan's concurrency t
 blank, so a target, the GPU or the prompt length edited on Plan moves the chosen concurrency and the bill.
 Throughput flattens where the KV cache stops admitting sequences (``effective_concurrency``) and TPOT
 climbs with the batch and its prompt chunks.  Two native scatter charts plot them; a dashed vertical
-line marks ``max_concurrency`` and a dashed horizontal line the ``tpot_target``.  The package writer fills
+line marks ``max_concurrency`` and a dashed horizontal line the ``tpot_target``; light dotted lines the error
+band of throughput and TPOT (about 80% of new measurements should fall inside).  The package writer fills
 every series' cache from the cells' cached values (:func:`workbook.package.fill_chart_caches`).
 
 Also :func:`binding_limit_row`, the Plan's line saying which limit binds (KV cache, max_num_seqs, TPOT
@@ -31,7 +32,12 @@ from .context import Ctx, xname
 
 #: The lines the charts plot, the lines a candidate's test reads, and the bill at each candidate.
 TARGETS = ("tokens_per_second", "tpot_seconds")
-COLUMNS = TARGETS + choice.TESTS + ("gpus_for_qps", "monthly_cost_qps")
+#: Each plotted line's error band (inference_ledger/band_lines.py), drawn as two light dotted lines around it.
+BANDS = {"tokens_per_second": ("tokens_per_second_low", "tokens_per_second_high"),
+         "tpot_seconds": ("tpot_seconds_low", "tpot_seconds_high")}
+BAND_WORDS = "band: about 80% of new measurements should fall inside"
+COLUMNS = TARGETS + choice.TESTS + ("gpus_for_qps", "monthly_cost_qps") \
+    + tuple(n for pair in BANDS.values() for n in pair if n in plan.LINE_BY_NAME)
 #: The x axis of the charts: the candidate family's range.
 X_RANGE = (min(choice.FAMILY), max(choice.FAMILY))
 #: Rows the charts take above the table.
@@ -120,13 +126,32 @@ CHOICE_ROWS = (
 )
 
 
+def _band_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
+                 color: str) -> None:
+    """The target's band as two thin dotted lines in a light shade of its colour (low and high): about 80% of new
+    measurements should fall between them (the sheet's note says so)."""
+    for name in BANDS.get(target, ()):
+        if name not in col_of:
+            continue
+        side = "low" if name.endswith("_low") else "high"
+        s = Series(Reference(ws, min_col=col_of[name], min_row=rows[0], max_row=rows[1]), xs,
+                   title=f"Band {side} (80%)")
+        s.graphicalProperties.line.solidFill = color
+        s.graphicalProperties.line.dashStyle = "sysDot"
+        s.graphicalProperties.line.width = 19050
+        s.marker.symbol = "none"
+        s.smooth = False
+        chart.series.append(s)
+
+
 def load_sheet(wb, ctx: Ctx) -> None:
     """The plan at every candidate concurrency (plan formulas), the choice, and throughput and TPOT charts."""
     ws = ctx.new_sheet("Load", "Candidate concurrencies: throughput, TPOT, TTFT and the bill under load",
                        {"A": 14}, tab="ED7D31")
     ctx.put(ws, "A3", "Each row is the plan at concurrency = column A (steady state, the Plan's batching): the most "
             "the deployment holds (KV cache, engine batch limit), then round(2^(k/4)) below it. The Plan runs at the "
-            "largest row that qualifies unless its concurrency Override holds a number.", style.NOTE)
+            "largest row that qualifies unless its concurrency Override holds a number. Chart dotted lines: the error "
+            f"{BAND_WORDS} (docs/accuracy.md).", style.NOTE)
     cols = varying_columns(COLUMNS)
     got = choice.choose(ctx.inputs)
     vals = dict(got["candidate_values"])
@@ -213,6 +238,7 @@ def load_sheet(wb, ctx: Ctx) -> None:
     s.graphicalProperties.line.solidFill = "4472C4"
     s.smooth = False
     throughput.series.append(s)
+    _band_series(ws, throughput, "tokens_per_second", col_of, (first, last), xs, "9DC3E6")
     throughput.series.append(_marker(ws, kv_rows, kv_rows, 2, 3, "KV-capacity plateau (max_concurrency)", "C00000"))
     latency = _chart("TPOT vs concurrency (the dashed level is the TPOT target)", "Seconds per output token",
                      "0.000")
@@ -222,6 +248,7 @@ def load_sheet(wb, ctx: Ctx) -> None:
     s.graphicalProperties.line.solidFill = "ED7D31"
     s.smooth = False
     latency.series.append(s)
+    _band_series(ws, latency, "tpot_seconds", col_of, (first, last), xs, "F8CBAD")
     latency.series.append(_marker(ws, kv_rows, kv_rows, 2, 4, "KV-capacity plateau (max_concurrency)", "C00000"))
     t_rows = (rows["target"], rows["target"] + 1)
     latency.series.append(_marker(ws, t_rows, t_rows, 2, 4, "TPOT target", "70AD47"))

@@ -84,7 +84,7 @@ def start_sheet(wb, ctx: Ctx) -> None:
     section(ctx, ws, f"A{r}", "Master check")
     r += 1
     ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, style.CHECK, "0")
-    ctx.put(ws, f"B{r}", "1 when every check on the Checks sheet passes.")
+    ctx.put(ws, f"B{r}", "1 when every check on the Checks sheet passes and the verdict is \"fits, meets targets\".")
     for row in range(4, r + 1):
         if ws[f"B{row}"].value:
             ws.merge_cells(f"B{row}:C{row}")

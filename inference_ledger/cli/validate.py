@@ -95,6 +95,7 @@ def accuracy_tables(st) -> list[tuple[str, list[list[str]]]]:
     from inference_ledger import accuracy_report
     return [("leave one source out, load rows (inference_ledger/data/measured_load.csv):",
              accuracy_report.loso_table(st)),
+            ("the plan's held-out figures against the targets:", accuracy_report.targets_table(st)),
             (f"bands of the plan ({st.served_words}), each drawn without the source it is scored on:",
              accuracy_report.coverage_table(st)),
             ("declared parameters, fitted on every source:", accuracy_report.fitted_table(st)),
@@ -117,6 +118,18 @@ def accuracy_line(st) -> str:
             "[docs/accuracy.md](docs/accuracy.md).")
 
 
+def _fit_verdict(st) -> str:
+    """Which does better on the held-out rows, the left-out fit or the defaults (output tokens/s and TPOT)."""
+    from inference_ledger import accuracy_report
+    lo = {g.metric: g.median_abs_error for g in accuracy_report.groups(st.left_out) if g.breakdown == "all"}
+    de = {g.metric: g.median_abs_error for g in accuracy_report.groups(st.defaults) if g.breakdown == "all"}
+    parts = [f"{accuracy_report.SHORT[m]} {lo[m]:.1%} left out vs {de[m]:.1%} with the defaults"
+             for m in ("output_tok_s", "tpot_ms") if m in lo and m in de]
+    better = all(lo[m] < de[m] for m in ("output_tok_s", "tpot_ms") if m in lo and m in de)
+    return (f"On this set the fit, left out source by source, does {'better' if better else 'worse'} than the "
+            f"defaults ({'; '.join(parts)}).")
+
+
 def accuracy_page(st) -> str:
     """docs/accuracy.md, generated from the leave-one-source-out study (tests/test_accuracy.py keeps it fresh)."""
     from inference_ledger import accuracy, accuracy_report, bands
@@ -135,6 +148,8 @@ def accuracy_page(st) -> str:
            f"itself runs {st.served_words} (the *defaults* column): "
            + ", ".join(f"{accuracy_report.SHORT[m]} {h[m]:.1%}" for m in accuracy.METRICS if m in h)
            + " median abs. error over every row. In-sample figures appear once, labelled, at the end.", "",
+           "## Against the targets", "",
+           _markdown(accuracy_report.targets_table(st)), "",
            "## Per source, engine family, GPU vendor, dense/MoE and regime", "",
            _markdown(accuracy_report.loso_table(st)), "",
            "## Error bands", "",
@@ -158,7 +173,9 @@ def accuracy_page(st) -> str:
            "## Declared parameters, fitted on every source", "",
            "A few global, physically named plan inputs per GPU vendor or engine family (inference_ledger/accuracy.py "
            f"`PARAMETERS`), never one per row; a scope with fewer than {accuracy.MIN_FIT_ROWS} training figures "
-           "keeps its default.", "",
+           f"or {accuracy.MIN_FIT_SOURCES} sources keeps its default. Recorded in "
+           "`inference_ledger/data/fitted_parameters.csv`; plans use the fitted values only where its `applied` "
+           f"column says so (`accuracy.PLAN_USES_FIT`, now {accuracy.PLAN_USES_FIT}). " + _fit_verdict(st), "",
            _markdown(accuracy_report.fitted_table(st)), "",
            "## In-sample (for reference only)", "",
            _markdown(accuracy_report.in_sample_table(st)), "",
@@ -197,6 +214,7 @@ def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool
         st = accuracy.study()
         if write_bands:
             click.echo(f"wrote {accuracy_report.write_bands(st)}", err=True)
+            click.echo(f"wrote {accuracy_report.write_fitted(st)}", err=True)
         if page:
             text = accuracy_page(st)
             write_with(page, "md", lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), "--accuracy-page")
