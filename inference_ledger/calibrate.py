@@ -57,7 +57,9 @@ class Deployment:
     numbers: dict[str, float] = field(default_factory=dict)   # tp, pp, ep and any plan input given
 
     def resolve(self, **more: Any) -> resolve.Resolved:
-        numbers = {**self.numbers, **{k: v for k, v in more.items() if k != "max_model_len"}}
+        # the fit calibrates the roofline's named efficiencies: the step is priced on them, not on the published
+        # kernel tables (kernel_tables 0; a profile carries the same, calibrate_profile.with_profile)
+        numbers = {"kernel_tables": 0, **self.numbers, **{k: v for k, v in more.items() if k != "max_model_len"}}
         return resolve.resolve(model=self.model, config=self.config, gpu=self.gpu, weight_dtype=self.weight_dtype,
                                kv_dtype=self.kv_dtype, engine=self.engine, numbers=numbers,
                                max_model_len=more.get("max_model_len"))

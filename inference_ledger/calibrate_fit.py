@@ -35,6 +35,14 @@ DECLARED: tuple[Param, ...] = (
     Param("gpu_memory_utilization", "benchmark", 0.3, 0.99,
           "where throughput stops growing with concurrency (the KV budget that holds the sequences)"),
     Param("step_overhead_seconds", "benchmark", 0.0, 0.05, "TPOT at low concurrency (fixed time per step)"),
+    # the step priced per operation from measured kernel tables (where the GPU has them)
+    Param("mlp_kernel_seconds_per_token", "benchmark", 0.0, 1e-3,
+          "TPOT growth with concurrency (the MLP GEMMs' time per token: decode and prompt-chunk tokens)"),
+    Param("decode_attention_kernel_seconds_per_kv_token", "benchmark", 0.0, 1e-6,
+          "TPOT growth with concurrency (decode attention's time per KV token read)"),
+    Param("mlp_kernel_floor_seconds", "benchmark", 0.0, 0.01, "TPOT at low concurrency (the MLP GEMMs' floor)"),
+    Param("kernel_layer_overhead_seconds", "benchmark", 0.0, 1e-3,
+          "TPOT at low concurrency (element-wise work per layer)"),
     Param("cuda_context_bytes", "startup", 0.0, 16 * 2**30, "KV cache tokens of the start-up logs (memory outside "
           "PyTorch the engine subtracts)"),
     Param("nccl_bytes", "startup", 0.0, 16 * 2**30, "KV cache tokens of start-up logs at TP > 1 against TP 1 "
@@ -61,8 +69,10 @@ FIRST_ONLY = {"startup"}
 SENSITIVITY_MIN = 1e-3
 #: A column whose part not explained by the parameters fitted before it is under this share is not separable.
 SEPARABLE_MIN = 0.05
-#: Outliers: residual more than this many median absolute deviations from the median.
+#: Outliers: residual more than this many median absolute deviations from the median of its figure ...
 OUTLIER_MADS = 3.0
+#: ... and more than this (ln, ~5%) from it: closer than benchmark-to-benchmark noise is never an outlier.
+OUTLIER_FLOOR = 0.05
 #: GPU memory a log states may differ this much from the catalog GPU's runtime memory (driver and ECC reserve).
 MEMORY_TOLERANCE = 0.02
 #: Model fields that must agree for a file's model to count as the same shapes.
@@ -247,10 +257,7 @@ def _mad_outliers(values: Sequence[float]) -> list[bool]:
         return [False] * len(values)
     med = float(np.median(values))
     mad = float(np.median(np.abs(np.array(values) - med)))
-    if mad == 0:
-        return [abs(v - med) > 1e-9 for v in values] if len(set(round(v, 12) for v in values)) > 1 else \
-            [False] * len(values)
-    return [abs(v - med) > OUTLIER_MADS * mad for v in values]
+    return [abs(v - med) > max(OUTLIER_MADS * mad, OUTLIER_FLOOR) for v in values]
 
 
 def _fit_group(kind: str, inputs: list[dict[str, Any]], records: Sequence[Record], held: Mapping[str, float],
@@ -279,8 +286,10 @@ def _fit_group(kind: str, inputs: list[dict[str, Any]], records: Sequence[Record
             p_loo = fit(sub, names, {**defaults, **fitted})
             r_loo = model.errors({**defaults, **p_loo})
             fr.loo = {o.words: float(r_loo[k]) for k, o in enumerate(obs) if o.file == fr.file}
-    flags = _mad_outliers(list(r_after))
-    bad = {obs[k].file for k, b in enumerate(flags) if b}
+    bad = set()
+    for line in dict.fromkeys(o.line for o in obs):      # each measured figure against its own spread
+        ks = [k for k, o in enumerate(obs) if o.line == line]
+        bad |= {obs[k].file for k, b in zip(ks, _mad_outliers([float(r_after[k]) for k in ks])) if b}
     for fr in results:
         fr.outlier = fr.file in bad
     rms = lambda r: float(np.sqrt(np.mean(r ** 2)))  # noqa: E731

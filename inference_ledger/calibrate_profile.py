@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from inference_ledger import plan
+import numpy as np
+
+from inference_ledger import bands, plan
 from inference_ledger.benchfiles import BadFile, Record, Run, read_text
 from inference_ledger.calibrate import Calibration, _workload
 from inference_ledger.calibrate_fit import METRICS, PARAM_BY_NAME
@@ -33,7 +35,10 @@ def _pct(x: float) -> str:
 
 
 def _value(name: str, v: float) -> str:
-    return human(v, plan.INPUT_BY_NAME[name].unit)
+    unit = plan.INPUT_BY_NAME[name].unit
+    if unit == "s" and 0 < abs(v) < 1e-4:            # kernel times per token: too small for milliseconds
+        return f"{v * 1e9:.4g} ns"
+    return human(v, unit)
 
 
 def report(cal: Calibration) -> str:
@@ -48,7 +53,7 @@ def report(cal: Calibration) -> str:
         for n, v in g.fitted.items():
             p = PARAM_BY_NAME[n]
             edge = " [at its bound: the data asks for more than the step model allows]" \
-                if math.isclose(v, p.hi, rel_tol=1e-6) or (p.lo > 0 and math.isclose(v, p.lo, rel_tol=1e-6)) else ""
+                if math.isclose(v, p.hi, rel_tol=1e-6) or v <= p.lo + 1e-9 * max(p.hi, 1e-300) else ""
             out.append(f"  fitted {n} = {_value(n, v)} (default {_value(n, g.defaults[n])}): {p.what}{edge}")
         for n, why in g.left.items():
             out.append(f"  left {n} at its default: {why}")
@@ -56,6 +61,11 @@ def report(cal: Calibration) -> str:
             out.append(f"  thin data: {g.points} points for {len(g.fitted)} parameter(s) (fewer than twice as many); "
                        "measure more runs before trusting these values")
         out.append(f"  RMS residual {g.rms_before * 100:.1f}% before, {g.rms_after * 100:.1f}% after")
+        bands_ = {n: v for n, (v, _) in residual_bands(cal).items()}
+        for words, (lo_name, hi_name) in BAND_ROWS.items():
+            if g.kind == "benchmark" and lo_name in bands_:
+                out.append(f"  error band of {words} from your held-out runs: measured = predicted x "
+                           f"[{bands_[lo_name]:.3f}, {bands_[hi_name]:.3f}]")
         for fr in g.files:
             res = ", ".join(f"{w} {_pct(x)}" for w, x in fr.residuals.items())
             loo = ", ".join(f"{w} {_pct(x)}" for w, x in fr.loo.items())
@@ -65,6 +75,25 @@ def report(cal: Calibration) -> str:
 
 
 PROFILE_HEADER = "name,value,default,unit,fitted_on"
+#: The plan's error-band inputs a calibration replaces with its own held-out residuals: metric -> (low, high).
+BAND_ROWS = {"output tokens/s": ("band_low_tokens_per_second", "band_high_tokens_per_second"),
+             "TPOT": ("band_low_tpot", "band_high_tpot"), "TTFT": ("band_low_ttft", "band_high_ttft")}
+#: Held-out files a band needs (fewer: the catalog's band stays).
+MIN_BAND_FILES = 3
+
+
+def residual_bands(cal: Calibration) -> dict[str, tuple[float, int]]:
+    """Band multipliers from the calibration's own leave-one-out residuals: the 10th and 90th percentiles of
+    measured / predicted over the held-out benchmark files (name -> (value, files))."""
+    out: dict[str, tuple[float, int]] = {}
+    for g in cal.groups:
+        for words, names in BAND_ROWS.items():
+            ratios = [math.exp(-fr.loo[words]) for fr in g.files if words in fr.loo]
+            if len(ratios) < MIN_BAND_FILES or not all(n in plan.INPUT_BY_NAME for n in names):
+                continue
+            for name, q in zip(names, bands.BAND_QUANTILES):
+                out[name] = (float(np.percentile(ratios, q)), len(ratios))
+    return out
 
 
 def _sha(path: str) -> str:
@@ -127,6 +156,11 @@ def profile_csv(cal: Calibration) -> str:
     buf.write("#   fitted_on  what measured it: the points, files and residual of the fit\n")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(PROFILE_HEADER.split(","))
+    for name, (v, n) in residual_bands(cal).items():
+        q = "10th" if "_low_" in name else "90th"
+        w.writerow([name, f"{v:.10g}", f"{inp[name]:.10g}", plan.INPUT_BY_NAME[name].unit,
+                    f"{q} percentile of measured / predicted over {n} benchmark files each predicted by a fit "
+                    "without it (leave-one-out): the calibrated plan's own error band"])
     for g in cal.groups:
         nfiles = len(g.files)
         for n, v in g.fitted.items():
@@ -150,6 +184,39 @@ class Profile:
     def describe(self) -> dict[str, Any]:
         return {"note": "calibrated from your measurements", "profile": self.path, "date": self.date,
                 "files": self.sources, "fitted_on": self.deployment, "values": dict(self.values)}
+
+
+class ProfileRowError(ValueError):
+    """A bad (name, value) row of a profile: ``where`` names the row and column."""
+
+    def __init__(self, where: str, why: str):
+        super().__init__(f"{where}: {why}")
+        self.where, self.why = where, why
+
+
+def profile_values(rows) -> dict[str, float]:
+    """Fitted plan inputs from (name, value) rows: a profile file's rows, or an Excel range of the Calibration
+    sheet's fitted values (blank rows and a 'name' header skipped); each value checked against its input's range."""
+    values: dict[str, float] = {}
+    n = 0
+    for row in rows:
+        cells = list(row) + [None, None]
+        name = "" if cells[0] is None else str(cells[0]).strip()
+        if not name or name.lower() == "name":
+            continue
+        n += 1
+        if name not in plan.INPUT_BY_NAME:
+            raise ProfileRowError(f"row {n}, column 'name'", f"{name!r} is not a plan input")
+        try:
+            v = float(cells[1] if cells[1] is not None and str(cells[1]).strip() else "")
+        except (TypeError, ValueError):
+            raise ProfileRowError(f"row {n} ({name}), column 'value'", f"{cells[1]!r} is not a number") from None
+        try:
+            values[name] = plan.INPUT_BY_NAME[name].arg.check(v)
+        except ValueError as e:
+            raise ProfileRowError(f"row {n} ({name}), column 'value'", str(e)) from None
+    # a profile's plan prices its step on the roofline the profile calibrated, not on the published kernel tables
+    return {"kernel_tables": 0.0, **values}
 
 
 def read_profile(path: str | os.PathLike) -> Profile:
@@ -185,19 +252,11 @@ def read_profile(path: str | os.PathLike) -> Profile:
     if not body or body[0].replace(" ", "") != PROFILE_HEADER:
         raise BadFile(p, "header", f"not a calibration profile (expected the header {PROFILE_HEADER!r}; write one "
                                    "with `inference-ledger calibrate`)")
-    values: dict[str, float] = {}
-    for n, row in enumerate(csv.DictReader(io.StringIO("\n".join(body))), 1):
-        name = (row.get("name") or "").strip()
-        if name not in plan.INPUT_BY_NAME:
-            raise BadFile(p, f"row {n}, column 'name'", f"{name!r} is not a plan input")
-        try:
-            v = float(row.get("value") or "")
-        except ValueError:
-            raise BadFile(p, f"row {n} ({name}), column 'value'", f"{row.get('value')!r} is not a number") from None
-        try:
-            values[name] = plan.INPUT_BY_NAME[name].arg.check(v)
-        except ValueError as e:
-            raise BadFile(p, f"row {n} ({name}), column 'value'", str(e)) from None
+    rows = [(r.get("name"), r.get("value")) for r in csv.DictReader(io.StringIO("\n".join(body)))]
+    try:
+        values = profile_values(rows)
+    except ProfileRowError as e:
+        raise BadFile(p, e.where, e.why) from None
     return Profile(p, values, sources, dep, date, measured)
 
 

@@ -164,7 +164,7 @@ def totals(p: Callable[[str], Any], d1: Callable[[str], Any], d: Callable[[str],
     kv_bytes = put("kv_transfer_bytes", kv_transfer_bytes(p("kv_bytes_per_token"), at("input_tokens")))
     kv_seconds = put("kv_transfer_seconds", kv_transfer_seconds(kv_bytes, senders, at("scaleout_bw"),
                                                                 at("scaleout_latency_seconds")))
-    ttft = put("disagg_ttft_seconds", p("ttft_seconds") + kv_seconds)
+    ttft = put("disagg_ttft_seconds", p("ttft_service_seconds") + kv_seconds)
     rate_p = put("prefill_requests_per_second",
                  prefill_requests_per_second(p("dp_attention"), p("pp"), p("ttft_service_seconds")))
     rate_d = put("decode_requests_per_second",

@@ -52,6 +52,7 @@ class Engine:
     nccl_p2p_bytes: float
     moe_pad_hidden: int
     moe_pad_intermediate: int
+    chunked_prefill: int
     source: str
     date: str
     notes: str
@@ -109,7 +110,7 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 sampler_bytes_per_logit=float(r["sampler_bytes_per_logit"]),
                 cuda_context_bytes=float(r["cuda_context_bytes"]), nccl_nvls_bytes=float(r["nccl_nvls_bytes"]),
                 nccl_p2p_bytes=float(r["nccl_p2p_bytes"]), moe_pad_hidden=int(r["moe_pad_hidden"]),
-                moe_pad_intermediate=int(r["moe_pad_intermediate"]), source=r["source"], date=r["date"],
+                moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]), source=r["source"], date=r["date"],
                 notes=r.get("notes", ""),
             ))
         except (KeyError, ValueError) as e:
@@ -154,4 +155,5 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "nccl_bytes": e.nccl_nvls_bytes if nvls else e.nccl_p2p_bytes,
         "moe_pad_hidden": e.moe_pad_hidden,
         "moe_pad_intermediate": e.moe_pad_intermediate,
+        "chunked_prefill": e.chunked_prefill,
     }

@@ -45,6 +45,7 @@ __all__ = [
     "and_",
     "or_",
     "log",
+    "log10",
     "mod",
     "abs_",
     "isnumber",
@@ -270,6 +271,14 @@ def log(x, base):
     if isinstance(x, np.ndarray):
         return np.log(x) / np.log(float(base))
     return math.log(float(x)) / math.log(float(base))
+
+
+def log10(x):
+    """LOG(x): the base-10 logarithm (Excel's, LibreOffice's and Gnumeric's LOG with one argument)."""
+    if is_sym(x):
+        return _call("LOG", x)
+    with np.errstate(divide="ignore", invalid="ignore"):   # as numpy: -inf at 0, NaN below (an untaken branch)
+        return _scalar_or_array(np.log10(np.asarray(_num(x), dtype=float)))
 
 
 def where(cond, a, b):

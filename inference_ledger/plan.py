@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import numpy as np
 
 from inference_ledger import band_lines, bands, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
-    whatif_lines
+    step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
@@ -124,6 +124,7 @@ INPUTS: tuple[Input, ...] = (
     # workload
     _inp("input_tokens", "Input tokens per request", "tokens", 1024, "Prompt length S.", "workload", lo=1),
     _inp("output_tokens", "Output tokens per request", "tokens", 512, "Generated length T.", "workload", lo=1),
+    _inp("benchmark_requests", "Requests per benchmark run", "requests", 1000, "N, the requests a serving benchmark sends at the concurrency (vLLM benchmarks/benchmark_serving.py and vllm bench serve --num-prompts default 1000; SGLang bench_serving --num-prompts default 1000): ttft_seconds is their mean TTFT.", "workload", lo=1, hi=1e9, integer=True),
     _inp("concurrency", "Peak concurrent sequences", "sequences", 16, "Sequences in flight at the peak: plan KV for this, not the average.", "workload", lo=1),
     # efficiency
     _inp("prefill_efficiency", "Prefill compute efficiency", "fraction", EFF["prefill_efficiency"], "Achieved share of dense peak in prefill; the seed assumes ~50% (MFU of large GEMMs). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
@@ -134,6 +135,26 @@ INPUTS: tuple[Input, ...] = (
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", EFF["layer_overhead_seconds"], "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
     _inp("scaleout_latency_seconds", "Scale-out message latency", "s", EFF["scaleout_latency_seconds"], "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
     _inp("step_overhead_seconds", "Per-step overhead", "s", EFF["step_overhead_seconds"], "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
+    # kernels (inference_ledger.kernels: each operation's measured floor and time per unit at the model's shapes, TP
+    # and dtypes, from data/kernels/*.csv; read by the resolver for GPUs with tables, 0 and unused otherwise)
+    _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
+    _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", 1, "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("qkv_kernel_floor_seconds", "QKV GEMM: floor", "s", 0, "Measured latency of the QKV GEMM at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("qkv_kernel_seconds_per_token", "QKV GEMM: time per token", "s", 0, "Measured time of the QKV GEMM per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("o_kernel_floor_seconds", "attention output GEMM: floor", "s", 0, "Measured latency of the attention output GEMM at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("o_kernel_seconds_per_token", "attention output GEMM: time per token", "s", 0, "Measured time of the attention output GEMM per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("mlp_kernel_floor_seconds", "MLP gate/up + down GEMMs (one expert's for a MoE): floor", "s", 0, "Measured latency of the MLP gate/up + down GEMMs (one expert's for a MoE) at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("mlp_kernel_seconds_per_token", "MLP gate/up + down GEMMs (one expert's for a MoE): time per token", "s", 0, "Measured time of the MLP gate/up + down GEMMs (one expert's for a MoE) per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("lm_head_kernel_floor_seconds", "LM-head GEMM: floor", "s", 0, "Measured latency of the LM-head GEMM at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("lm_head_kernel_seconds_per_token", "LM-head GEMM: time per token", "s", 0, "Measured time of the LM-head GEMM per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("decode_attention_kernel_floor_seconds", "decode attention of one layer: floor", "s", 0, "Measured latency of the decode attention of one layer at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("decode_attention_kernel_seconds_per_kv_token", "decode attention of one layer: time per KV token read", "s", 0, "Measured time of the decode attention of one layer per KV token read (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("prefill_attention_kernel_floor_seconds", "causal attention of one prompt, one layer: floor", "s", 0, "Measured latency of the causal attention of one prompt, one layer at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("prefill_attention_kernel_seconds_per_token_squared", "causal attention of one prompt, one layer: time per prompt length squared", "s", 0, "Measured time of the causal attention of one prompt, one layer per prompt length squared (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("kernel_layer_overhead_seconds", "Element-wise work per layer (kernel tables)", "s", EFF["kernel_layer_overhead_seconds"], "Per layer per forward pass, the kernels the measured tables do not hold (norms, rotary, activation, residual adds): the table-priced step's counterpart of the per-layer overhead. Source: data/efficiencies.csv.", "efficiency", lo=0, hi=1),
+    _inp("moe_kernel_launch_seconds", "Fused MoE kernel: one launch", "s", 0, "The smallest measured GEMM pair's latency: what a fused MoE kernel pays once per layer rather than once per expert (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("allreduce_kernel_floor_seconds", "TP all-reduce: floor", "s", 0, "Measured latency of the TP all-reduce at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("allreduce_kernel_seconds_per_byte", "TP all-reduce: time per message byte", "s", 0, "Measured time of the TP all-reduce per message byte (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     # accuracy: the band multipliers of the plan's segment (inference_ledger/bands.py)
     *(_inp(name, f"Band {side} multiplier: {what}", "x", BAND[name], _BAND_DOC.format(what=what, q=q), "accuracy",
            lo=0, hi=1e6, lo_inclusive=False, arg="efficiency")
@@ -172,9 +193,10 @@ INPUTS: tuple[Input, ...] = (
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
-#: Every line, in display order (ledgers, serving, layouts, what-if, then finance); each is a function in
-#: plan_lines / serving_lines / parallel_lines / whatif_lines / finance_lines.
-LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(parallel_lines) \
+#: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
+#: function in plan_lines / serving_lines / step_lines / parallel_lines / whatif_lines / finance_lines.
+LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) \
+    + lines_of(parallel_lines) \
     + lines_of(whatif_lines) \
     + lines_of(finance_lines) \
     + lines_of(band_lines)

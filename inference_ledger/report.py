@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-from . import concurrency, serving, verdict
+from . import catalog, concurrency, kernels, serving, step_lines, verdict
 from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -66,8 +66,54 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     if "binding_limit" in values:
         out["binding_limit_words"] = serving.limit_words(values["binding_limit"])
         out["batching_words"] = serving.batching_word(values["batching"])
+    if "tpot_seconds" in values and "kernel_tables" in values:
+        out.update(step_ops(values, model=model, gpu=gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            engine=engine))
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
     return out
+
+
+def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,
+             weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None,
+             engine: Optional[str] = None) -> dict[str, Any]:
+    """``kernel_source`` and the per-operation times of one decode step and one prefill, each with its source:
+    {"decode_ops": {operation: {"seconds": ..., "source": ...}}, "prefill_ops": {...}}."""
+    measured = int(_num(values["kernel_tables"]) or 0) == 1
+    sources: dict[str, str] = {}
+    if measured and gpu:
+        try:
+            heads = catalog.get_model(model).num_attention_heads if model else None
+        except (KeyError, ValueError, LookupError):
+            heads = None
+        _, sources = kernels.plan_kernel_inputs(values, gpu, engine or "vllm", heads, weight_dtype,
+                                                kv_dtype or "bf16")
+    fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
+             "parallel": "EP all-to-all and PP hand-offs (inference_ledger/parallel.py)",
+             "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
+                              "(Sarathi-Serve, arXiv:2403.02310)"}
+    op_source = {"attention": "decode_attention", "linear": "qkv"}
+
+    def ops(table: Mapping[str, str], common: Mapping[str, str], prefill: bool) -> dict[str, Any]:
+        out = {}
+        for op, name in {**table, **common}.items():
+            if name not in values:
+                continue
+            if op in fixed:
+                src = fixed[op]
+            elif not measured:
+                src = f"{kernels.FALLBACK}: bytes / (HBM bandwidth x efficiency), FLOPs / (peak x efficiency) " \
+                      "(data/efficiencies.csv)"
+            else:
+                key = "prefill_attention" if (prefill and op == "attention") else op_source.get(op, op)
+                src = sources.get(key, kernels.MEASURED)
+            out[op] = {"seconds": _json_value(name, values[name]), "source": src}
+        return out
+
+    return {"kernel_source": kernels.MEASURED if measured else kernels.FALLBACK,
+            "decode_ops": ops(step_lines.DECODE_OPS if measured else step_lines.DECODE_OPS_ROOFLINE,
+                              step_lines.DECODE_OPS_COMMON, False),
+            "prefill_ops": ops(step_lines.PREFILL_OPS if measured else step_lines.PREFILL_OPS_ROOFLINE,
+                               step_lines.PREFILL_OPS_COMMON, True)}
 
 
 def _money(x: float) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from inference_ledger import bands, catalog, engines, finance, plan, serving
+from inference_ledger import bands, catalog, engines, finance, kernels, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
 from inference_ledger.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem, dense_override_problem,  # noqa: F401
@@ -199,13 +199,21 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
 
 
 def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engines.DEFAULT_ENGINE, *,
-                gpu_id: str = "", max_model_len: Optional[int] = None) -> dict[str, Any]:
+                gpu_id: str = "", max_model_len: Optional[int] = None, heads: Optional[float] = None,
+                weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
     """Plan inputs with an engine's numeric inputs filled in from the inputs' own GPU memory,
-    interconnect and TP (what ``--engine`` does; apply explicit user values after this)."""
+    interconnect and TP (what ``--engine`` does; apply explicit user values after this), and each operation's
+    measured kernel figures for that GPU and engine at the inputs' shapes (:func:`with_kernels`; ``heads`` the query
+    heads, hidden / head dim when not given; the dtypes from the bytes when not given)."""
     out = dict(inputs)
-    out.update(engines.engine_inputs(engine, gpu_memory_bytes=out["gpu_memory_bytes"],
+    eng = engines.get_engine(engine) if isinstance(engine, str) else engine
+    out.update(engines.engine_inputs(eng, gpu_memory_bytes=out["gpu_memory_bytes"],
                                      interconnect_bw=out["interconnect_bw"], gpu_id=gpu_id, tp=int(out["tp"]),
                                      max_model_len=max_model_len))
+    wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
+    kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
+    figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.id, heads, wd, kd)
+    out.update(figures)
     return out
 
 
@@ -269,7 +277,8 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     inputs = plan_inputs(m, g, weight_dtype=wd.id, kv_dtype=kd.id, **explicit)
     experts = m.num_experts if m is not None else explicit.get("num_experts")
     segment = (experts, g.id if g else None, eng.id)
-    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len) \
+    inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
+                         heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) \
         | bands.band_inputs(*segment) | bands.fitted_inputs(*segment) | explicit
     problem = tp_problem(m, g, int(inputs["tp"]), int(inputs["kv_heads"]))
     if problem:

@@ -45,9 +45,10 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expr import eq, floor, gt, is_sym, lt, maximum, minimum, where
+from .expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
-                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR)
+                    LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER,
+                    TINY_SECONDS_SQUARED)
 
 EFFICIENCIES_CSV = Path(__file__).with_name("data") / "efficiencies.csv"
 
@@ -125,6 +126,61 @@ def prompt_per_sequence(batching, input_tokens, output_tokens):
     return where(eq(batching, BATCHING_STATIC), 0, input_tokens / output_tokens)
 
 
+def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
+                          ttft_service_seconds):
+    """What whole-prompt prefills add to the mean step a sequence sees when the engine does not chunk.
+
+    Each of the B - 1 other sequences runs its S-token prompt as one iteration once per request, stalling every
+    decoding sequence for that prefill (Sarathi-Serve's generation stalls, Agrawal et al. OSDI'24,
+    arXiv:2403.02310): over a request's T - 1 decode steps a sequence sees (B - 1) prefills, so the mean step grows
+    by (B - 1) x prefill(S) / (T - 1).  0 when the engine chunks (the prompt tokens ride in the decode steps) and in
+    static batching (prompt_per_sequence 0)."""
+    return (1 - chunked_prefill) * (effective_concurrency - 1) * prompt_per_sequence * output_tokens \
+        / (input_tokens * maximum(output_tokens - 1, 1)) * ttft_service_seconds
+
+
+# ---------------------------------------------------------------------------------
+# kernels: one operation at a size, from its measured floor and time per unit (inference_ledger.kernels)
+# ---------------------------------------------------------------------------------
+
+
+def gemm_curve(tokens, floor_seconds, seconds_per_token):
+    """A GEMM at M tokens: (a^p + (r M)^p)^(1/p), a its measured floor, r its measured time per token at large M,
+    p = KERNEL_GEMM_POWER (inference_ledger.kernels)."""
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
+    return (floor_seconds ** KERNEL_GEMM_POWER + (seconds_per_token * tokens) ** KERNEL_GEMM_POWER) ** root
+
+
+def linear_curve(size, floor_seconds, seconds_per_unit):
+    """An attention or all-reduce kernel at some size: a + r x (its measured floor plus its time per unit)."""
+    return floor_seconds + seconds_per_unit * size
+
+
+def experts_per_gpu(distinct_experts, ep, gpus_per_stage):
+    """Touched experts whose GEMMs one GPU runs: every distinct expert's TP slice, or its share of whole experts
+    under expert parallelism (at least one, so a dense model's lines stay finite)."""
+    d = maximum(distinct_experts, 1)
+    return where(gt(ep, 1), d / gpus_per_stage, d)
+
+
+def expert_tokens(tokens, experts_per_token, distinct_experts):
+    """Tokens each touched expert multiplies: tokens x k / distinct experts."""
+    return tokens * experts_per_token / maximum(distinct_experts, 1)
+
+
+def expert_extra_seconds(expert_tokens, floor_seconds, seconds_per_token, launch_seconds):
+    """One touched expert's GEMM pair beyond a launch: a fused MoE kernel pays the launch once per layer."""
+    return maximum(gemm_curve(expert_tokens, floor_seconds, seconds_per_token) - launch_seconds, 0)
+
+
+def mlp_seconds(num_layers, moe_layers, tokens, floor_seconds, seconds_per_token, launch_seconds, experts_per_gpu,
+                expert_extra_seconds):
+    """The MLP GEMMs of one forward pass: dense layers at M = tokens; each MoE layer one fused kernel (a launch +
+    each touched expert's time beyond it)."""
+    return (num_layers - moe_layers) * gemm_curve(tokens, floor_seconds, seconds_per_token) \
+        + moe_layers * (launch_seconds + experts_per_gpu * expert_extra_seconds)
+
+
 
 def binding_limit(concurrency, kv_limit, max_num_seqs, tpot_ok, compute_bound):
     """What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound)."""
@@ -150,11 +206,17 @@ def limit_words(code):
 def distinct_experts(num_experts, experts_per_token, tokens):
     """Expected distinct routed experts per layer when each of ``tokens`` picks k of E: E (1 - (1 - k/E)^tokens).
 
-    Mixtral (E 8, k 2) at 64 tokens: 8 x (1 - 0.75^64) = 7.99999; 0 for a dense model (E = 0)."""
-    e = maximum(num_experts, 1)
-    touched = where(gt(tokens * experts_per_token, e * MOE_SATURATION), e,
-                    e * (1 - (1 - experts_per_token / e) ** tokens))
-    return where(gt(num_experts, 0), touched, 0)
+    Mixtral (E 8, k 2) at 64 tokens: 8 x (1 - 0.75^64) = 7.99999; 0 for a dense model (E = 0).  Every expert is
+    touched (E) when k >= E, or when (1 - k/E)^tokens is below 10^-MOE_SATURATION: the guard is sized from the
+    power's own logarithm, tokens x log10(1 - k/E), so the power that is computed never underflows (LibreOffice
+    answers #NUM! for a result below about 1e-308: Mixtral's 0.75^tokens from about 2,461 tokens).  Each IF reads
+    the logarithm only where k < E, so it is always finite; the share is capped at 1, so a power evaluated
+    but not taken (Python evaluates both branches) is at most 1, never an overflow (an expert count typed on a
+    dense model)."""
+    hit = minimum(experts_per_token / maximum(num_experts, 1), 1)   # one token's share of the experts (at most all)
+    return where(ge(hit, 1), num_experts,
+                 where(lt(tokens * log10(1 - hit) + MOE_SATURATION, 0), num_experts,
+                       num_experts * (1 - (1 - hit) ** tokens)))
 
 
 def extra_expert_bytes(distinct_experts, experts_per_token, num_layers, hidden_size, intermediate_size, weight_bytes,
@@ -201,6 +263,65 @@ def compute_bound(weight_bytes, flops, hbm_bw, peak_flops, weight_efficiency, co
 def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
     """Prompt tokens one request's TTFT waits for: S continuous, the whole batch B x S static."""
     return where(eq(batching, BATCHING_STATIC), effective_concurrency * input_tokens, input_tokens)
+
+
+def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
+                      prefill_seconds_per_extra_prompt):
+    """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
+
+    The wave's prefill takes one prompt's service time plus each further prompt's prefill work; prompt i of n is done
+    once i x S of the n x S tokens have run, so the mean request waits (n + 1) / (2 n) of the wave's prefill, all of
+    it when the wave fits one chunk of max_num_batched_tokens.  Static batching: the batch's own prefill (it is the
+    wave already)."""
+    n = prompts  # the effective concurrency: at least 1
+    wave = ttft_service_seconds + (n - 1) * prefill_seconds_per_extra_prompt
+    share = maximum((n + 1) / (RAMP_MEAN_DIVISOR * n), minimum(1, max_num_batched_tokens / (n * input_tokens)))
+    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
+
+
+def benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds,
+                           tpot_seconds, queue_seconds):
+    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive one by one
+    as earlier requests finish (their finishing times spread over the wave's prefill and drift apart), each met by
+    the open-arrival TTFT; never shorter than one engine step; + the wait for a slot when more clients than slots."""
+    first = minimum(effective_concurrency, benchmark_requests)
+    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * ttft_open_seconds) / benchmark_requests
+    return maximum(mean, tpot_seconds) + queue_seconds
+
+
+# The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):
+# the GEMMs' curve (W their floors, F their time per token, KERNEL_GEMM_POWER = 2) plus what grows linearly with
+# B (s per sequence, all-reduce per token folded in).  Squaring W^2 + F^2 u^2 = (y0 - s B)^2 gives
+# A2 B^2 + 2 H B + A0 = 0 with A2 = F^2 c^2 - s^2, H = y0 s - F^2 c p, A0 = F^2 p^2 + W^2 - y0^2; the root on the
+# decreasing side is -A0 / (H + sqrt(H^2 - A2 A0)) (stable as A2 -> 0).  Summing the GEMMs into one curve prices a
+# step at most a few % under the sum of their own curves (Minkowski): the batch is an upper estimate by as much
+# (within one sequence of a brute-force search on the catalog's dense models).
+
+
+def soft_batch_a2(seconds_per_token, seconds_per_sequence, prompt_per_sequence):
+    """A2 = F^2 (1 + p)^2 - s^2."""
+    c = 1 + prompt_per_sequence
+    return seconds_per_token * seconds_per_token * c * c - seconds_per_sequence * seconds_per_sequence
+
+
+def soft_batch_h(seconds_per_token, budget_seconds, seconds_per_sequence, prompt_per_sequence):
+    """H = y0 s - F^2 (1 + p) p."""
+    return budget_seconds * seconds_per_sequence \
+        - seconds_per_token * seconds_per_token * (1 + prompt_per_sequence) * prompt_per_sequence
+
+
+def soft_batch_a0(floor_seconds, seconds_per_token, budget_seconds, prompt_per_sequence):
+    """A0 = F^2 p^2 + W^2 - y0^2."""
+    return (seconds_per_token * prompt_per_sequence) ** KERNEL_GEMM_POWER + floor_seconds ** KERNEL_GEMM_POWER \
+        - budget_seconds ** KERNEL_GEMM_POWER
+
+
+def soft_step_batch(floor_seconds, budget_seconds, a2, h, a0):
+    """-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it
+    finite where every kernel figure is 0)."""
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
+    return where(gt(budget_seconds, floor_seconds), -a0 / (h + maximum(h * h - a2 * a0, 0) ** root
+                                                             + TINY_SECONDS_SQUARED), 0)
 
 
 def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):

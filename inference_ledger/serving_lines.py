@@ -9,7 +9,7 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger import ledger, serving
-from inference_ledger.expr import ceil
+from inference_ledger.expr import ceil, eq, maximum, where
 from inference_ledger.line import BANDWIDTH, COMPUTE, FIT, MEMORY, line
 
 
@@ -47,9 +47,10 @@ def prompt_per_sequence(batching, input_tokens, output_tokens):
 
 
 @line("Prompt tokens per decode step", "tokens", COMPUTE,
-      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T.")
-def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence):
-    return (effective_concurrency - 1) * prompt_per_sequence
+      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T; 0 when the engine "
+      "runs each prompt whole in its own iteration (chunked_prefill 0: the prefill stalls the step instead).")
+def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence, chunked_prefill):
+    return (effective_concurrency - 1) * prompt_per_sequence * chunked_prefill
 
 
 @line("Tokens per step", "tokens", COMPUTE,
@@ -154,13 +155,23 @@ def prefill_weight_bytes_per_gpu(prefill_chunks, weights_read_bytes, routed_acti
                                                         prefill_extra_expert_bytes, tp, gpus_per_stage)
 
 
-@line("TTFT without queueing", "s", COMPUTE,
-      "Prefill of the prompt tokens a TTFT waits for: max(weights read / (BW x e_w), 2 N_active x prompt tokens / TP "
-      "/ (peak x prefill efficiency)) + its EP/PP communication.")
-def ttft_service_seconds(prefill_weight_bytes_per_gpu, active_params, prefill_batch_tokens, tp, hbm_bw, peak_flops,
-                         bw_efficiency, prefill_efficiency, prefill_parallel_seconds):
+@line("Prefill on the roofline", "s", COMPUTE,
+      "Roofline fallback of a prefill: max(weights read / (BW x e_w), 2 N_active x prompt tokens / TP / (peak x "
+      "prefill efficiency)).")
+def prefill_roofline_seconds(prefill_weight_bytes_per_gpu, active_params, prefill_batch_tokens, tp, hbm_bw,
+                             peak_flops, bw_efficiency, prefill_efficiency):
     return serving.linear_seconds(prefill_weight_bytes_per_gpu, serving.step_flops(active_params, prefill_batch_tokens)
-                                  / tp, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency) + prefill_parallel_seconds
+                                  / tp, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency)
+
+
+@line("TTFT without queueing", "s", COMPUTE,
+      "Prefill of the prompt tokens a TTFT waits for: the sum of its operations priced from the measured kernel "
+      "tables (never below 2 N_active x tokens / TP / peak), or on the roofline where the GPU has no tables; + its "
+      "EP/PP communication.")
+def ttft_service_seconds(kernel_tables, prefill_kernel_seconds, prefill_roofline_seconds, active_params,
+                         prefill_batch_tokens, tp, peak_flops, prefill_parallel_seconds):
+    measured = maximum(prefill_kernel_seconds, serving.step_flops(active_params, prefill_batch_tokens) / tp / peak_flops)
+    return where(eq(kernel_tables, 1), measured, prefill_roofline_seconds) + prefill_parallel_seconds
 
 
 @line("Wait for a slot", "s", COMPUTE,
@@ -173,3 +184,4 @@ def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
       "What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound).")
 def binding_limit(concurrency, max_concurrency, max_running_sequences, tpot_ok, step_compute_bound):
     return serving.binding_limit(concurrency, max_concurrency, max_running_sequences, tpot_ok, step_compute_bound)
+

@@ -40,12 +40,15 @@ VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested c
 # steady-state serving (inference_ledger.serving)
 BATCHING_STATIC = Const(2, "BATCHING_STATIC", "batching code: static, one batch prefilled then decoded together (1 = continuous)", "code")
 RAMP_MEAN_DIVISOR = Const(2, "RAMP_MEAN_DIVISOR", "the mean of a context growing by one token per step from S to S + T is S + T/2", "x")
-MOE_SATURATION = Const(700, "MOE_SATURATION", "tokens x k / E beyond which (1 - k/E)^tokens < e^-700: every routed expert is touched (and the power would underflow)", "picks/expert")
+MOE_SATURATION = Const(300, "MOE_SATURATION", "decades below 1 beyond which (1 - k/E)^tokens is left out: every routed expert is touched (E x 1e-300 missed), and the power is still a normal number above it (LibreOffice answers #NUM! below about 1e-308)", "decades")
 LIMIT_NONE = Const(0, "LIMIT_NONE", "binding-limit code: nothing caps the requested concurrency (bandwidth-bound)", "code")
 LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer sequences than requested", "code")
 LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
 LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
 LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
+KERNEL_GEMM_POWER = Const(2, "KERNEL_GEMM_POWER", "p of a GEMM's curve t(M) = (a^p + (r M)^p)^(1/p) between its measured floor a and its measured time per token r: fitted on the interior points (M 4-4,096, N and K >= 1,024) of every H100 GEMM table in data/kernels/gemm.csv (median |error| 5%, p 1.5-2.5 within 0.5 point)", "x")
+TINY_SECONDS_SQUARED = Const(1e-18, "TINY_SECONDS_SQUARED", "keeps the kernel-table TPOT inverse finite where every kernel figure is 0 (a GPU without tables); its terms are ~1e-6 s^2 or more", "s^2")
+STEP_RESIDUAL_DIVISOR = Const(2, "STEP_RESIDUAL_DIVISOR", "a request arriving at a random moment waits on average half of the engine step already running (the mean residual of a fixed step)", "x")
 # the concurrency a plan runs at (inference_ledger.concurrency): which limit chose it
 CONC_REQUESTED = Const(0, "CONC_REQUESTED", "concurrency reason code: the concurrency was given (requested), not chosen", "code")
 CONC_KV = Const(1, "CONC_KV", "concurrency reason code: the largest the KV cache holds meets the targets", "code")
@@ -85,6 +88,9 @@ CONSTANTS: tuple[Const, ...] = (
     VERDICT_MEETS,
     BATCHING_STATIC,
     RAMP_MEAN_DIVISOR,
+    KERNEL_GEMM_POWER,
+    STEP_RESIDUAL_DIVISOR,
+    TINY_SECONDS_SQUARED,
     MOE_SATURATION,
     LIMIT_NONE,
     LIMIT_KV,

@@ -6,7 +6,12 @@ sweeps, recommend, ``plan``, ``email`` and the Excel functions).
 1. **fits below the requested concurrency**: it runs, but the KV budget holds fewer
    sequences than asked for, so the rest queue (``fits`` = 0);
 2. **fits, misses targets**: the requested concurrency fits, but TTFT or TPOT misses its target;
-3. **fits, meets targets**.
+3. **fits, meets targets**;
+
+and, in the workbook only (the CLI refuses such inputs before any plan is computed):
+
+-1. **invalid input**: a value typed into the workbook breaks a rule the resolver enforces (a range, a
+    layout or model rule, a catalog id): the Checks sheet names the rule, and no plan is claimed.
 
 Written with :mod:`inference_ledger.expr` helpers: numbers in, numbers out; Sym in, one
 short Excel formula out.  The code is the plan line ``verdict``; :func:`words` turns it into text.
@@ -14,12 +19,17 @@ short Excel formula out.  The code is the plan line ``verdict``; :func:`words` t
 
 from __future__ import annotations
 
-from inference_ledger.expr import eq, ge, where
+from inference_ledger.expr import Const, eq, ge, where
 from inference_ledger.units import VERDICT_MEETS, VERDICT_MISSES
 
 DOES_NOT_FIT, BELOW_CONCURRENCY, MISSES_TARGETS, MEETS_TARGETS = 0, 1, 2, 3
 #: The words of each code, in code order.
 WORDS = ("does not fit", "fits below the requested concurrency", "fits, misses targets", "fits, meets targets")
+#: The workbook's code for a typed input that breaks a rule (its words name the rule: see :func:`invalid_words`).
+INVALID_INPUT = -1
+INVALID_WORDS = "invalid input"
+VERDICT_INVALID = Const(INVALID_INPUT, "VERDICT_INVALID", "verdict code: a typed input breaks a rule (the Checks sheet "
+                        "names it), so no plan is claimed", "code")
 
 
 def verdict(fits, max_concurrency, ttft_ok, tpot_ok):
@@ -32,7 +42,8 @@ def verdict(fits, max_concurrency, ttft_ok, tpot_ok):
 
 
 def words(code):
-    """The verdict's words: a text for a number, an IF formula for a Sym."""
+    """The verdict's words: a text for a number, an IF formula for a Sym (codes 0..3; the workbook's Plan puts
+    the invalid-input words in front, see workbook.plan_sheet)."""
     return where(ge(code, VERDICT_MEETS), WORDS[MEETS_TARGETS],
                  where(ge(code, VERDICT_MISSES), WORDS[MISSES_TARGETS],
                        where(eq(code, 1), WORDS[BELOW_CONCURRENCY], WORDS[DOES_NOT_FIT])))
@@ -40,4 +51,11 @@ def words(code):
 
 def words_of(code: float) -> str:
     """The words of one numeric code."""
+    if code < 0:
+        return INVALID_WORDS
     return WORDS[int(code)]
+
+
+def invalid_words(rule: str) -> str:
+    """The words of the invalid-input verdict: which rule the typed inputs break."""
+    return f"{INVALID_WORDS}: {rule}"

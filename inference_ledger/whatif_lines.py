@@ -9,7 +9,7 @@ formula stays short enough to audit.
 from __future__ import annotations
 
 from inference_ledger import engine_ledger, ledger, serving, whatif
-from inference_ledger.expr import floor, maximum, minimum
+from inference_ledger.expr import eq, floor, maximum, minimum, where
 from inference_ledger.line import BANDWIDTH, COST, FIT, MEMORY, line
 
 
@@ -290,10 +290,11 @@ def tpot_batch_compute(tpot_target, decode_fixed_seconds, flops_seconds_per_toke
 
 
 @line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
-      "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) meeting both bounds (0 = none; MoE: "
-      "with every expert read, a lower bound).")
-def tpot_max_batch(tpot_batch_bandwidth, tpot_batch_compute):
-    return maximum(floor(minimum(tpot_batch_bandwidth, tpot_batch_compute)), 0)
+      "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) meeting the target (0 = none; MoE: "
+      "with every expert read, a lower bound): from the kernel tables' step, or the roofline's two bounds.")
+def tpot_max_batch(kernel_tables, tpot_batch_kernel, tpot_batch_bandwidth, tpot_batch_compute):
+    return maximum(floor(where(eq(kernel_tables, 1), tpot_batch_kernel,
+                               minimum(tpot_batch_bandwidth, tpot_batch_compute))), 0)
 
 
 @line("Concurrency meeting memory and TPOT", "sequences", BANDWIDTH,

@@ -22,7 +22,9 @@ from inference_ledger import benchfiles, calibrate as cal, calibrate_fit, calibr
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 SWEEP = {c: BENCH / "sweep-nim-llama-3.3-70b-h100x2" / f"c{c}" / "profile_export_aiperf.json"
          for c in (5, 25, 50, 100, 150, 200, 250)}
-NIM = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+#: NIM's optimized FP8 profiles run TensorRT-LLM (whole-prompt prefills, no chunked context by default)
+NIM = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+       "--engine", "trtllm"]
 LOGS = BENCH / "logs"
 LOG20K, LOG29K = LOGS / "vllm-0.6.4-llama-3.1-8b-rtx3090-len20000.log", LOGS / "vllm-0.6.4-llama-3.1-8b-rtx3090-len29000.log"
 RTX3090 = ["--model", "llama-3.1-8b", "--gpu-memory", "23.58GiB", "--tp", "1", "--engine", "vllm-v0"]
@@ -74,7 +76,8 @@ def test_one_log_is_thin_data_and_says_so(tmp_path):
 
 def test_sweep_leave_one_concurrency_out(tmp_path):
     errs = {}
-    dep = cal.Deployment(model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="fp8", kv_dtype="fp8", numbers={"tp": 2})
+    dep = cal.Deployment(model="llama-3.1-70b", gpu="h100-sxm", weight_dtype="fp8", kv_dtype="fp8", engine="trtllm",
+                         numbers={"tp": 2})
     for c, path in SWEEP.items():
         rest = [f for k, f in SWEEP.items() if k != c]
         fit = cal.calibrate(benchfiles.read_all(rest), dep, leave_one_out=False)
@@ -108,9 +111,10 @@ def test_calibrate_reports_fit_defaults_residuals_outliers_and_leave_one_out(tmp
     assert code == 0, err
     assert "model meta/llama-3.3-70b-instruct is not in the catalog: taken to be llama-3.1-70b" in out
     assert "Benchmark runs: 21 measured points" in out and "thin data" not in out
-    for n in ("bw_efficiency", "decode_compute_efficiency", "gpu_memory_utilization"):
-        assert f"fitted {n} = " in out
-    assert "left kv_read_efficiency at its default: the data cannot tell it apart from decode_compute_efficiency" in out
+    fitted = [ln.split("fitted ", 1)[1].split(" = ")[0] for ln in out.splitlines() if ln.startswith("  fitted ")]
+    assert "gpu_memory_utilization" in fitted and len(fitted) >= 3          # the plateau pins the KV budget
+    left = [ln for ln in out.splitlines() if ln.startswith("  left ")]
+    assert left and all(("the data does not move it" in ln or "the data cannot tell it apart from" in ln) for ln in left)
     lines = {Path(ln.split(":")[0].strip()).parent.name: ln for ln in out.splitlines() if "profile_export_aiperf" in ln}
     assert set(lines) == {f"c{c}" for c in SWEEP}
     assert all("left out:" in ln for ln in lines.values())
@@ -120,13 +124,16 @@ def test_calibrate_reports_fit_defaults_residuals_outliers_and_leave_one_out(tmp
     assert "# date: " in text and text.count("# source: ") == 7 and text.count("# measured: ") == 7
     assert "# deployment: model=llama-3.1-70b gpu=h100-sxm tp=2 pp=1 ep=1 weight_dtype=fp8 kv_dtype=fp8" in text
     prof = calibrate_profile.read_profile(out_csv)
-    assert set(prof.values) >= {"bw_efficiency", "gpu_memory_utilization"}
-    assert all("points of 7 benchmark file(s)" in row for row in text.splitlines() if row.startswith("bw_efficiency,"))
+    assert set(prof.values) >= {"gpu_memory_utilization", *fitted}
+    assert all("points of 7 benchmark file(s)" in row for row in text.splitlines()
+               if row.startswith("gpu_memory_utilization,"))
 
 
 def test_the_mad_rule():
     assert calibrate_fit._mad_outliers([0.01, -0.01, 0.02, 0.0, 0.5]) == [False, False, False, False, True]
     assert calibrate_fit._mad_outliers([0.1, 0.1]) == [False, False]
+    # beyond 3 MADs of a tight spread but within benchmark noise (5%): not an outlier
+    assert calibrate_fit._mad_outliers([0.001, 0.002, 0.003, 0.002, 0.03]) == [False] * 5
 
 
 # ----------------------------------------------------------------------------------------
@@ -181,9 +188,9 @@ def test_options_given_win_over_the_profile_and_every_command_says_calibrated(tm
     p = _profile(tmp_path, SWEEP.values(), NIM)
     fitted = calibrate_profile.read_profile(p).values
     a = _plan(*NIM, "--profile", p)
-    assert a["bw_efficiency"] == pytest.approx(fitted["bw_efficiency"])
-    b = _plan(*NIM, "--profile", p, "--bw-efficiency", "0.5")
-    assert b["bw_efficiency"] == 0.5
+    assert a["gpu_memory_utilization"] == pytest.approx(fitted["gpu_memory_utilization"])
+    b = _plan(*NIM, "--profile", p, "--gpu-memory-utilization", "0.5")
+    assert b["gpu_memory_utilization"] == 0.5
     code, out, err = cli("plan", *NIM, "--profile", str(p))
     assert code == 0 and f"calibrated from your measurements: {p}" in out
     code, out, err = cli("sweep", "-m", "llama-3.1-70b", "-g", "h100-sxm", "--tp", "2", "--context", "5500",
@@ -216,3 +223,38 @@ def test_the_calibration_sheet_shows_measured_catalog_and_calibrated(tmp_path):
     assert row["Output tokens/s calibrated"] == pytest.approx(with_p["tokens_per_second"])
     assert row["Output tokens/s catalog"] == pytest.approx(without["tokens_per_second"])
     assert row["TPOT (ms) calibrated"] == pytest.approx(with_p["tpot_seconds"] * 1e3)
+
+
+def test_excel_plan_takes_the_profile_as_a_range(tmp_path):
+    from udfs import excel
+
+    p = _profile(tmp_path, SWEEP.values(), NIM)
+    fitted = calibrate_profile.read_profile(p).values
+    rows = [["name", "value"]] + [[k, v] for k, v in fitted.items()] + [[None, None]]   # as the sheet's range reads
+    args = ("llama-3.1-70b", "h100-sxm", [["tokens_per_second", "tpot_seconds"]], 2, 100, 5000, 500, "fp8", "fp8",
+            "trtllm", None, None, None, None)
+    got = excel.PLAN(*args, rows)[0]
+    want = _plan(*NIM, "--input-tokens", 5000, "--output-tokens", 500, "--concurrency", 100, "--profile", p)
+    assert got == pytest.approx([want["tokens_per_second"], want["tpot_seconds"]])
+    assert excel.PLAN(*args, None)[0] != pytest.approx(got)                       # blank: the catalog's plan
+    bad = excel.PLAN(*args, [["bw_efficiency", 1.7]])[0][0]
+    assert "profile row 1 (bw_efficiency), column 'value'" in str(bad)
+
+
+def test_a_calibrated_plans_error_bands_come_from_its_own_held_out_residuals(tmp_path):
+    import re
+
+    import numpy as np
+
+    out_csv = tmp_path / "profile.csv"
+    code, out, err = cli("calibrate", *map(str, SWEEP.values()), *NIM, "-o", str(out_csv))
+    assert code == 0, err
+    held_out = [float(x) for x in re.findall(r"left out: output tokens/s ([-+][0-9.]+)%", out)]
+    assert len(held_out) == 7
+    ratios = [1 / (1 + e / 100) for e in held_out]                 # measured / predicted of each held-out run
+    prof = calibrate_profile.read_profile(out_csv).values
+    assert prof["band_low_tokens_per_second"] == pytest.approx(np.percentile(ratios, 10), abs=2e-3)
+    assert prof["band_high_tokens_per_second"] == pytest.approx(np.percentile(ratios, 90), abs=2e-3)
+    got = _plan(*NIM, "--input-tokens", 5000, "--output-tokens", 500, "--concurrency", 100, "--profile", out_csv)
+    assert got["tokens_per_second_low"] == pytest.approx(got["tokens_per_second"] * prof["band_low_tokens_per_second"])
+    assert got["tokens_per_second_high"] == pytest.approx(got["tokens_per_second"] * prof["band_high_tokens_per_second"])

@@ -21,13 +21,14 @@ def test_llama_70b_pools_by_hand():
     # the 8 KV heads are split 4 ways at TP 4: four NICs of 50 GB/s send in parallel, after a 10 us latency
     assert n["kv_transfer_seconds"] == pytest.approx(10e-6 + 327_680 * 1024 / (4 * 50e9))
     # one prompt at a time per prefill instance; decode: B sequences each T steps of TPOT
-    rate_p, rate_d = 1 / p["ttft_seconds"], d["concurrency"] / (512 * d["tpot_seconds"])
+    # (a prefill instance runs one prompt at a time: its TTFT is the prompt's service time, no benchmark wave)
+    rate_p, rate_d = 1 / p["ttft_service_seconds"], d["concurrency"] / (512 * d["tpot_seconds"])
     assert n["prefill_requests_per_second"] == pytest.approx(rate_p)
     assert n["decode_requests_per_second"] == pytest.approx(rate_d)
     assert n["prefill_instances"] == math.ceil(40 / rate_p) and n["decode_instances"] == math.ceil(40 / rate_d)
     assert n["gpus"] == 4 * n["prefill_instances"] + 8 * n["decode_instances"]
     assert n["monthly_cost"] == pytest.approx(n["gpus"] * 3.78 * 730)
-    assert n["ttft_seconds"] == pytest.approx(p["ttft_seconds"] + n["kv_transfer_seconds"])
+    assert n["ttft_seconds"] == pytest.approx(p["ttft_service_seconds"] + n["kv_transfer_seconds"])
     assert d["concurrency"] == d["serving_concurrency"] and d["tpot_seconds"] <= 0.05
     assert pools.summary()["xpyd"] == f"{int(n['prefill_instances'])}P{int(n['decode_instances'])}D"
 

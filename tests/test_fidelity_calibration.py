@@ -55,7 +55,9 @@ def test_back_solved_fraction_reproduces_the_measured_tpot(built):
     frac = bw_fraction(p, step_bytes(p, 1, 205), overhead_ms(p, 1), 26.31)
     # the sheet prices the step at 205 tokens with one fraction for weights and KV: in the plan that is a
     # static batch of one whose decode steps see S + T/2 = 105 + 100 = 205 tokens, both efficiencies = the fraction
+    # (the fraction is the roofline's: kernel_tables 0, the step priced from bandwidth, not from the kernel tables)
     inputs = {k: v[k] for k in plan.INPUT_BY_NAME} | {"bw_efficiency": frac, "kv_read_efficiency": frac,
+                                                      "kernel_tables": 0,
                                                       "concurrency": 1, "batching": 2,
                                                       "input_tokens": 105, "output_tokens": 200}
     again = plan.evaluate(inputs)

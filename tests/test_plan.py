@@ -40,7 +40,14 @@ def test_default_plan_steady_state_by_hand():
     assert tpot == pytest.approx(0.018218, rel=1e-4)
     assert v["tpot_seconds"] == pytest.approx(tpot, rel=1e-12)
     ttft = 2 * 70e9 * 1024 / 4 / (989e12 * 0.5)               # one 1,024-token chunk, compute-bound: 72.5 ms
-    assert v["ttft_seconds"] == pytest.approx(ttft, rel=1e-12) and v["queue_seconds"] == 0
+    assert v["ttft_service_seconds"] == pytest.approx(ttft, rel=1e-12) and v["queue_seconds"] == 0
+    # as a benchmark reports it (N = 1,000 requests): the first 16 arrive together, a wave of 16 x 1,024 tokens
+    # (2 chunks of 8,192: the mean request waits max(17/32, 8,192/16,384) of it); the other 984 one by one, each
+    # its own prefill + half a running step
+    wave = 16 * ttft * 17 / 32
+    assert v["wave_ttft_seconds"] == pytest.approx(wave, rel=1e-12)
+    assert v["ttft_open_seconds"] == pytest.approx(ttft + tpot / 2, rel=1e-12)
+    assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * (ttft + tpot / 2)) / 1000, rel=1e-12)
     qps = 16 / (ttft + 511 * tpot)                            # Little's law over 16 slots
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert v["tokens_per_second"] == pytest.approx(qps * 512, rel=1e-12)

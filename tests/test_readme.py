@@ -99,7 +99,27 @@ def update() -> None:
             raise SystemExit(f"`{m.group(1)}` failed: {err}")
         return f"```bash\n{m.group(1)}\n```\n```text\n{out.rstrip(chr(10))}\n```"
 
-    README.write_text(OUTPUT_BLOCK.sub(fresh, text))
+    text = OUTPUT_BLOCK.sub(fresh, text)
+    m = CALIBRATE_FLOW.search(text)            # the calibration flow's output, run where its paths hold
+    if m:
+        import glob
+        import os
+        import tempfile
+
+        cmd = next(c for c in m.group(1).replace("\\\n", " ").splitlines() if c.startswith("inference-ledger calibrate"))
+        with tempfile.TemporaryDirectory() as tmp:
+            os.symlink(ROOT / "tests", Path(tmp) / "tests")
+            here = os.getcwd()
+            os.chdir(tmp)
+            try:
+                code, out, err = _cli(shlex.join([g for a in shlex.split(cmd)
+                                                  for g in (sorted(glob.glob(a)) if "*" in a else [a])]))
+            finally:
+                os.chdir(here)
+        if code:
+            raise SystemExit(f"`{cmd}` failed: {err}")
+        text = text[:m.start(2)] + out.rstrip("\n") + text[m.end(2):]
+    README.write_text(text)
 
 
 if __name__ == "__main__":

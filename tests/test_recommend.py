@@ -66,7 +66,7 @@ def test_recommend_hand_checked_top_plan():
     assert more["fits"] and not more["tpot_ok"]
     # Little's law, replicas and the bill, by hand from the plan's own TTFT and TPOT
     assert v["effective_concurrency"] == v["concurrency"] and v["queue_seconds"] == 0
-    qps = v["concurrency"] / (v["ttft_seconds"] + 511 * v["tpot_seconds"])   # slots / (TTFT + (T - 1) x TPOT)
+    qps = v["concurrency"] / (v["ttft_service_seconds"] + 511 * v["tpot_seconds"])  # slots / (TTFT + (T - 1) TPOT)
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert v["replicas_for_qps"] == np.ceil(20 / qps)
     assert v["monthly_cost_qps"] == pytest.approx(v["replicas_for_qps"] * 2 * 1.85 * 730)

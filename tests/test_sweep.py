@@ -12,6 +12,7 @@ import pytest
 
 from inference_ledger.cli import run
 from inference_ledger import catalog, plan, resolve, verdict
+from workbook.cells import billed
 from inference_ledger.report import plan_json
 from workbook import sweep
 from workbook.recalc import recalculate
@@ -28,6 +29,16 @@ SPEC = sweep.SweepSpec(
 )
 # TP 16 cannot run; DeepSeek-V3's native format is FP8, so its native and fp8 rows are one: (3 x 2 + 1) formats
 N_ROWS = (3 * 2 + 1) * 4 * 4 * 2 * 2 * 3    # 1,344 rows
+
+
+#: The sweep's bill columns: money and fleet sizes (and the lines that read them).
+BILLED = billed([l.name for l in plan.LINES])
+
+
+def test_bills_are_the_money_and_fleet_lines():
+    assert {"gpus_for_qps", "monthly_cost_qps", "cost_per_million_output_tokens", "gpus_total",
+            "monthly_cost"} <= BILLED
+    assert not BILLED & {"verdict", "max_concurrency", "tokens_per_second", "price_per_gpu_hour", "tpot_seconds"}
 
 
 def _expected(model, gpu, wd, kd, tp, input_tokens, concurrency):
@@ -65,7 +76,10 @@ def test_sweep_recalculated_by_libreoffice_matches_plan_json_row_by_row(tmp_path
         wd = None if got["weight_dtype"] == catalog.get_model(got["model"]).weight_dtype else got["weight_dtype"]
         exp = _expected(got["model"], got["gpu"], wd, got["kv_dtype"], int(got["tp"]),
                         int(got["input_tokens"]), int(got["concurrency"]))
-        bad = [(k, exp[k], got[k]) for k in (l.name for l in plan.LINES) if not _same(exp[k], got[k])]
+        # a row that does not start shows no bill (its money and fleet columns read "does not fit")
+        words = exp["verdict"] < 1
+        bad = [(k, exp[k], got[k]) for k in (l.name for l in plan.LINES)
+               if not (got[k] == "does not fit" if words and k in BILLED else _same(exp[k], got[k]))]
         assert not bad, (got["model"], got["gpu"], got["tp"], bad[:3], [b[0] for b in bad][-12:])
         # the verdict, from its definition: does not start / queues / misses a target / meets them
         want = 0 if exp["max_concurrency"] < 1 else 1 if not exp["fits"] else 3 if exp["ttft_ok"] and exp["tpot_ok"] else 2
@@ -90,6 +104,7 @@ def test_rows_follow_the_lists_and_cached_values_are_the_plans(tmp_path):
     assert got["kv_bytes_per_sequence"] == exp["kv_bytes_per_sequence"] == 327_680 * 4096
     assert got["qps_per_replica"] == pytest.approx(exp["qps_per_replica"], rel=1e-12)
     assert got["verdict_words"] == "does not fit"       # 141 GB of BF16 weights on one 80 GB H100
+    assert got["monthly_cost_qps"] == got["gpus_for_qps"] == "does not fit"   # and so no bill
 
 
 ACROSS = "(TP stays within a node: add PP stages or EP across nodes)"

@@ -101,6 +101,8 @@ def test_every_plan_line_has_its_formula_where_its_name_points(pairs, name):
         got = wb[sheet][coord.replace("$", "")].value
         formula = plan.render(line, named)[0]
         want = "=" + (formula.formula() if hasattr(formula, "formula") else str(formula)).lstrip("=")
+        if line.name == "verdict":   # the workbook's verdict is the plan's unless a typed input breaks a rule
+            want = f"=IF(checks_pass=1,{want[1:]},VERDICT_INVALID)"
         if got != want:
             diffs.append(f"{line.name} at {sheet}!{coord}: shipped {got!r}, the plan renders {want!r}")
     assert not diffs, _message(name, diffs)

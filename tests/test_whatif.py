@@ -26,7 +26,7 @@ def test_qps_per_replica_littles_law():
 def test_plan_qps_replicas_and_cost_follow_littles_law():
     v = plan.evaluate(plan.defaults())
     assert v["effective_concurrency"] == 16 and v["queue_seconds"] == 0   # all 16 fit: nobody waits
-    qps = 16 / (v["ttft_seconds"] + 511 * v["tpot_seconds"])       # B / (TTFT + (T - 1) x TPOT): slots over cycles
+    qps = 16 / (v["ttft_service_seconds"] + 511 * v["tpot_seconds"])  # B / (TTFT + (T - 1) x TPOT): slots over cycles
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     replicas = -(-20 // qps)                                        # ceil(20 QPS / per replica)
     assert v["replicas_for_qps"] == replicas

@@ -35,10 +35,11 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, engines, ledger, plan, resolve, serving, verdict, whatif
+from inference_ledger import catalog, engines, kernels, ledger, plan, resolve, serving, verdict, whatif
 from inference_ledger import concurrency as choose_concurrency
 from inference_ledger.args import ARGS, Arg, LedgerInputError, echo
-from udfs._xl import Param, broadcast_call, elementwise_call
+from inference_ledger.calibrate_profile import ProfileRowError, profile_values
+from udfs._xl import Param, broadcast_call, elementwise_call, error_value
 
 CATEGORY = "inference-ledger"
 
@@ -199,17 +200,18 @@ PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens", "pp", "ep"
 PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine", "batching")
 #: Keys of plan --json that are not plan quantities.
 PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words", "binding_limit_words",
-               "batching_words", "concurrency_reason_words")
+               "batching_words", "concurrency_reason_words", "kernel_source")
 #: Keys of plan --json for the concurrency the plan runs at (numbers).
 PLAN_CONCURRENCY = ("concurrency_used", "concurrency_reason")
 
 
 def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp=None,
-                 ep=None, dp_attention=None, batching=None):
+                 ep=None, dp_attention=None, batching=None, profile=None):
     numbers = {"tp": tp, "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens,
                "pp": pp, "ep": ep, "dp_attention": dp_attention}
     requested = None if choose_concurrency.is_auto(concurrency) else concurrency   # blank or "auto": chosen
     numbers["concurrency"] = requested
+    numbers = {**(profile or {}), **{k: v for k, v in numbers.items() if v is not None}}
     r = resolve.resolve(model, gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype or "bf16",
                         engine=engine or engines.DEFAULT_ENGINE, numbers=numbers, batching=batching)
     values = choose_concurrency.evaluate(r.inputs, requested)
@@ -217,13 +219,16 @@ def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weigh
     labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"]),
                                                    "binding_limit_words": serving.limit_words(values["binding_limit"]),
                                                    "batching_words": d["batching"],
-                                                   "concurrency_reason_words": values["concurrency_reason_words"]}
+                                                   "concurrency_reason_words": values["concurrency_reason_words"],
+                                                   "kernel_source": kernels.KERNEL_SOURCES[int(values["kernel_tables"])]}
     return values, labels
 
 
 def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, output_tokens=None,
-               weight_dtype=None, kv_dtype=None, engine=None, pp=None, ep=None, dp_attention=None, batching=None):
-    """One plan --json key of the plan for a model on a GPU (through the resolver, like `plan`)."""
+               weight_dtype=None, kv_dtype=None, engine=None, pp=None, ep=None, dp_attention=None, batching=None,
+               profile=None):
+    """One plan --json key of the plan for a model on a GPU (through the resolver, like `plan`); ``profile``: fitted
+    plan inputs by name (``plan --profile``), beneath the choices given."""
     model, gpu = ("" if model is None else model), ("" if gpu is None else gpu)
     k = "" if key is None else str(key).strip().lower()
     if not k:
@@ -233,7 +238,7 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
         hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
         raise LedgerInputError(f"unknown plan key {echo(key)}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
-                                  engine, pp, ep, dp_attention, batching)
+                                  engine, pp, ep, dp_attention, batching, profile)
     return labels[k] if k in labels else float(values[k])
 
 
@@ -258,16 +263,25 @@ _CHOICE_DOCS = {
     "ep": "Expert-parallel degree (divides the experts and TP x DP attention); blank = 1",
     "dp_attention": "Attention data-parallel ranks (MoE models); blank = 1",
     "batching": "Batching: continuous or static; blank = continuous",
+    "profile": "Calibration profile: a range of (plan input, value) rows, e.g. calibration_profile on the Calibration "
+               "sheet of a workbook built with --profile; blank = none",
 }
 
 
 def _choice_function(fn: Callable[..., Any], excel_name: str, description: str, docs: dict[str, str],
                      required: int) -> Callable[..., Any]:
     names = list(docs)
+    whole = "profile" in names          # a range read as a whole (name, value rows), never broadcast
 
     def call(*values):
         values = list(values) + [None] * (len(names) - len(values))
-        return elementwise_call(fn, names, values, optional=names)  # blank ids: the resolver's own message
+        if not whole:
+            return elementwise_call(fn, names, values, optional=names)  # blank ids: the resolver's own message
+        try:
+            prof = profile_values(values[-1] if isinstance(values[-1], list) else [])
+        except ProfileRowError as e:
+            return [[error_value(f"profile {e}")]]
+        return elementwise_call(lambda *a: fn(*a, profile=prof), names[:-1], values[:-1], optional=names[:-1])
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     call.__signature__ = inspect.Signature([inspect.Parameter(n, kind, default=inspect.Parameter.empty if k < required
@@ -281,7 +295,7 @@ PLAN_FUNCTIONS = (
                      "(as `inference-ledger plan` computes it).",
                      {"model": _CHOICE_DOCS["model"], "gpu": _CHOICE_DOCS["gpu"],
                       "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ..."}
-                     | {n: _CHOICE_DOCS[n] for n in (*_PLAN_ARGS, "pp", "ep", "dp_attention", "batching")}, 3),
+                     | {n: _CHOICE_DOCS[n] for n in (*_PLAN_ARGS, "pp", "ep", "dp_attention", "batching", "profile")}, 3),
     _choice_function(min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (TP 1, 2, 4, 8 of one node) whose engine "
                      "KV budget holds this load: the plan line (0 = none does).",
                      {n: _CHOICE_DOCS[n] for n in ("model", "gpu", *_PLAN_ARGS)}, 2),

@@ -41,8 +41,10 @@ from inference_ledger.finance import finance_options
 from . import style
 from .calibration import add_calibration_sheet
 from .catalogs import catalog_sheet
+from .kernels_sheet import kernels_sheet
 from .cells import DEFAULT_CHOICE, SELECTOR_NAMES, build_date, fit_rows, named, py_value
-from .checks import check_rows, checks_sheet, master_value
+from .checks import check_rows
+from .checks_sheet import checks_sheet, standing
 from .context import Ctx, SheetBuilder
 from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet
@@ -86,6 +88,7 @@ SHEET_BUILDERS: list[SheetBuilder] = [
     catalog_sheet("Dtypes"),
     catalog_sheet("Engines"),
     catalog_sheet("GPU costs"),
+    kernels_sheet,
 ]
 
 
@@ -155,7 +158,8 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
               explicit=explicit)
     ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
                                                                                    currency_symbol)
-    ctx.master_value = master_value(ctx)
+    st = standing(ctx, ctx.values["verdict"])
+    ctx.master_value, ctx.checks_pass, ctx.rule_broken = st.master, st.checks_pass, st.rule_broken
     ctx.profile = profile
     # the same choice without the profile: what the Calibration sheet calls the catalog prediction
     ctx.catalog_inputs = resolve_build(model, gpu, weight_dtype, kv_dtype, config=config, context=context,

@@ -295,6 +295,18 @@ def _profile_section(ctx: Ctx, ws, r: int) -> int:
                       "its workload from the catalog defaults, and with the fitted values (the plan's own lines).")
     ctx.put(ws, f"A{r}", "Profile", style.HEADER)
     r += 1
+    ctx.put(ws, f"A{r}", "name", style.HEADER)
+    ctx.put(ws, f"B{r}", "value", style.HEADER)
+    first = r + 1
+    for name, value in prof.values.items():
+        r += 1
+        ctx.put(ws, f"A{r}", name)
+        ctx.put(ws, f"B{r}", value, style.INPUT, "General")
+    if prof.values:
+        ctx.define("calibration_profile", ws, f"A{first}:B{r}")
+        _note(ctx, ws, first, "The fitted values as a range: =PLAN(model, gpu, key, ..., calibration_profile) plans "
+                              "with them in any cell.")
+    r += 2
     heads = ["File"] + [h for _, h in PROFILE_WORKLOAD]
     for _, h, _, _, _ in PROFILE_COLS:
         heads += [f"{h} measured", f"{h} catalog", f"{h} calibrated"]

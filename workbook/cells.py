@@ -101,7 +101,8 @@ def _catalog_range() -> dict[str, tuple[float, float]]:
     gpu = catalog.get_gpu(DEFAULT_CHOICE["gpu"])
     for m in catalog.load_models():
         try:
-            inputs = resolve.plan_inputs(m, gpu)
+            # with the default engine's figures for that GPU, the kernel tables' included
+            inputs = resolve.with_engine(resolve.plan_inputs(m, gpu), gpu_id=gpu.id, heads=m.num_attention_heads)
             values = {**inputs, **plan.evaluate(inputs)}
         except LedgerInputError:
             continue
@@ -224,12 +225,56 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     return coord
 
 
+#: Units of a bill: money and fleet sizes.
+BILL_UNITS = ("GPUs", "replicas", "servers")
+
+
+@functools.lru_cache(maxsize=None)
+def is_bill(name: str) -> bool:
+    """A plan line that is a bill: money or a fleet size that follows from what fits (the KV budget's
+    max_concurrency).  A plan that does not start has none: its cells show the verdict's words instead."""
+    ln = plan.LINE_BY_NAME.get(name)
+    return bool(ln) and (ln.unit.startswith("$") or ln.unit in BILL_UNITS) and plan.depends_on(ln, "max_concurrency")
+
+
+def billed(names) -> set[str]:
+    """The bills among these lines and every one of them that reads a bill: each shows the verdict's words when its
+    row does not start (an IF evaluates only the branch taken, so no cell reads a text)."""
+    out: set[str] = set()
+    for ln in plan.EVALUATION_ORDER:
+        if ln.name in names and (is_bill(ln.name) or any(p in out for p in ln.params)):
+            out.add(ln.name)
+    return out
+
+
+def bill(code, value):
+    """A bill's cell: the number when the plan starts (verdict >= 1), else the verdict's words ("does not fit";
+    "invalid input" for the workbook's -1).  A Sym code renders the IF (Excel evaluates only the branch taken)."""
+    if isinstance(code, Sym) or isinstance(value, Sym):
+        return Sym(f'IF({code.text}>=1,{_text(value)},IF({code.text}<0,"{verdict.INVALID_WORDS}",'
+                   f'"{verdict.WORDS[verdict.DOES_NOT_FIT]}"))')
+    return value if float(code) >= 1 else verdict.words_of(float(code))
+
+
+def verdict_words(ctx: Ctx) -> tuple[Sym, str]:
+    """The Plan's verdict in words (formula, value): the invalid-input words name the first broken rule."""
+    code = Sym(named("verdict"))
+    words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
+    value = verdict.words_of(ctx.verdict_code) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
+    return words, value
+
+
+def _text(x) -> str:
+    return x.text if isinstance(x, Sym) else Sym(str(x)).text
+
+
 def verdict_rules(ws, rng: str, code: str) -> None:
-    """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 red."""
+    """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 (does
+    not fit) or below (invalid input) red."""
     meets = VERDICT_MEETS.name
     for cond, c in ((f"{code}={meets}", style.GREEN),
                     (f"AND(ISNUMBER({code}),{code}>=1,{code}<{meets})", style.AMBER),
-                    (f"AND(ISNUMBER({code}),{code}=0)", style.RED)):
+                    (f"AND(ISNUMBER({code}),{code}<1)", style.RED)):
         ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
                                                        fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))

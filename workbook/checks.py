@@ -2,33 +2,34 @@
 
 Each check is one expression over named plan quantities, written with the
 :mod:`inference_ledger.expr` helpers, so the same definition renders the Checks sheet's formula and
-computes its cached value.  A check is 1 (pass) or 0 (fail); the master check is the
-minimum of them all and is shown on every sheet.
+computes its cached value.  A check is 1 (pass) or 0 (fail).  The Plan's verdict reads them
+all: one at 0 makes it "invalid input" and names the first broken rule; the master check is 1 only when every
+check passes and the verdict is "fits, meets targets", and is shown on every sheet (workbook.checks_sheet).
 
 The checklist items restate a ledger identity from its parts (total = weights + KV +
 workspace ...): in a live model they catch a formula that has been typed over.
 Findings (decode bandwidth-bound, prefill compute-bound) describe the plan and do not
 count towards the master check: a plan at a large batch is compute-bound by design.
 
-The Checks sheet (:func:`checks_sheet`) lists them with the plan inputs' range checks, and
-:func:`master_value` is the master check's value the build caches on every sheet.
+The Checks sheet (:func:`workbook.checks_sheet.checks_sheet`) lists them with the plan inputs' range checks, and
+:func:`workbook.checks_sheet.standing` is what the build caches for the verdict and the master check.
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from openpyxl.utils import get_column_letter
 
 from inference_ledger import ledger, plan, rules
-from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, le, lt, mod, or_, where
+from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
+from inference_ledger.units import SECONDS_PER_DAY
 
-from . import style
-from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, section
+from .cells import SELECTOR_NAMES, named
 from .context import Ctx, absolute
-from .tables import FIRST_ROW, SELECTORS, TABLE_ROWS
+from .tables import FIRST_ROW, TABLE_ROWS
 from .tco import finance_checks
 
 CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the identity checks (floating-point rounding)",
@@ -124,6 +125,10 @@ SEED_CHECKLIST: tuple[Check, ...] = (
 
 # --- integrity of the plan's inputs ------------------------------------------------------------
 
+#: The words of the requests-per-day finding (its Checks row and the flag beside the input on Plan).
+AVERAGE_ABOVE_PEAK_FINDING = "Finding: the average load (requests per day) is within the peak QPS"
+AVERAGE_ABOVE_PEAK_FLAG = "average above the peak QPS"
+
 
 def active_within_total(active_params, num_params, quantized_params, active_quantized_params):
     return and_(le(active_params, num_params), le(quantized_params, num_params),
@@ -161,6 +166,18 @@ PLAN_INTEGRITY: tuple[Check, ...] = MODEL_RULE_CHECKS + (
     Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),
 )
 
+def average_within_peak(requests_per_day, target_qps):
+    """The daily average (requests per day / 86,400 s) is no more than the peak the fleet is sized for."""
+    return le(requests_per_day / SECONDS_PER_DAY, target_qps)
+
+
+#: Findings about the plan's inputs: shown (and flagged on Plan), outside the master check, since `plan` takes them.
+INPUT_FINDINGS: tuple[Check, ...] = (
+    Check(AVERAGE_ABOVE_PEAK_FINDING, "Requests per day / 86,400 s <= the target (peak) QPS: an average above the "
+          "peak sizes the average-load bill (Cost sheet, Forecast base) larger than the peak fleet.",
+          average_within_peak, counts=False),
+)
+
 #: Catalog columns that must be positive in every row: (sheet, field).
 POSITIVE_FIELDS = (
     ("GPUs", "memory_bytes"), ("GPUs", "memory_runtime_bytes"), ("GPUs", "hbm_bw"), ("GPUs", "bf16_flops"),
@@ -170,8 +187,8 @@ POSITIVE_FIELDS = (
 
 
 def in_range(x, lo, lo_inclusive, hi, whole):
-    """1 when x is within [lo or (lo, hi], and whole when it must be."""
-    return one_zero(and_(or_(gt(x, lo), and_(eq(lo_inclusive, 1), eq(x, lo))), le(x, hi),
+    """1 when x is a number within [lo or (lo, hi], and whole when it must be (a text or a blank is not)."""
+    return one_zero(and_(isnumber(x), or_(gt(x, lo), and_(eq(lo_inclusive, 1), eq(x, lo))), le(x, hi),
                          or_(eq(whole, 0), eq(floor(x), x))))
 
 
@@ -195,11 +212,9 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
         rows.append((group, chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
     for chk in PLAN_INTEGRITY:
         rows.append(("Integrity", chk.label, chk.doc, one_zero(chk(refs)), int(one_zero(chk(vals)))))
-    for key, label, sheet in SELECTORS:
-        t = ctx.tables[sheet]
-        found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
-        rows.append(("Integrity", f"{label} is in the {sheet} catalog", "The dropdown choice matches a catalog id.",
-                     found, int(any(e.id == ctx.choice[key] for e in t.rows))))
+    for chk in INPUT_FINDINGS:
+        rows.append(("Findings (not in the master check)", chk.label, chk.doc, one_zero(chk(refs)),
+                     int(one_zero(chk(vals)))))
     rows += finance_checks(ctx)
     for sheet, field in POSITIVE_FIELDS:
         t = ctx.tables[sheet]
@@ -212,88 +227,3 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
                      "Catalog values are physical quantities: none may be zero or negative.",
                      Sym(f'IF(COUNTIFS({rng},"<=0")=0,1,0)'), int(ok)))
     return rows
-
-
-def checks_sheet(wb, ctx: Ctx) -> None:
-    ws = ctx.new_sheet("Checks", "Checks", {"A": 26, "B": 70, "C": 10, "D": 80}, tab="7F7F7F")
-    ctx.put(ws, "A3", "Each check is 1 (pass) or 0 (fail). The master check is the lowest of them and shows on "
-            "every sheet. Findings describe the plan and are not counted.", style.NOTE)
-    ws.merge_cells("A3:D3")
-    header(ctx, ws, 5, 1, ["Group", "Check", "Result", "What it verifies", "Failure no."])
-    r = 5
-    counted: list[str] = []
-    failures = 0
-    for group, label, doc, formula, value in check_rows(ctx):
-        r += 1
-        ctx.put(ws, f"A{r}", group, style.NOTE)
-        ctx.put(ws, f"B{r}", label, style.NOTE)
-        ctx.formula(ws, f"C{r}", formula, value, style.CHECK, style.PASS_FAIL)
-        flag_rules(ws, f"C{r}", f"C{r}")
-        ctx.put(ws, f"D{r}", doc, style.NOTE)
-        if not group.startswith("Findings"):
-            counted.append(f"C{r}")
-            # the failures numbered 1, 2 ... in sheet order: the Summary lists them in words
-            failures += value == 0
-            ctx.formula(ws, f"E{r}", where(eq(Sym(f"C{r}"), 0), Sym(f"COUNT(E$5:E{r - 1})+1"), ""),
-                        failures if value == 0 else "", style.FORMULA, "0")
-    ctx.define("check_labels", ws, f"B6:B{r}")
-    ctx.define("check_failure_no", ws, f"E6:E{r}")
-    r += 2
-    section(ctx, ws, f"A{r}", "Plan inputs in range (ranges from inference_ledger.args)")
-    r += 1
-    header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
-    for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):
-        ctx.put(ws, f"{col}{r}", text, style.HEADER)
-    for col in "EFGH":
-        ws.column_dimensions[col].width = 12
-    for inp in plan.INPUTS:
-        r += 1
-        a = inp.arg
-        ctx.put(ws, f"A{r}", inp.name)
-        v = ctx.inputs[inp.name]
-        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, style.FORMULA, quantity_format(inp.name, inp.unit, v))
-        ctx.put(ws, f"E{r}", a.lo, style.CONSTANT, style.number_format("", a.lo))
-        ctx.put(ws, f"F{r}", int(a.lo_inclusive), style.CONSTANT, style.number_format("1/0"))
-        ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, style.number_format("", a.hi))
-        ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, style.number_format("1/0"))
-        cells = [Sym(f"{c}{r}") for c in "BEFGH"]
-        ctx.formula(ws, f"C{r}", in_range(*cells), int(in_range(v, a.lo, int(a.lo_inclusive), a.hi, int(a.integer))),
-                    style.CHECK, style.PASS_FAIL)
-        flag_rules(ws, f"C{r}", f"C{r}")
-        ctx.put(ws, f"D{r}", allowed_words(a, inp.unit), style.NOTE)
-        counted.append(f"C{r}")
-    r += 2
-    ctx.put(ws, f"A{r}", "Master check", style.SECTION)
-    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(_runs(counted)) + ")"), ctx.master_value, style.CHECK,
-                style.PASS_FAIL)
-    flag_rules(ws, f"C{r}", f"C{r}")
-    ctx.define("master_check", ws, f"C{r}")
-
-
-def allowed_words(a, unit: str) -> str:
-    """An input's allowed range for a reader: numbers with separators, never 1e+15."""
-    def num(x: float) -> str:
-        return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.{style.decimals_for(x)}f}"
-    kind = "a whole number" if a.integer else "a number"
-    return f"{kind} {'>=' if a.lo_inclusive else '>'} {num(a.lo)} and <= {num(a.hi)} ({unit})"
-
-
-def _runs(cells: Sequence[str]) -> list[str]:
-    """Cells of one column as ranges of consecutive rows: C6, C7, C8, C10 -> C6:C8, C10."""
-    out: list[list[int]] = []
-    col = cells[0][0]
-    for row in (int(c[1:]) for c in cells):
-        if out and row == out[-1][1] + 1:
-            out[-1][1] = row
-        else:
-            out.append([row, row])
-    return [f"{col}{a}:{col}{b}" if a != b else f"{col}{a}" for a, b in out]
-
-
-def master_value(ctx: Ctx) -> int:
-    vals = [v for g, _l, _d, _f, v in check_rows(ctx) if not g.startswith("Findings")]
-    for inp in plan.INPUTS:
-        a = inp.arg
-        vals.append(int(in_range(ctx.inputs[inp.name], a.lo, int(a.lo_inclusive), a.hi, int(a.integer))))
-    return int(min(vals))
-

@@ -18,10 +18,16 @@ from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
+from inference_ledger import verdict
 from inference_ledger.expr import Sym, eq, where
 
 from . import style
 from .tables import Table
+
+#: The master check's words (row 2 of every sheet).
+ALL_PASS = "All checks pass (Checks sheet)"
+CHECK_FAILS = "A CHECK FAILS: see the Checks sheet"
+VERDICT_FAILS = "Master check 0: the plan is not \"fits, meets targets\" (verdict on Plan)"
 
 # Names Excel would read as a cell (A1, XFD1048576) or R1C1 reference (R, C, R1C1, RC2).
 _CELL_LIKE = re.compile(r"^([A-Za-z]{1,3}[0-9]+|[RrCc]|[Rr][0-9]*[Cc][0-9]*|[Rr][0-9]+|[Cc][0-9]+)$")
@@ -51,11 +57,18 @@ class Ctx:
     engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP (not looked up by name)
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1
+    checks_pass: int = 1  # every counted check and range rule passes (workbook.checks_sheet.standing)
+    rule_broken: str = ""  # the first broken rule's words when one is
     currency_code: str = "USD"  # the currency every money format shows (amounts are not converted)
     currency_symbol: str = "$"
     forecast_months: int = 36  # columns of the Forecast sheet's timeline
     cached: dict[tuple[str, str], Any] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def verdict_code(self) -> float:
+        """The Plan's verdict code as the workbook computes it: the plan's, or -1 when a rule is broken."""
+        return float(self.values["verdict"]) if self.checks_pass else verdict.INVALID_INPUT
 
     # --- sheets ------------------------------------------------------------------
     def new_sheet(self, title: str, heading: str, widths: Mapping[str, float] = (),
@@ -72,10 +85,12 @@ class Ctx:
         return ws
 
     def master_status(self, ws: Worksheet, coord: str) -> None:
-        text = where(eq(Sym("master_check"), 1), "All checks pass (Checks sheet)",
-                     "A CHECK FAILS: see the Checks sheet")
-        value = where(self.master_value == 1, "All checks pass (Checks sheet)", "A CHECK FAILS: see the Checks sheet")
-        self.formula(ws, coord, text, value, style.CHECK)
+        """The master check in words: all pass; a check fails; or every check passes but the verdict is not
+        "fits, meets targets" (a plan that does not fit never reads "All checks pass")."""
+        def words(master, checks):
+            return where(eq(master, 1), ALL_PASS, where(eq(checks, 1), VERDICT_FAILS, CHECK_FAILS))
+        self.formula(ws, coord, words(Sym("master_check"), Sym("checks_pass")),
+                     words(self.master_value, self.checks_pass), style.CHECK)
 
     # --- cells -------------------------------------------------------------------
     def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_ledger import disaggregated, plan
-from inference_ledger.expr import Sym
+from inference_ledger.expr import Sym, maximum
 
 from . import style
 from .cells import unit_text
@@ -64,7 +64,9 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
     p_in = dict(ctx.inputs) | layout | pre | {"concurrency": layout["dp_attention"]}
     d1_in = dict(ctx.inputs) | layout | dec | {"concurrency": 1}
     d1 = plan.evaluate(d1_in, validate=False)
-    d_in = dict(ctx.inputs) | layout | dec | {"concurrency": d1["serving_concurrency"]}
+    # at least one sequence, as inference_ledger.disaggregated.decode_pool sizes it (a pool that holds none does not fit:
+    # its verdict says so, and the totals stay finite)
+    d_in = dict(ctx.inputs) | layout | dec | {"concurrency": maximum(d1["serving_concurrency"], 1)}
     values = {"prefill": plan.evaluate(p_in, validate=False), "decode1": d1, "decode": plan.evaluate(d_in, validate=False)}
 
     for key, col in COLUMNS.items():
@@ -79,7 +81,7 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
         coord = f"{col}{row['batching']}"      # prefill as prompts arrive; decode steps carry no prompt chunks
         ctx.put(ws, coord, int(values[key]["batching"]), style.CONSTANT, "0")
         batch = {"prefill": Sym(f"B{row['dp_attention']}"), "decode1": None,
-                 "decode": Sym(f"C{row['serving_concurrency']}")}[key]
+                 "decode": maximum(Sym(f"C{row['serving_concurrency']}"), 1)}[key]
         coord = f"{col}{row['concurrency']}"
         if batch is None:
             ctx.put(ws, coord, 1, style.CONSTANT, "0")

@@ -47,6 +47,11 @@ USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_
         "lead_time_months", "servers_owned_start", "server_price_per_gpu", "owned_running_cost_per_gpu_month",
         "price_per_gpu_hour", "cost_of_capital", "depreciation_years")
 
+#: Renting everything runs the same fleet as buying (the peak + headroom, every hour): requests per day size only
+#: the base the buy option owns, so this alternative does not move with them (at 0 requests a day the two agree).
+RENT_ALL_LABEL = "Alternative: the same peak fleet, every GPU on demand (requests per day do not enter)"
+NPV_RENT_LABEL = "NPV of cash out: everything on demand (the peak fleet every hour; requests per day do not enter)"
+
 Row = tuple[str, str, str, Optional[Callable[..., Any]]]  # fn None: a row of optional input cells
 
 
@@ -89,7 +94,7 @@ def _rows(n) -> list[Row]:
         ("pv", "Present value of the cash out", "$", lambda p, c, prev: c["cash"] * c["discount"]),
         ("book_share", "Book value left at the end (share of its capex)", "fraction",
          lambda p, c, prev: finance.remaining_value_share(c["month"], n, p.depreciation_years)),
-        ("rent_all", "Alternative: every needed GPU on demand", "$/month",
+        ("rent_all", RENT_ALL_LABEL, "$/month",
          lambda p, c, prev: ledger.monthly_cost(p.price_per_gpu_hour, c["gpus_needed"])),
         ("rent_all_pv", "Alternative: its present value", "$", lambda p, c, prev: c["rent_all"] * c["discount"]),
     ]
@@ -167,7 +172,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
          s["residual"], money),
         ("forecast_npv_buy", "NPV of cash out: buy the base, rent the peak", Sym(f"SUM({span('pv')})")
          - Sym("forecast_residual") * disc_last, s["npv_buy"], money),
-        ("forecast_npv_rent", "NPV of cash out: everything on demand", Sym(f"SUM({span('rent_all_pv')})"), s["npv_rent"],
+        ("forecast_npv_rent", NPV_RENT_LABEL, Sym(f"SUM({span('rent_all_pv')})"), s["npv_rent"],
          money),
         ("forecast_saving", "NPV saved by buying (negative: renting is cheaper)",
          Sym("forecast_npv_rent") - Sym("forecast_npv_buy"), s["saving"], money),

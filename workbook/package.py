@@ -230,14 +230,19 @@ def _range_values(formula: str, values: Mapping[tuple[str, str], Any]) -> list[A
 
 
 def fill_chart_caches(root, values: Mapping[tuple[str, str], Any]) -> None:
-    """Give every numRef/strRef of a parsed chart its cache; a reference to text becomes a strRef."""
+    """Give every numRef/strRef of a parsed chart its cache; a reference to text becomes a strRef, except a series'
+    values: they stay numbers, and a text among them (a bill's "does not fit") is a point left out (a gap)."""
+    parent = {child: el for el in root.iter() for child in el}
+    values_tags = {_chart(t) for t in ("val", "xVal", "yVal", "bubbleSize")}
     refs = [el for el in root.iter() if el.tag in (_chart("numRef"), _chart("strRef"))]
     for ref in refs:
         f = ref.find(_chart("f"))
         data = _range_values(f.text, values)
         for old in [x for x in ref if x.tag in (_chart("numCache"), _chart("strCache"))]:
             ref.remove(old)
-        if ref.tag == _chart("numRef") and any(isinstance(x, str) for x in data):
+        if ref.tag == _chart("numRef") and parent.get(ref) is not None and parent[ref].tag in values_tags:
+            pass
+        elif ref.tag == _chart("numRef") and any(isinstance(x, str) for x in data):
             ref.tag = _chart("strRef")
         text = ref.tag == _chart("strRef")
         cache = ET.Element(_chart("strCache" if text else "numCache"))

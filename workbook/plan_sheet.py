@@ -12,19 +12,20 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
 from inference_ledger import concurrency, plan, verdict
-from inference_ledger.expr import Sym, isblank, where
+from inference_ledger.expr import Sym, eq, isblank, where
 from inference_ledger.units import CONSTANTS
 
 from . import checks, style
-from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, code_words, unit_text, flag_rules, header, line_row, list_validation, named,
-                    numeric_validation, py_value, quantity_format, scale, second_view, section, shown, verdict_rules)
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header, is_bill,
+                    line_row, list_validation, named, numeric_validation, py_value, quantity_format, scale,
+                    second_view, section, shown, verdict_rules, verdict_words)
 from .context import Ctx
 from .load_chart import binding_limit_row
 from .plan_charts import plan_charts
 from .tables import SELECTORS, lookup
 
 #: Every named constant the workbook shows (the ledger's and the checks' tolerance).
-WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (checks.CHECK_TOLERANCE,)
+WORKBOOK_CONSTANTS = tuple(CONSTANTS) + (checks.CHECK_TOLERANCE, verdict.VERDICT_INVALID)
 #: Ledger lines the Plan's summary repeats (in this order, those that exist).
 SUMMARY = ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
            "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "gpus_needed", "kv_capacity_tokens", "max_concurrency",
@@ -159,6 +160,12 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     dv.add(typed)
     if lk is None:
         ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
+        if inp.name == "requests_per_day":   # flagged beside the input (a finding on Checks; `plan` takes it)
+            ok = checks.average_within_peak
+            ctx.formula(ws, f"D{r}", where(ok(Sym(coord), Sym(named("target_qps"))), "", checks.AVERAGE_ABOVE_PEAK_FLAG),
+                        where(ok(ctx.inputs[inp.name], ctx.inputs["target_qps"]), "", checks.AVERAGE_ABOVE_PEAK_FLAG),
+                        style.NOTE)
+            ws[f"D{r}"].font = Font(color=style.RED[1], bold=True)
     else:
         formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
         ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
@@ -198,7 +205,10 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
         ctx.put(ws, f"A{r}", q.label)
         for col, line in (("B", lo), ("D", hi)):
             value = py_value(ctx.values[line])
-            ctx.formula(ws, f"{col}{r}", Sym(named(line)), value, style.FORMULA, quantity_format(line, q.unit, value))
+            expr, shown_v = Sym(named(line)), value
+            if is_bill(line):   # no bill, so no band, for a plan that does not start
+                expr, shown_v = bill(Sym(named("verdict")), expr), bill(ctx.verdict_code, value)
+            ctx.formula(ws, f"{col}{r}", expr, shown_v, style.FORMULA, quantity_format(line, q.unit, value))
         ctx.put(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
     ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
             "rows of this deployment's segment (engine family x GPU vendor x dense/MoE), each held out from what "
@@ -212,18 +222,22 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     section(ctx, ws, f"A{r}", "Verdict")
     r += 1
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
-    ctx.formula(ws, f"B{r}", verdict.words(Sym(named("verdict"))), verdict.words_of(ctx.values["verdict"]), style.FORMULA)
+    ctx.formula(ws, f"B{r}", *verdict_words(ctx), style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
-            "queues part of the concurrency; red does not start (the verdict code below).", style.NOTE)
+            "queues part of the concurrency; red does not start (code 0), or an input breaks a rule (code -1, "
+            "\"invalid input\": the rule is named, and listed on the Checks sheet).", style.NOTE)
     r += 1
     binding_limit_row(ctx, ws, r)
     ws[f"B{r}"].alignment = Alignment(wrap_text=True, vertical="top")   # its words run long: wrap, never cut
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = line_row(ctx, ws, r, "A", line)
-        if line.name == "verdict":
+        if line.name == "verdict":   # the plan's code, unless a typed input breaks a rule (workbook.checks)
+            formula, _ = plan.render(line, named)
+            ctx.formula(ws, coord, where(eq(Sym("checks_pass"), 1), Sym(formula[1:]), verdict.VERDICT_INVALID),
+                        ctx.verdict_code, style.FORMULA)
             verdict_rules(ws, coord, coord)
         elif line.unit == "1/0":   # pass/fail colours only on pass/fail cells (a code is neither)
             flag_rules(ws, coord, coord)
@@ -242,7 +256,11 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         ctx.put(ws, f"{L(0)}{r}", q.label)
         value = py_value(ctx.values[name])
         fmt = quantity_format(name, q.unit, value)
-        ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, fmt)
+        if is_bill(name):   # a plan that does not start has no bill: the verdict's words instead
+            ctx.formula(ws, f"{L(1)}{r}", bill(Sym(named("verdict")), Sym(named(name))),
+                        bill(ctx.verdict_code, value), style.FORMULA, fmt)
+        else:
+            ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, fmt)
         ctx.put(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:

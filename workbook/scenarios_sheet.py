@@ -19,11 +19,11 @@ from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.expr import Sym
 
 from . import style
-from .cells import (SELECTOR_NAMES, bars, flag_rules, list_validation, named, py_value, quantity_format, shown,
-                    verdict_rules)
+from .cells import (SELECTOR_NAMES, bars, bill, billed, flag_rules, list_validation, named, py_value,
+                    quantity_format, shown, verdict_rules)
 from .context import Ctx
 from .scenarios import Scenario
-from .tables import ENGINE_LOOKUPS, SELECTORS, lookup
+from .tables import ENGINE_LOOKUPS, KERNEL_INPUTS, SELECTORS, lookup
 
 
 def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, float], set[str]]:
@@ -34,7 +34,7 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
     lookups; everything else follows the Plan sheet.
     """
     follow = {k: v for k, v in ctx.inputs.items() if k not in resolve.FROM_CATALOG and k not in ENGINE_LOOKUPS
-              and (k not in ctx.engine_inputs or k in ctx.explicit)}
+              and k not in KERNEL_INPUTS and (k not in ctx.engine_inputs or k in ctx.explicit)}
     try:
         r = resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None, kv_dtype=sc.kv_dtype or "bf16",
                             engine=sc.engine or ctx.engine, extra_models=ctx.tables["Models"].rows,
@@ -49,6 +49,11 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
     return choice, dict(r.inputs), own
 
 
+#: The rows' costs are at the GPU costs catalog's price of each row's own GPU: a price typed into the Plan's override
+#: is for the Plan's plan, not the rows' (a row sets its own with a price_per_gpu_hour column).
+COST_GROUP = "Cost (catalog price of the row's GPU)"
+#: Column labels that say where a row's value comes from.
+LABELS = {"price_per_gpu_hour": "Price per GPU-hour (GPUs catalog; the Plan's override does not apply)"}
 #: The grid's visible groups, left to right: (group header, columns); a column is a dropdown choice
 #: (workbook.tables.SELECTORS), a plan input or a plan line.
 GROUPS = (
@@ -57,7 +62,8 @@ GROUPS = (
     ("Memory per GPU", ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
                         "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "max_concurrency")),
     ("Speed", ("ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu")),
-    ("Cost", ("gpus_per_replica", "cost_per_million_output_tokens", "gpus_for_qps", "monthly_cost_qps")),
+    (COST_GROUP, ("price_per_gpu_hour", "gpus_per_replica", "cost_per_million_output_tokens", "gpus_for_qps",
+                  "monthly_cost_qps")),
     ("Verdict", ("verdict", "fits", "ttft_ok", "tpot_ok")),
 )
 #: Rows of the grid's header and its first scenario.
@@ -103,7 +109,8 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Scenarios", "Scenarios: what-if grid", {"A": 40, "B": 24}, tab="70AD47")
     ctx.put(ws, "A3", "One scenario per row. Add one by copying the last row down, then change its yellow cells "
             "(model, GPU, formats and engine are dropdowns). Inputs a row does not set follow the Plan sheet; green "
-            "cells are catalog lookups. Every other input and ledger line is in the Detail group (click + to show).",
+            "cells are catalog lookups for the row's own model and GPU (an override typed on Plan does not apply: "
+            "costs are at the catalog price). Every other input and ledger line is in the Detail group (click + to show).",
             style.NOTE)
     ws.merge_cells("A3:R3")
     rows = [scenario_inputs(ctx, sc) for sc in ctx.scenarios]
@@ -125,7 +132,7 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
             heads.append((col, labels[n][0], "id", SELECTOR_NAMES[n]))
         else:
             q = plan.LINE_BY_NAME.get(n) or plan.INPUT_BY_NAME[n]
-            heads.append((col, q.label, shown(q.unit, py_value(ctx.values[n])), n))
+            heads.append((col, LABELS.get(n, q.label), shown(q.unit, py_value(ctx.values[n])), n))
     for col, label, unit, name in heads:
         ctx.put(ws, f"{col}{LABEL_ROW}", label, style.HEADER)
         ctx.put(ws, f"{col}{UNIT_ROW}", unit, style.NOTE).alignment = Alignment(wrap_text=False)
@@ -167,6 +174,7 @@ def _scenario_row(ctx: Ctx, ws, r: int, sc: Scenario, choice, inputs, own, cols,
     vals = plan.evaluate(inputs)
     ref = lambda n: f"${cols[n]}{r}"  # noqa: E731
     key_refs = {sel: f"${col}{r}" for sel, col in sel_cols.items()}
+    key_refs |= {n: ref(n) for n in ("tp", "ep") if n in cols}  # the Kernels sheet's key reads the row's layout
     ctx.put(ws, f"A{r}", sc.label, style.INPUT)
     ctx.formula(ws, f"B{r}", verdict.words(Sym(ref("verdict"))), verdict.words_of(vals["verdict"]), style.FORMULA)
     for sel, col in sel_cols.items():
@@ -181,7 +189,13 @@ def _scenario_row(ctx: Ctx, ws, r: int, sc: Scenario, choice, inputs, own, cols,
             ctx.formula(ws, coord, lk[0], inputs[inp.name], style.LOOKUP, fmt)
         else:
             ctx.formula(ws, coord, Sym(named(inp.name)), inputs[inp.name], style.FORMULA, fmt)
+    code = Sym(ref("verdict"))
     for line in [l for l in plan.LINES if l.name in cols]:
         formula, _ = plan.render(line, ref)
         v = py_value(vals[line.name])
-        ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, quantity_format(line.name, line.unit, v))
+        fmt = quantity_format(line.name, line.unit, v)
+        if line.name in billed(cols):   # a row that does not start has no bill: the verdict's words instead
+            ctx.formula(ws, f"{cols[line.name]}{r}", bill(code, Sym(formula[1:])), bill(vals["verdict"], v),
+                        style.FORMULA, fmt)
+        else:
+            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, fmt)

@@ -86,7 +86,8 @@ def start_sheet(wb, ctx: Ctx) -> None:
     section(ctx, ws, f"A{r}", "Master check")
     r += 1
     ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, style.CHECK, style.PASS_FAIL)
-    ctx.put(ws, f"B{r}", "pass (1) when every check on the Checks sheet passes, FAIL (0) otherwise.")
+    ctx.put(ws, f"B{r}", "pass (1) when every check on the Checks sheet passes and the verdict is \"fits, meets "
+            "targets\", FAIL (0) otherwise.")
     for row in range(4, r + 1):
         if ws[f"B{row}"].value:
             ws.merge_cells(f"B{row}:C{row}")

@@ -24,7 +24,7 @@ from inference_ledger.expr import Sym, ceil, concat, eq, ge, where
 from inference_ledger.units import MS_PER_S
 
 from . import style
-from .cells import fit_rows, header, named, py_value, section, verdict_rules
+from .cells import bill, fit_rows, header, named, py_value, section, verdict_rules, verdict_words
 from .checks import check_rows
 from .context import Ctx
 from .load_chart import X_RANGE
@@ -115,8 +115,6 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
     v = {**ctx.inputs, **ctx.values}
     n = lambda k: Sym(named(k))  # noqa: E731
     val = lambda k: py_value(v[k])  # noqa: E731
-    fits = eq(n("verdict"), verdict.DOES_NOT_FIT)
-    fits_v = val("verdict") == verdict.DOES_NOT_FIT
     section(ctx, ws, f"B{r}", "Key numbers")
     r += 1
     header(ctx, ws, r, 2, ["Quantity", "Plan", "Target or also", "Status"])
@@ -138,13 +136,13 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
     def line(k, transform=None):
         return (n(k), val(k)) if transform is None else (transform(n(k)), transform(val(k)))
 
-    def unless_unfit(k, expr=None, value=None):
+    def unless_unfit(k, expr=None, value=None):   # a bill: the verdict's words when the plan does not start
         e, x = (n(k), val(k)) if expr is None else (expr, value)
-        return where(fits, verdict.WORDS[0], e), (verdict.WORDS[0] if fits_v else x)
+        return bill(n("verdict"), e), bill(ctx.verdict_code, x)
 
     r += 1
     ctx.put(ws, f"B{r}", "Verdict")
-    ctx.formula(ws, f"C{r}", verdict.words(n("verdict")), verdict.words_of(val("verdict")), style.FORMULA)
+    ctx.formula(ws, f"C{r}", *verdict_words(ctx), style.FORMULA)
     ws.merge_cells(f"C{r}:E{r}")
     verdict_rules(ws, f"C{r}:E{r}", named("verdict"))
     words = lambda ok_name, yes, no: (where(eq(n(ok_name), 1), yes, no), yes if val(ok_name) == 1 else no)  # noqa

@@ -38,7 +38,7 @@ from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS,
                                     build_sweep, columns, evaluate_block)
 from inference_ledger.units import CONSTANTS
 
-from .cells import build_date
+from .cells import bill, billed, build_date
 from .package import MissingCachedValue, zip_info
 from .printing import PAGE_WIDTH
 from .sweep_csv import write_csv
@@ -195,6 +195,15 @@ def _print_setup(pages: int) -> str:
             f'<oddFooter>&amp;L&amp;A&amp;RPage &amp;P of &amp;N</oddFooter></headerFooter>')
 
 
+def _bill_cells(prefix: str, rows: list[str], attrs: str, follow: str, arr: np.ndarray, code: np.ndarray) -> list[str]:
+    """A bill column's cells: the cached number where the row starts, the verdict's words (a text result) where not."""
+    starts = np.asarray(code, dtype=float) >= 1
+    out = _value_cells(prefix, rows, attrs + follow, np.where(starts, np.asarray(arr, dtype=float), 0.0), formula=True)
+    for i in np.flatnonzero(~starts):
+        out[i] = f'{prefix}{rows[i]}{attrs} t="str"{follow}<v>{escape(str(bill(code[i], 0.0)))}</v></c>'
+    return out
+
+
 def file_date() -> datetime:
     """The date a file carries: SOURCE_DATE_EPOCH when set, else the newest catalog date (as the workbook)."""
     return build_date(load_tables())
@@ -227,6 +236,10 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
 
     formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
                         else plan.render(c.key, ref)[0])[1:] for c in cols if c.kind == "line"}
+    # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
+    bills = billed([c.key for c in cols if c.kind == "line"])
+    for key in bills:
+        formulas[key] = bill(Sym(ref("verdict")), Sym(formulas[key])).text
     formats = list(dict.fromkeys(number_format(c.unit) for c in cols))
     style = {c.key: (2 + formats.index(number_format(c.unit))) if c.kind != "label" else 0 for c in cols}
 
@@ -277,8 +290,11 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
                 else:
                     si = si0 + formula_keys.index(c.key)
                     follow = f'><f t="shared" si="{si}"/>'
-                    col = (_value_cells(pre, rows, attrs + follow, vals[c.key][s:e], formula=True) if cached
-                           else _cells(pre, rows, attrs + follow, [""] * (e - s), "</c>"))
+                    if cached and c.key in bills:
+                        col = _bill_cells(pre, rows, attrs, follow, vals[c.key][s:e], vals["verdict"][s:e])
+                    else:
+                        col = (_value_cells(pre, rows, attrs + follow, vals[c.key][s:e], formula=True) if cached
+                               else _cells(pre, rows, attrs + follow, [""] * (e - s), "</c>"))
                     if s == 0:
                         L = pre[len('<c r="'):]
                         text = escape(formulas[c.key].replace(_ROW_MARK, rows[0]))

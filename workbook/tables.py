@@ -35,7 +35,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from inference_ledger import catalog, engines, ledger
+from inference_ledger import catalog, engines, kernels, ledger
 from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from inference_ledger.expr import Sym, gt, maximum, where
 from inference_ledger.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
@@ -182,11 +182,33 @@ _RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes")}
 _DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquantized_bytes": None}
 
 
+#: Kernel inputs looked up on the Kernels sheet (workbook.kernels_sheet) by model|gpu|tp|ep|weight dtype|KV
+#: dtype|engine, in its column order (kernel_tables first).
+KERNEL_INPUTS = ("kernel_tables", *(n for op in kernels.OPS for n in kernels.op_input_names(op)),
+                 "moe_kernel_launch_seconds")
+KERNEL_PREFIX = "KERNEL"
+
+
+def kernel_key_formula(refs: dict[str, str]) -> Sym:
+    """model|gpu|tp|ep|weight dtype|KV dtype|engine, from the cells (or names) holding each choice."""
+    parts = [refs["model"], refs["gpu"], refs.get("tp", "tp"), refs.get("ep", "ep"), refs["weight_dtype"],
+             refs["kv_dtype"], refs["engine"]]
+    return Sym('&"|"&'.join(parts))
+
+
+def kernel_lookup_formula(name: str, refs: dict[str, str]) -> Sym:
+    """The kernel input ``name`` of the chosen row, 0 where no row has the key (the roofline)."""
+    return Sym(f'IFERROR(INDEX({KERNEL_PREFIX}_TABLE,MATCH({kernel_key_formula(refs).text},{KERNEL_PREFIX}_IDS,0),'
+               f'MATCH("{name}",{KERNEL_PREFIX}_FIELDS,0)),0)')
+
+
 def is_lookup(name: str, tables: dict[str, Table]) -> bool:
     return _source(name, tables) is not None
 
 
 def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
+    if name in KERNEL_INPUTS:
+        return ("kernel",)
     if name == "peak_flops":
         return ("peak",)
     if name in _DTYPE_BYTES:
@@ -210,6 +232,8 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
     src = _source(name, tables)
     if src is None:
         return None
+    if src[0] == "kernel":  # the Kernels sheet's row (its Python value: the resolver's, kept by the caller)
+        return kernel_lookup_formula(name, keys), 0.0
     gpus, dtypes = tables["GPUs"], tables["Dtypes"]
     if src[0] == "field":
         _, sheet, key, field = src

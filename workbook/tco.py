@@ -28,6 +28,7 @@ from inference_ledger.verdict import DOES_NOT_FIT
 
 from . import style
 from .calibration import _Names
+from .cells import bill, is_bill, named
 from .context import Ctx
 from .printing import chart_box, last_row_under
 
@@ -60,6 +61,8 @@ SOURCES = (("On demand", "price_per_gpu_hour", "cost_per_million_output_tokens")
            ("Spot (interruptible)", "spot_price_per_gpu_hour", None),
            ("Owned", "owned_cost_per_gpu_hour", "owned_cost_per_million_output_tokens"),
            ("Cheapest", "best_cost_per_gpu_hour", "best_cost_per_million_output_tokens"))
+#: What a Scenarios row that does not start adds to its label here (its bars are left out of the charts).
+NOT_STARTING = " (does not fit)"
 #: Finance lines shown as the verdicts.
 VERDICTS = ("breakeven_utilization", "owned_beats_rent", "payback_months", "owned_fixed_cost_per_gpu_year",
             "owned_energy_cost_per_gpu_hour", "owned_running_cost_per_gpu_month", "owned_monthly_cost_qps",
@@ -109,20 +112,28 @@ def _sources(ctx: Ctx, ws, r: int) -> int:
         ctx.put(ws, f"A{r}", label)
         v = _num(ctx.values[hour])
         ctx.formula(ws, f"B{r}", Sym(hour), v, style.FORMULA, style.number_format("$/GPU-h"))
+        # $ per output token is a bill: a plan that does not start shows the verdict's words (workbook.cells.bill)
+        code = Sym(named("verdict"))
         if mtok:
-            ctx.formula(ws, f"C{r}", Sym(mtok), _num(ctx.values[mtok]), style.FORMULA, style.number_format("$/Mtok"))
+            ctx.formula(ws, f"C{r}", bill(code, Sym(mtok)), bill(ctx.verdict_code, _num(ctx.values[mtok])),
+                        style.FORMULA, style.number_format("$/Mtok"))
         else:
             expr = finance.cost_per_million_tokens(Sym(f"B{r}"), Sym("gpus_per_replica"), Sym("tokens_per_second"))
             val = finance.cost_per_million_tokens(v, ctx.values["gpus_per_replica"], ctx.values["tokens_per_second"])
-            ctx.formula(ws, f"C{r}", expr, _num(val), style.FORMULA, style.number_format("$/Mtok"))
+            ctx.formula(ws, f"C{r}", bill(code, expr), bill(ctx.verdict_code, _num(val)), style.FORMULA,
+                        style.number_format("$/Mtok"))
     r += 1
     for name in VERDICTS:
         r += 1
         q = _q(name)
         ctx.put(ws, f"A{r}", q.label)
         v = _num(ctx.values[name])
-        ctx.formula(ws, f"B{r}", Sym(name), int(v) if q.unit == "1/0" else v,
-                    style.CHECK if q.unit == "1/0" else style.FORMULA, style.number_format(q.unit, v))
+        shown_v = int(v) if q.unit == "1/0" else v
+        expr = Sym(name)
+        if is_bill(name):
+            expr, shown_v = bill(Sym(named("verdict")), expr), bill(ctx.verdict_code, shown_v)
+        ctx.formula(ws, f"B{r}", expr, shown_v, style.CHECK if q.unit == "1/0" else style.FORMULA,
+                    style.number_format(q.unit, v))
         ctx.put(ws, f"C{r}", q.doc, style.NOTE)
         ws.merge_cells(f"C{r}:H{r}")
     return r
@@ -196,7 +207,10 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         r += 1
         ref = lambda n, sr=sr: Sym(f"Scenarios!${cols[n]}{sr}")  # noqa: E731  (row-relative: copy down)
         val = lambda n, sr=sr: ctx.cached[("Scenarios", f"{cols[n]}{sr}")]  # noqa: E731
-        ctx.formula(ws, f"A{r}", Sym(f"Scenarios!$A{sr}"), wb["Scenarios"][f"A{sr}"].value, style.FORMULA)
+        # a row that does not start is marked in the label (its costs are words, so its bars are left out)
+        label, starts = wb["Scenarios"][f"A{sr}"].value, float(val("verdict")) >= 1
+        ctx.formula(ws, f"A{r}", Sym(f'Scenarios!$A{sr}&IF({ref("verdict").text}>=1,"","{NOT_STARTING}")'),
+                    label if starts else label + NOT_STARTING, style.FORMULA)
         ctx.formula(ws, f"B{r}", ref("cost_per_million_output_tokens"), val("cost_per_million_output_tokens"),
                     style.FORMULA, style.number_format("$/Mtok"))
         ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), val("monthly_cost_qps"), style.FORMULA,

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Distil NVIDIA aiconfigurator-core's measured kernel tables into the compact CSVs of inference_ledger/data/kernels/.
+
+Optional tool (needs ``pyarrow``; never run by the tests or at run time, which read the shipped CSVs).  It reads the
+SILICON parquet tables of an unpacked ``aiconfigurator_core`` wheel (Apache-2.0, (c) NVIDIA; see
+inference_ledger/data/kernels/NOTICE) and keeps a grid trimmed to what the catalog models need:
+
+* ``gemm.csv``: GEMM latency by (dtype, N, K) at M = 1, 4, 16, 64, 256, 1024, 4096, 16384 (one column per M);
+* ``decode_attention.csv``: generation attention per layer by (KV dtype, heads, KV heads, head dim, batch) at KV
+  lengths 128 .. 65,536 (the table's ``step`` + 1);
+* ``prefill_attention.csv``: context attention per layer of one prompt (batch 1) by (KV dtype, heads, KV heads,
+  head dim) at prompt lengths 128 .. 16,384;
+* ``allreduce.csv``: all-reduce latency by (library, GPUs, message bytes): NCCL and each engine's custom all-reduce
+  (CUDA-graph variant where the table has both).
+
+For each GPU x engine family the newest version the package holds is kept.  Latencies are written in microseconds
+with four significant digits.  Usage::
+
+    python3 scripts/distill_kernels.py /path/to/unzipped/aiconfigurator_core [out_dir]
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import os
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq  # optional dependency of this script only
+
+PACKAGE = "aiconfigurator-core 0.12.0"
+#: package GPU folder -> inference_ledger/data/gpus.csv ids it measures
+GPUS = {"h100_sxm": ("h100-sxm",), "h200_sxm": ("h200",), "a100_sxm": ("a100-80gb", "a100-40gb"),
+        "b200_sxm": ("b200",)}
+ENGINES = ("vllm", "sglang", "trtllm")
+GEMM_M = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+GEMM_NK = (512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 16384, 51200, 65536)
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block")
+DECODE_CTX = (128, 1024, 4096, 16384, 65536)
+DECODE_BATCH = (1, 4, 16, 64, 256, 1024)
+PREFILL_ISL = (128, 512, 1024, 2048, 4096, 8192, 16384)
+HEAD_DIMS = (64, 128)
+
+
+def _version_key(v: str):
+    out = []
+    for part in v.replace("rc", ".").replace("post", ".").split("."):
+        out.append(int(part) if part.isdigit() else 0)
+    return out
+
+
+def newest(folder: Path, filename: str) -> Path | None:
+    """The newest version folder under ``folder`` that holds ``filename``."""
+    if not folder.is_dir():
+        return None
+    vs = sorted((p for p in folder.iterdir() if (p / filename).is_file()), key=lambda p: _version_key(p.name))
+    return vs[-1] if vs else None
+
+
+def us(ms: float) -> str:
+    return f"{ms * 1000:.4g}"
+
+
+def header(kind: str, columns: str, extra: str) -> str:
+    return (f"# {kind}: measured kernel latencies distilled from NVIDIA {PACKAGE} (Apache-2.0, see NOTICE),\n"
+            f"# aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/*.parquet (SILICON tables); "
+            f"distilled {datetime.date.today().isoformat()} by scripts/distill_kernels.py.\n"
+            f"# Latencies in microseconds (us). {extra}\n"
+            f"#   gpu_ids: the gpus.csv ids the row measures; engine, version: the runtime the package measured with\n"
+            f"{columns}\n")
+
+
+def gemm_rows(root: Path):
+    for folder, ids in GPUS.items():
+        for eng in ENGINES:
+            d = newest(root / "data" / folder / "gemm" / eng, "gemm_perf.parquet")
+            if d is None:
+                continue
+            t = pq.read_table(d / "gemm_perf.parquet", columns=["gemm_dtype", "m", "n", "k", "latency"]).to_pydict()
+            best: dict = {}
+            for dt, m, n, k, lat in zip(t["gemm_dtype"], t["m"], t["n"], t["k"], t["latency"]):
+                if dt in GEMM_DTYPES and m in GEMM_M and n in GEMM_NK and k in GEMM_NK:
+                    key = (dt, n, k, m)
+                    best[key] = min(lat, best.get(key, lat))  # the fastest kernel the engine picks
+            for dt in GEMM_DTYPES:
+                for n in GEMM_NK:
+                    for k in GEMM_NK:
+                        lats = [best.get((dt, n, k, m)) for m in GEMM_M]
+                        if all(x is not None for x in lats):
+                            yield ["|".join(ids), eng, d.name, dt, n, k, *(us(x) for x in lats),
+                                   f"{folder}/gemm/{eng}/{d.name}/gemm_perf.parquet"]
+
+
+def attention_rows(root: Path, which: str):
+    for folder, ids in GPUS.items():
+        for eng in ENGINES:
+            d = newest(root / "data" / folder / "attention" / eng, f"{which}_attention_perf.parquet")
+            if d is None:
+                continue
+            f = d / f"{which}_attention_perf.parquet"
+            t = pq.read_table(f).to_pydict()
+            t.setdefault("window_size", [0] * len(t["latency"]))  # older tables hold full attention only
+            best: dict = {}
+            for b, isl, h, kv, hd, w, adt, kdt, step, lat in zip(*(t[c] for c in (
+                    "batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size", "attn_dtype",
+                    "kv_cache_dtype", "step", "latency"))):
+                if w != 0 or hd not in HEAD_DIMS or adt != "bfloat16":
+                    continue
+                if which == "generation":
+                    if b in DECODE_BATCH and step + 1 in DECODE_CTX:
+                        best[(kdt, h, kv, hd, b, step + 1)] = lat
+                elif b == 1 and isl in PREFILL_ISL:
+                    best[(kdt, h, kv, hd, 1, isl)] = lat
+            axis = DECODE_CTX if which == "generation" else PREFILL_ISL
+            groups = sorted({k[:5] for k in best})
+            for g in groups:
+                lats = [best.get((*g, x)) for x in axis]
+                # large batches are measured at short contexts only (the KV cache must fit): a blank cell is a
+                # shape the package did not measure; keep rows measured at the two shortest lengths
+                if lats[0] is not None and lats[1] is not None:
+                    row = ["|".join(ids), eng, d.name, *g] if which == "generation" else ["|".join(ids), eng, d.name,
+                                                                                          *g[:4]]
+                    yield [*row, *("" if x is None else us(x) for x in lats),
+                           f"{folder}/attention/{eng}/{d.name}/{f.name}"]
+
+
+def allreduce_rows(root: Path):
+    for folder, ids in GPUS.items():
+        d = newest(root / "data" / folder / "comm" / "nccl", "nccl_perf.parquet")
+        if d is not None:
+            t = pq.read_table(d / "nccl_perf.parquet").to_pydict()
+            for op, dt, g, size, lat in zip(t["op_name"], t["nccl_dtype"], t["num_gpus"], t["message_size"],
+                                            t["latency"]):
+                if op == "all_reduce" and dt == "half":
+                    yield ["|".join(ids), "nccl", d.name, g, size, us(lat),
+                           f"{folder}/comm/nccl/{d.name}/nccl_perf.parquet"]
+        for eng in ENGINES:
+            d = newest(root / "data" / folder / "comm" / eng, "custom_allreduce_perf.parquet")
+            if d is None:
+                continue
+            f = d / "custom_allreduce_perf.parquet"
+            t = pq.read_table(f).to_pydict()
+            srcs = t.get("kernel_source", [""] * len(t["latency"]))
+            has_graph = any("graph" in s.lower() for s in srcs)
+            for src, g, size, lat in zip(srcs, t["num_gpus"], t["message_size"], t["latency"]):
+                if has_graph and "graph" not in src.lower():
+                    continue
+                yield ["|".join(ids), eng, d.name, g, size, us(lat), f"{folder}/comm/{eng}/{d.name}/{f.name}"]
+
+
+def write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def table(rows, cols) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    root = Path(argv[1]) / "systems" if (Path(argv[1]) / "systems").is_dir() else Path(argv[1])
+    out = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parents[1] / "inference_ledger/data/kernels"
+    out.mkdir(parents=True, exist_ok=True)
+    cols = "gpu_ids,engine,version,dtype,n,k," + ",".join(f"m{m}" for m in GEMM_M) + ",source"
+    write(out / "gemm.csv", header("GEMM", cols, "One row per (dtype, N, K): y = x W^T with x M x K, W N x K; "
+                                   "columns m<M> are M (tokens) = " + ", ".join(map(str, GEMM_M))
+                                   + "; the fastest kernel the engine's table holds at that shape.")
+          + table(gemm_rows(root), cols))
+    cols = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim,batch," \
+        + ",".join(f"ctx{c}" for c in DECODE_CTX) + ",source"
+    write(out / "decode_attention.csv", header("Decode (generation) attention, one layer", cols,
+                                               "Columns ctx<L> are the KV length each sequence attends over (blank: not "
+                                               "measured); heads and kv_heads are per GPU (after TP); BF16 queries, no "
+                                               "sliding window.")
+          + table(attention_rows(root, "generation"), cols))
+    cols = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim," \
+        + ",".join(f"isl{c}" for c in PREFILL_ISL) + ",source"
+    write(out / "prefill_attention.csv", header("Prefill (context) attention of one prompt, one layer", cols,
+                                                "Columns isl<S> are the prompt length (causal, batch 1; blank: not "
+                                                "measured); heads per GPU; BF16 queries, no sliding window.")
+          + table(attention_rows(root, "context"), cols))
+    cols = "gpu_ids,library,version,gpus,message_bytes,latency_us,source"
+    write(out / "allreduce.csv", header("All-reduce", cols, "library nccl = NCCL all_reduce (fp16), otherwise the "
+                                        "engine's custom all-reduce (CUDA-graph variant where measured both ways).")
+          + table(allreduce_rows(root), cols))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

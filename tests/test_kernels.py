@@ -1,0 +1,200 @@
+"""The measured kernel tables and the step priced per operation from them (inference_ledger.kernels).
+
+Expected values are read straight from the shipped CSVs with the csv module and combined by hand (log-log
+interpolation written out here), not through the module's own loader.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inference_ledger import kernels, plan, resolve
+
+DATA = Path(kernels.__file__).with_name("data") / "kernels"
+US = 1e-6
+
+
+def _csv(name):
+    with (DATA / name).open() as fh:
+        return list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
+
+
+def _gemm_row(gpu, engine, dtype, n, k):
+    return next(r for r in _csv("gemm.csv") if gpu in r["gpu_ids"].split("|") and r["engine"] == engine
+                and r["dtype"] == dtype and int(r["n"]) == n and int(r["k"]) == k)
+
+
+def _loglerp(x, x0, x1, y0, y1):
+    f = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+    return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
+
+
+def test_every_table_names_its_source_and_the_notice_exists():
+    for name in ("gemm.csv", "decode_attention.csv", "prefill_attention.csv", "allreduce.csv"):
+        head = (DATA / name).read_text().split("\n", 2)[:2]
+        assert "aiconfigurator-core 0.12.0" in head[0] and "Apache-2.0" in head[0], name
+        assert "distilled 20" in head[1], name
+        assert all(r["source"].endswith(".parquet") for r in _csv(name)), name
+    notice = (DATA / "NOTICE").read_text()
+    assert "Apache License, Version 2.0" in notice and "NVIDIA" in notice
+    assert sum(p.stat().st_size for p in DATA.iterdir()) < 4e6  # a few MB at most
+
+
+def test_gemm_lookup_equals_the_table_at_grid_points():
+    r = _gemm_row("h100-sxm", "vllm", "bfloat16", 2560, 8192)
+    for m in (1, 16, 256, 4096, 16384):
+        t, src = kernels.gemm_seconds("h100-sxm", "vllm", "bfloat16", m, 2560, 8192)
+        assert t == pytest.approx(float(r[f"m{m}"]) * US, rel=1e-12)
+        assert "h100_sxm/gemm/vllm" in src
+
+
+def test_gemm_interpolates_log_log_between_grid_points_and_extrapolates_in_proportion():
+    r = _gemm_row("h200", "trtllm", "fp8", 8192, 7168)
+    # M = 128 lies halfway (in log) between the grid's 64 and 256: the geometric mean
+    t, _ = kernels.gemm_seconds("h200", "trtllm", "fp8", 128, 8192, 7168)
+    assert t == pytest.approx(math.sqrt(float(r["m64"]) * float(r["m256"])) * US, rel=1e-9)
+    # N = 14,336 between the grid's 12,288 and 16,384 at a grid M
+    lo, hi = _gemm_row("h200", "trtllm", "fp8", 12288, 7168), _gemm_row("h200", "trtllm", "fp8", 16384, 7168)
+    t, _ = kernels.gemm_seconds("h200", "trtllm", "fp8", 1024, 14336, 7168)
+    assert t == pytest.approx(_loglerp(14336, 12288, 16384, float(lo["m1024"]), float(hi["m1024"])) * US, rel=1e-9)
+    # above the grid the time grows in proportion (the largest measured throughput); below it the floor holds
+    t, _ = kernels.gemm_seconds("h200", "trtllm", "fp8", 32768, 8192, 7168)
+    assert t == pytest.approx(2 * float(r["m16384"]) * US, rel=1e-9)
+    small = _gemm_row("h200", "trtllm", "fp8", 512, 512)
+    t, _ = kernels.gemm_seconds("h200", "trtllm", "fp8", 1, 100, 200)
+    assert t == pytest.approx(float(small["m1"]) * US, rel=1e-9)
+
+
+def test_attention_and_allreduce_lookups_equal_the_tables():
+    d = next(r for r in _csv("decode_attention.csv") if "h100-sxm" in r["gpu_ids"] and r["engine"] == "vllm"
+             and r["kv_dtype"] == "bfloat16" and r["heads"] == "16" and r["kv_heads"] == "2"
+             and r["head_dim"] == "128" and r["batch"] == "64")
+    t, _ = kernels.decode_attention_seconds("h100-sxm", "vllm", "bf16", 64, 4096, 16, 2, 128)
+    assert t == pytest.approx(float(d["ctx4096"]) * US, rel=1e-12)
+    p = next(r for r in _csv("prefill_attention.csv") if "h200" in r["gpu_ids"] and r["engine"] == "sglang"
+             and r["kv_dtype"] == "bfloat16" and r["heads"] == "32" and r["kv_heads"] == "8" and r["head_dim"] == "128")
+    t, _ = kernels.prefill_attention_seconds("h200", "sglang", "bf16", 4096, 32, 8, 128)
+    assert t == pytest.approx(float(p["isl4096"]) * US, rel=1e-12)
+    rows = [r for r in _csv("allreduce.csv") if "h100-sxm" in r["gpu_ids"] and r["gpus"] == "4"
+            and r["message_bytes"] == "1048576" and r["library"] in ("nccl", "vllm")]
+    t, _ = kernels.allreduce_seconds("h100-sxm", "vllm", 4, 1048576)
+    assert t == pytest.approx(min(float(r["latency_us"]) for r in rows) * US, rel=1e-12)
+
+
+def _resolved(model, gpu, engine="vllm", **numbers):
+    return resolve.resolve(model, gpu, engine=engine, numbers=numbers)
+
+
+def test_one_decode_step_by_hand_from_the_tables():
+    # Llama-3.1-70B, BF16, TP 4 on H100 under vLLM, one static sequence (no prompt chunks): 80 layers of
+    # QKV (2,560 x 8,192), O (8,192 x 2,048), gate/up (14,336 x 8,192: between the grid's 12,288 and 16,384) and
+    # down (8,192 x 7,168), the LM head once, attention of 16 heads / 2 KV heads per GPU, two all-reduces per layer
+    r = _resolved("llama-3.1-70b", "h100-sxm", tp=4, concurrency=1, batching="static", input_tokens=1024,
+                  output_tokens=256)
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 1 and v["step_tokens"] == 1
+
+    def gemm(n, k, m):
+        row = _gemm_row("h100-sxm", "vllm", "bfloat16", n, k)
+        return float(row[f"m{m}"]) * US
+
+    def gate_up(m):
+        return _loglerp(14336, 12288, 16384, gemm(12288, 8192, m), gemm(16384, 8192, m))
+
+    def curve(a, r_, x):  # KERNEL_GEMM_POWER = 2
+        return math.sqrt(a * a + (r_ * x) ** 2)
+
+    qkv = curve(gemm(2560, 8192, 1), gemm(2560, 8192, 16384) / 16384, 1)
+    o = curve(gemm(8192, 2048, 1), gemm(8192, 2048, 16384) / 16384, 1)
+    mlp = curve(gate_up(1) + gemm(8192, 7168, 1), (gate_up(16384) + gemm(8192, 7168, 16384)) / 16384, 1)
+    assert v["qkv_kernel_floor_seconds"] == pytest.approx(gemm(2560, 8192, 1), rel=1e-12)
+    assert v["decode_qkv_seconds"] == pytest.approx(80 * qkv, rel=1e-9)
+    assert v["decode_o_seconds"] == pytest.approx(80 * o, rel=1e-9)
+    assert v["decode_mlp_seconds"] == pytest.approx(80 * mlp, rel=1e-9)
+    # attention and all-reduce: measured floor + time per unit (inputs read from their tables), at this step's sizes
+    ctx = 1024 + 256 / 2
+    att = v["decode_attention_kernel_floor_seconds"] + v["decode_attention_kernel_seconds_per_kv_token"] * ctx
+    ar = v["allreduce_kernel_floor_seconds"] + v["allreduce_kernel_seconds_per_byte"] * 8192 * 2
+    rest = 80 * 6e-6 + 0.2e-3  # element-wise per layer (efficiencies.csv) + per-step overhead
+    lm = v["decode_lm_head_seconds"]
+    expected = 80 * (qkv + o + mlp) + lm + 80 * att + 2 * 80 * ar + rest
+    assert v["decode_kernel_seconds"] == pytest.approx(expected, rel=1e-9)
+    assert v["tpot_seconds"] == pytest.approx(max(expected, v["tpot_floor_seconds"]), rel=1e-9)
+    # the LM head: 128,256 / 4 = 32,064 columns, between the grid's 16,384 and 51,200
+    lm_a = _loglerp(32064, 16384, 51200, gemm(16384, 8192, 1), gemm(51200, 8192, 1))
+    lm_r = _loglerp(32064, 16384, 51200, gemm(16384, 8192, 16384), gemm(51200, 8192, 16384)) / 16384
+    assert lm == pytest.approx(curve(lm_a, lm_r, 1), rel=1e-9)
+
+
+def test_the_step_never_goes_below_the_roofline_floor():
+    r = _resolved("llama-3.1-8b", "h100-sxm", tp=1, concurrency=32)
+    zero = {n: 0.0 for op in kernels.OPS for n in kernels.op_input_names(op)}
+    v = plan.evaluate(r.inputs | zero | {"kernel_layer_overhead_seconds": 0, "step_overhead_seconds": 0,
+                                         "moe_kernel_launch_seconds": 0})
+    assert v["decode_kernel_seconds"] == 0
+    assert v["tpot_seconds"] == pytest.approx(v["tpot_floor_seconds"] + v["parallel_seconds_per_step"]
+                                              + v["prefill_stall_seconds"], rel=1e-12)
+
+
+def test_whole_prompt_prefill_stalls_the_step_as_sarathi_serve_says():
+    # continuous batching, 32 sequences, 2,048-token prompts and 256 outputs on H100 (vLLM tables)
+    base = _resolved("llama-3.1-8b", "h100-sxm", tp=1, concurrency=32, input_tokens=2048, output_tokens=256).inputs
+    chunked = plan.evaluate(base | {"chunked_prefill": 1})
+    whole = plan.evaluate(base | {"chunked_prefill": 0})
+    b, s, t = chunked["effective_concurrency"], 2048, 256
+    assert b == 32
+    # chunked: the other sequences' prompts ride in the steps, (B - 1) S / T tokens each; no stall
+    assert chunked["step_tokens"] == pytest.approx(b + (b - 1) * s / t)
+    assert chunked["prefill_stall_seconds"] == 0
+    # whole prompts: the step carries the decode tokens only, and each of the B - 1 others' prefills stalls it once
+    # per request: TPOT = step(B) + (B - 1) x prefill(S) / (T - 1)
+    assert whole["step_tokens"] == b
+    assert whole["tpot_seconds"] == pytest.approx(
+        whole["decode_kernel_seconds"] + (b - 1) * whole["ttft_service_seconds"] / (t - 1), rel=1e-12)
+    assert whole["tpot_seconds"] > chunked["tpot_seconds"]
+    # static batching stalls nothing
+    static = plan.evaluate(base | {"chunked_prefill": 0, "batching": 2})
+    assert static["prefill_stall_seconds"] == 0
+
+
+def test_engines_and_their_versions_change_the_answer():
+    kw = dict(tp=4, concurrency=64, input_tokens=1024, output_tokens=512)
+    tpot = {e: plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", e, **kw).inputs)["tpot_seconds"]
+            for e in ("vllm", "sglang", "trtllm", "vllm-v0")}
+    assert len({round(x, 9) for x in tpot.values()}) == 4, tpot
+    # TensorRT-LLM runs whole prompts (its executor leaves chunked context off): the stalls make its TPOT longest
+    assert tpot["trtllm"] > max(tpot["vllm"], tpot["sglang"])
+
+
+def test_a_gpu_without_tables_falls_back_to_the_roofline_and_says_so():
+    r = _resolved("llama-3.1-70b", "mi300x", tp=4, concurrency=16)
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 0
+    assert v["tpot_seconds"] == pytest.approx(v["step_linear_seconds"] + v["step_kv_seconds"]
+                                              + v["allreduce_seconds_per_step"] + v["decode_overhead_seconds"]
+                                              + v["parallel_seconds_per_step"] + v["prefill_stall_seconds"],
+                                              rel=1e-12)
+
+
+@pytest.mark.parametrize("gpu, source", [("h200", "measured tables"), ("mi300x", "roofline fallback")])
+def test_plan_json_has_the_operations_and_their_sources(gpu, source):
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "llama-3.1-8b", "--gpu", gpu,
+                          "--tp", "1", "--json"], capture_output=True, text=True, check=True).stdout
+    d = json.loads(out)
+    assert d["kernel_source"] == source
+    assert d["decode_ops"] and d["prefill_ops"]
+    for ops in (d["decode_ops"], d["prefill_ops"]):
+        for op, entry in ops.items():
+            assert entry["seconds"] >= 0 and entry["source"], op
+    if source == "measured tables":
+        assert {"qkv", "o", "mlp", "attention", "allreduce", "elementwise"} <= set(d["decode_ops"])
+        assert "h200_sxm/gemm/vllm" in d["decode_ops"]["qkv"]["source"]
+        steps = sum(e["seconds"] for op, e in d["decode_ops"].items() if op not in ("parallel", "prefill_stall"))
+        assert steps == pytest.approx(d["decode_kernel_seconds"], rel=1e-9)

@@ -1,0 +1,258 @@
+"""The workbook tells the truth in every state: a plan that does not fit, an input typed that breaks a rule.
+
+Each workbook is recalculated by LibreOffice (workbook.recalc forces a full recalculation), and what the
+reader sees is read back: the defined names ``verdict`` and ``master_check``, the verdict's words, the
+master check's banner on every sheet, and every cell for an error value.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from inference_ledger import catalog
+from workbook.recalc import recalculate
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+ERRORS = ("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "Err:")
+ALL_PASS = "All checks pass"
+#: Plans that do not fit (what `plan` answers for them, and what the build must say).
+DOES_NOT_FIT = {"deepseek-v3-h200": ["--model", "deepseek-v3", "--gpu", "h200"],
+                "deepseek-v3-h100": ["--model", "deepseek-v3", "--gpu", "h100"],
+                "405b-l4": ["--model", "llama-3.1-405b", "--gpu", "l4"]}
+
+
+def _cell(wb, name: str):
+    (sheet, coord), = list(wb.defined_names[name].destinations)
+    return wb[sheet][coord.replace("$", "")]
+
+
+def _verdict_words(wb) -> str:
+    """The Plan's verdict in words: the cell beside 'Memory per GPU, then targets'."""
+    ws = wb["Plan"]
+    row = next(r for r in range(1, 40) if ws[f"A{r}"].value == "Memory per GPU, then targets")
+    return ws[f"B{row}"].value
+
+
+def _errors(wb) -> list[tuple[str, str, str]]:
+    return [(ws.title, c.coordinate, c.value) for ws in wb.worksheets for row in ws.iter_rows() for c in row
+            if isinstance(c.value, str) and c.value.startswith(ERRORS)]
+
+
+def _all_pass(wb) -> list[tuple[str, str]]:
+    return [(ws.title, c.coordinate) for ws in wb.worksheets for row in ws.iter_rows() for c in row
+            if isinstance(c.value, str) and ALL_PASS in c.value]
+
+
+def _build(args, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "inference_ledger", "build", *args, "-o", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def not_fitting(tmp_path_factory):
+    d = tmp_path_factory.mktemp("nofit")
+    return {k: (_build(args, d / f"{k}.xlsx"), d / f"{k}.xlsx") for k, args in DOES_NOT_FIT.items()}
+
+
+@pytest.mark.parametrize("key", sorted(DOES_NOT_FIT))
+def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key):
+    proc, path = not_fitting[key]
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "does not fit" in proc.stdout
+    cached = load_workbook(path, data_only=True)  # what a mail preview shows before any recalculation
+    assert _cell(cached, "verdict").value == 0 and _cell(cached, "master_check").value == 0
+    assert _verdict_words(cached) == "does not fit"
+    assert _all_pass(cached) == []
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("key", sorted(DOES_NOT_FIT))
+def test_a_plan_that_does_not_fit_recalculates_without_error_cells(not_fitting, key, soffice, tmp_path):
+    _, path = not_fitting[key]
+    got = load_workbook(recalculate(path, tmp_path), data_only=True)
+    assert _errors(got) == []
+    assert _cell(got, "verdict").value == 0 and _verdict_words(got) == "does not fit"
+    assert _cell(got, "master_check").value == 0
+    assert _all_pass(got) == []   # no banner, legend or note claims it
+    assert all(ws["A2"].value.startswith("Master check 0") for ws in got.worksheets)
+
+
+def test_a_plan_that_misses_its_targets_fails_the_master_check(tmp_path):
+    """Every rule holds (the CLI accepts it), but no GPU reads 70B's weights in 1 ms: TPOT misses, master check 0."""
+    proc = _build(["--tpot-target", "0.001"], tmp_path / "l4.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    cached = load_workbook(tmp_path / "l4.xlsx", data_only=True)
+    assert _cell(cached, "verdict").value == 2 and _verdict_words(cached) == "fits, misses targets"
+    assert _cell(cached, "checks_pass").value == 1 and _cell(cached, "master_check").value == 0
+    assert _all_pass(cached) == []
+
+
+#: Values the CLI refuses, typed into the default workbook (bad-inputs.md L01-L04), and a model id not in the
+#: catalog: (defined name, value, words the verdict must contain: the input or rule that is wrong).
+TYPED = {
+    "L01 tp 3": ("tp", 3, "TP"),
+    "L02 tp four": ("tp", "four", "tp must be a whole number"),
+    "L03 concurrency -5": ("concurrency", -5, "concurrency must be a whole number >= 1"),
+    "L04 concurrency 0": ("concurrency", 0, "concurrency must be a whole number >= 1"),
+    "unknown model": ("model_id", "no-such-model", "model_id must be an id of the Models sheet"),
+    # L05: typed into the Override beside the catalog's 0 experts of the dense 70B
+    "L05 experts on a dense model": ("experts_per_token", 4, "Experts per token"),
+}
+#: Inputs looked up from a catalog: a value is typed into the Override cell beside them (column D).
+OVERRIDDEN = {"experts_per_token"}
+
+
+@pytest.fixture(scope="module")
+def default_book(tmp_path_factory):
+    d = tmp_path_factory.mktemp("default")
+    proc = _build([], d / "default.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    return d / "default.xlsx"
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("case", sorted(TYPED))
+def test_an_input_the_cli_refuses_typed_into_the_workbook_makes_the_verdict_invalid(default_book, case, soffice,
+                                                                                    tmp_path):
+    name, value, says = TYPED[case]
+    wb = load_workbook(default_book)
+    c = _cell(wb, name)
+    (c.parent[f"D{c.row}"] if name in OVERRIDDEN else c).value = value
+    typed = tmp_path / "typed.xlsx"
+    wb.save(typed)
+    got = load_workbook(recalculate(typed, tmp_path / "lo"), data_only=True)
+    assert _cell(got, "verdict").value == -1          # the code itself, not only a banner
+    words = _verdict_words(got)
+    assert words.startswith("invalid input: ") and says in words, words
+    assert _cell(got, "checks_pass").value == 0 and _cell(got, "master_check").value == 0
+    assert _all_pass(got) == []
+    assert got["Plan"]["A2"].value.startswith("A CHECK FAILS")
+
+
+@pytest.mark.libreoffice
+def test_mixtral_long_prompts_typed_on_plan_recalculate_without_num_errors(default_book, soffice, tmp_path):
+    """Mixtral on H200, TP 2, 7,680-token prompts at 256 sequences: ~2,600 tokens a step, where 0.75^tokens
+    once fell below LibreOffice's smallest number (876 #NUM! cells, the verdict and master check among them)."""
+    wb = load_workbook(default_book)
+    for name, value in (("model_id", "mixtral-8x7b"), ("gpu_id", "h200"), ("tp", 2), ("input_tokens", 7680),
+                        ("concurrency", 256)):
+        _cell(wb, name).value = value
+    typed = tmp_path / "mixtral.xlsx"
+    wb.save(typed)
+    got = load_workbook(recalculate(typed, tmp_path / "lo"), data_only=True)
+    assert _errors(got) == []
+    assert _cell(got, "verdict").value in (0, 1, 2, 3) and _cell(got, "master_check").value in (0, 1)
+
+
+#: A sample of plans (build and plan take the same options): each verdict, MoE and dense, one and many GPUs.
+SAMPLE = {
+    "meets": ["--model", "llama-3.1-70b", "--gpu", "h100"],
+    "does not fit": ["--model", "deepseek-v3", "--gpu", "h200"],
+    "does not fit, 405B on L4": ["--model", "llama-3.1-405b", "--gpu", "l4"],
+    "below the concurrency": ["--model", "llama-3.1-70b", "--gpu", "h100", "--tp", "2"],
+    "misses a target": ["--model", "llama-3.1-8b", "--gpu", "l4", "--tpot-target", "0.005"],
+    "MoE long prompts": ["--model", "mixtral-8x7b", "--gpu", "h200", "--tp", "2", "--input-tokens", "7680",
+                         "--concurrency", "256"],
+    "MoE over two nodes": ["--model", "deepseek-v3", "--gpu", "h100", "--weight-dtype", "fp8", "--tp", "8", "--pp", "2"],
+}
+
+
+def _plan_json(args) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("case", sorted(SAMPLE))
+def test_the_workbook_verdict_after_libreoffice_equals_the_cli_verdict(case, soffice, tmp_path):
+    args = SAMPLE[case]
+    want = _plan_json(args)
+    proc = _build(args, tmp_path / "plan.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    got = load_workbook(recalculate(tmp_path / "plan.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "verdict").value == want["verdict"]
+    assert _verdict_words(got) == want["verdict_words"]
+    assert _cell(got, "master_check").value == int(want["verdict"] == 3)
+    assert _errors(got) == []
+
+
+@pytest.mark.libreoffice
+def test_an_input_the_cli_refuses_is_the_invalid_verdict_in_the_workbook(default_book, soffice, tmp_path):
+    """TP 3 for 70B: `plan` refuses it (exit 2, one line); typed into the workbook, the verdict is invalid input."""
+    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", "--model", "llama-3.1-70b",
+                           "--gpu", "h100", "--tp", "3"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    wb = load_workbook(default_book)
+    _cell(wb, "tp").value = 3
+    wb.save(tmp_path / "tp3.xlsx")
+    got = load_workbook(recalculate(tmp_path / "tp3.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "verdict").value == -1 and _verdict_words(got).startswith("invalid input: ")
+
+
+@pytest.mark.libreoffice
+def test_scenarios_cost_at_the_catalog_price_and_say_so(default_book, soffice, tmp_path):
+    """A price typed into the Plan's override is the Plan's: Scenarios rows keep their GPU's catalog price, and
+    their cost columns say so."""
+    wb = load_workbook(default_book)
+    price = _cell(wb, "price_per_gpu_hour")
+    price.parent[f"D{price.row}"].value = 9.99          # the override beside the catalog lookup
+    wb.save(tmp_path / "price.xlsx")
+    got = load_workbook(recalculate(tmp_path / "price.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "price_per_gpu_hour").value == 9.99
+    ws = got["Scenarios"]
+    cols = {ws.cell(8, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(8, c).value}
+    c = cols["price_per_gpu_hour"]
+    label = ws.cell(6, c).value
+    assert "catalog" in label and "override does not apply" in label
+    h100 = [r for r in range(9, ws.max_row + 1) if ws.cell(r, cols["gpu_id"]).value == "h100-sxm"]
+    listed = catalog.get_gpu("h100-sxm").price_per_gpu_hour        # the GPUs sheet's H100 price, not 9.99
+    assert listed != 9.99 and h100 and all(ws.cell(r, c).value == listed for r in h100)
+    groups = [ws.cell(5, k).value for k in range(1, c + 1) if ws.cell(5, k).value]
+    assert groups[-1] == "Cost (catalog price of the row's GPU)"
+
+
+def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_path):
+    """Both options run the peak fleet every hour; requests per day size only the base the buy option owns.  So
+    more requests a day move the buy option's NPV (a larger owned base), not the rent-everything one, and its
+    label says so (once it read as a number that ought to have moved)."""
+    got = {}
+    for rpd in (1_000_000, 1_500_000):
+        proc = _build(["--requests-per-day", str(rpd)], tmp_path / f"{rpd}.xlsx")
+        assert proc.returncode == 0, proc.stderr
+        got[rpd] = load_workbook(tmp_path / f"{rpd}.xlsx", data_only=True)
+    buy = [_cell(wb, "forecast_npv_buy").value for wb in got.values()]
+    rent = [_cell(wb, "forecast_npv_rent").value for wb in got.values()]
+    assert buy[0] != buy[1] and rent[0] == rent[1]
+    ws = got[1_000_000]["Forecast"]
+    row = _cell(got[1_000_000], "forecast_npv_rent").row
+    assert "requests per day do not enter" in ws[f"A{row}"].value
+
+
+@pytest.mark.libreoffice
+def test_an_average_above_the_peak_is_flagged(default_book, soffice, tmp_path):
+    """2,000,000 requests a day is 23.1 requests/s on average, above the 20 QPS peak the fleet is sized for."""
+    wb = load_workbook(default_book)
+    rpd = _cell(wb, "requests_per_day")
+    flag = rpd.parent[f"D{rpd.row}"]
+    assert flag.value.startswith("=")                       # a live flag beside the input
+    rpd.value = 2_000_000
+    wb.save(tmp_path / "rpd.xlsx")
+    got = load_workbook(recalculate(tmp_path / "rpd.xlsx", tmp_path / "lo"), data_only=True)
+    assert _cell(got, "target_qps").value == 20
+    assert got["Plan"][flag.coordinate].value == "average above the peak QPS"
+    checks = got["Checks"]
+    row = next(r for r in range(1, checks.max_row + 1)
+               if str(checks[f"B{r}"].value).startswith("Finding: the average load"))
+    assert checks[f"C{row}"].value == 0
+    fresh = load_workbook(default_book, data_only=True)
+    assert fresh["Plan"][flag.coordinate].value in (None, "")   # 1,000,000 a day is 11.6/s: no flag
