@@ -99,7 +99,7 @@ def kernels_sheet(wb, ctx: Ctx) -> None:
     for i, r in enumerate(rows.values()):
         for j, name in enumerate(cols):
             v = getattr(r, name)
-            fmt = None if name == "id" else ("0" if name == "kernel_tables" else '0.00E+00" s"')
+            fmt = None if name == "id" else ("0" if name == "kernel_tables" else '0.000000000" s"')
             ctx.put(ws, f"{get_column_letter(j + 1)}{FIRST_ROW + i}", v, style.INPUT, fmt)
     last_col, end = get_column_letter(len(cols)), FIRST_ROW + max(len(rows), 1) - 1
     ctx.define(f"{KERNEL_PREFIX}_IDS", ws, f"A{FIRST_ROW}:A{end}")

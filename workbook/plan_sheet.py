@@ -102,7 +102,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     for const in WORKBOOK_CONSTANTS:
         r += 1
         ctx.put(ws, f"A{r}", const.name)
-        ctx.put(ws, f"B{r}", float(const), style.CONSTANT, "General")
+        ctx.put(ws, f"B{r}", float(const), style.CONSTANT, style.number_format("", float(const)))
         ctx.put(ws, f"C{r}", const.unit)
         ctx.put(ws, f"E{r}", const.doc, style.NOTE)
         ctx.define(const.name, ws, f"B{r}")

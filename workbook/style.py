@@ -128,7 +128,7 @@ def decimals_for(value: float | None, significant: int = 3) -> int:
     """Decimals that show ``significant`` digits of a value below 1 (0.0000150 for 1.5e-5), none above 1,000."""
     if value is None or value == 0 or not math.isfinite(value):
         return 2
-    return max(0, min(15, significant - 1 - math.floor(math.log10(abs(value)))))
+    return max(0, min(20, significant - 1 - math.floor(math.log10(abs(value)))))
 
 
 def plain(value: float | None, suffix: str = "") -> str:
