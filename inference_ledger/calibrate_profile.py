@@ -216,7 +216,7 @@ def profile_values(rows) -> dict[str, float]:
         except ValueError as e:
             raise ProfileRowError(f"row {n} ({name}), column 'value'", str(e)) from None
     # a profile's plan prices its step on the roofline the profile calibrated, not on the published kernel tables
-    return {"kernel_tables": 0.0, **values}
+    return {"kernel_tables": 0.0, **values} if values else values
 
 
 def read_profile(path: str | os.PathLike) -> Profile:
