@@ -19,7 +19,8 @@ from workbook.recalc import convert
 
 pytestmark = [pytest.mark.libreoffice, pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")]
 
-BUILDS = {"default": {}, "deepseek-v3 on 8x h200": {"model": "deepseek-v3", "gpu": "h200", "tp": 8}}
+BUILDS = {"default": {}, "deepseek-v3 on 8x h200": {"model": "deepseek-v3", "gpu": "h200", "tp": 8},
+          "llama-3.1-405b on l4 (does not fit)": {"model": "llama-3.1-405b", "gpu": "l4"}}
 
 
 def pages_by_sheet(pdf: Path, sheets: list[str]) -> dict[str, list[str]]:
