@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v soffice >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1; then
-    echo "test.sh: installing LibreOffice Calc (headless) and poppler-utils with apt-get" >&2
+if ! command -v soffice >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1 || ! command -v ssconvert >/dev/null 2>&1; then
+    echo "test.sh: installing LibreOffice Calc (headless), Gnumeric (a second engine) and poppler-utils with apt-get" >&2
     sudo=""
     if [ "$(id -u)" -ne 0 ]; then
         command -v sudo >/dev/null 2>&1 || { echo "test.sh: run as root or install sudo to install LibreOffice" >&2; exit 1; }
@@ -13,7 +13,7 @@ if ! command -v soffice >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1
     fi
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        libreoffice-calc-nogui poppler-utils >/dev/null
+        libreoffice-calc-nogui gnumeric poppler-utils >/dev/null
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
