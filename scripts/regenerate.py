@@ -1,13 +1,14 @@
 """Rewrite every generated file after a change to the model, the data or the CLI, in dependency order.
 
     python3 scripts/regenerate.py            # everything
-    python3 scripts/regenerate.py accuracy   # only the named steps (accuracy, load-table, readme, templates, xlwings)
+    python3 scripts/regenerate.py accuracy   # only the named steps (accuracy, load-table, docs, readme, templates, xlwings)
 
 Each step is the one its staleness test names; the tests fail until it is run, so nothing here is a second definition:
 - accuracy: inference_ledger/data/error_bands.csv, fitted_parameters.csv, docs/accuracy.md, the README headline
   (tests/test_accuracy.py);
-- load-table: the README's load-accuracy table (tests/test_validate.py);
-- readme: the README's command outputs (tests/test_readme.py);
+- load-table: the load-accuracy table of the README or the docs page that holds it (tests/test_validate.py);
+- docs: the CLI, Excel-function and plan-line references in docs/ (scripts/gen_docs.py, tests/test_docs.py);
+- readme: the command outputs of the README and the docs pages (tests/test_readme.py);
 - templates: templates/inference-ledger.xlsx and .xltx (the default build);
 - xlwings: tests/xlwings_meta_snapshot.json (the Excel functions' Office.js registration).
 """
@@ -32,16 +33,18 @@ def accuracy() -> None:
 def load_table() -> None:
     from inference_ledger import load_fidelity
     from inference_ledger.cli.validate import _markdown, load_table as table
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    if "<!-- load-accuracy -->" not in text:
-        print("README has no load-accuracy block: skipped")
-        return
     body = _markdown(table(load_fidelity.summarize(load_fidelity.compare())))
-    text = re.sub(r"(<!-- load-accuracy -->\n).*?(\n<!-- /load-accuracy -->)",
-                  lambda m: m.group(1) + body + m.group(2), text, flags=re.S)
-    readme.write_text(text)
-    print("wrote the README load table")
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        if "<!-- load-accuracy -->" in text:
+            page.write_text(re.sub(r"(<!-- load-accuracy -->\n).*?(\n<!-- /load-accuracy -->)",
+                                   lambda m: m.group(1) + body + m.group(2), text, flags=re.S))
+            print("wrote the load table of", page.relative_to(ROOT))
+
+
+def docs() -> None:
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py")], check=True, cwd=ROOT)
+    print("wrote the generated references in docs/")
 
 
 def readme() -> None:
@@ -64,7 +67,7 @@ def xlwings() -> None:
     print("wrote tests/xlwings_meta_snapshot.json")
 
 
-STEPS = {"accuracy": accuracy, "load-table": load_table, "readme": readme, "templates": templates,
+STEPS = {"accuracy": accuracy, "load-table": load_table, "docs": docs, "readme": readme, "templates": templates,
          "xlwings": xlwings}
 
 if __name__ == "__main__":
