@@ -164,9 +164,12 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
         fmt("$/Mtok"), unless_unfit("owned_cost_per_million_output_tokens"), fmt("$/Mtok"))
     row("Own vs rent: break-even / planned utilization", line("breakeven_utilization"), "0%", line("utilization"),
         "0%", words("owned_beats_rent", "owning is cheaper", "renting is cheaper"))
-    row("TTFT / target", line("ttft_seconds", lambda x: x * MS_PER_S), fmt("ms"),
+    # the target is checked at the target QPS (arrivals one by one); a benchmark's clients start together
+    row("TTFT at the target QPS / target", line("ttft_open_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("ttft_target", lambda x: x * MS_PER_S), fmt("ms"),
         words("ttft_ok", "meets the target", "misses the target"), named("ttft_ok"))
+    row("TTFT a benchmark would report, clients started together", line("ttft_seconds", lambda x: x * MS_PER_S),
+        fmt("ms"))
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
         words("tpot_ok", "meets the target", "misses the target"), named("tpot_ok"))
