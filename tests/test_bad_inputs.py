@@ -535,3 +535,11 @@ def test_model_rules_recalculate_in_libreoffice(soffice, tmp_path):
     # the master check no longer passes (its value is 0; cells that compute with 9 of 8 experts may propagate an
     # error value into it: turning those into a verdict is the workbook's wiring, outside these rules)
     assert _named(got, "master_check").value != 1
+
+
+def test_sweep_list_item_past_the_float_range_refused(tmp_path):
+    """`--context 1e999` parses to infinity: one line naming the option, exit 2 (it was an OverflowError traceback)."""
+    out = tmp_path / "s.csv"
+    refused(["sweep", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--context", "1e999", "-o", out], 2,
+            "--context", "1e999", "whole number")
+    assert not out.exists()

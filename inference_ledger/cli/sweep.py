@@ -7,6 +7,8 @@ like `plan`'s, and hold for every row; in the .xlsx they are named cells on the 
 
 from __future__ import annotations
 
+import math
+
 import sys
 from contextlib import nullcontext
 from typing import Any, Callable, Iterable, Optional
@@ -69,7 +71,7 @@ def _item(t: str, kind: Callable[[str], Any], check: Optional[str], hint: str) -
     try:
         if inp is not None:
             inp.arg.check(x)
-        elif x != int(x):
+        elif not math.isfinite(x) or x != int(x):
             raise LedgerInputError(f"{t!r} is not a whole number")
     except LedgerInputError as e:
         raise click.BadParameter(str(e), param_hint=hint) from None
