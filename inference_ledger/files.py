@@ -267,7 +267,7 @@ def write_with(path: str | os.PathLike, fmt: str, fill: Callable[[str], None], o
 #: Largest file read, per kind of input (bytes; MB = 1e6).  A Hugging Face config.json is a few kilobytes;
 #: a scenarios or measured-data CSV of 100,000 rows is a few megabytes.
 INPUT_LIMITS: dict[str, int] = {"config": 1_000_000, "scenarios": 10_000_000, "data": 10_000_000,
-                                 "CA bundle": 10_000_000}
+                                 "CA bundle": 10_000_000, "benchmark": 256 * 2**20}
 
 
 def limit_words(kind: str) -> str:

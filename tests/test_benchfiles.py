@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import benchfiles
+from inference_ledger import benchfiles, files
 from inference_ledger.benchfiles import BadFile, Run, Startup
-from inference_ledger.files import FileFailed
+from inference_ledger.files import InvalidInput
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 GIB = 2**30
@@ -266,17 +266,19 @@ def test_a_field_of_the_wrong_type_is_named(tmp_path):
 
 
 def test_safe_read_regular_files_only_and_a_size_limit(tmp_path, monkeypatch):
-    with pytest.raises(FileFailed, match="it is a folder"):
+    """Result files are read as every input file is (files.read_input): a folder or FIFO is a wrong value (exit 2,
+    never opened: a FIFO would block), as is a file over the limit."""
+    with pytest.raises(InvalidInput, match="it is a folder"):
         benchfiles.read(tmp_path)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    with pytest.raises(FileFailed, match="not a regular file"):     # never opened: it would block
+    with pytest.raises(InvalidInput, match="it is a FIFO"):
         benchfiles.read(fifo)
     big = tmp_path / "big.json"
     big.write_text("{}" + " " * 100)
-    monkeypatch.setattr(benchfiles, "MAX_BYTES", 10)
-    with pytest.raises(BadFile, match=r"big.json: 102 bytes is over the 10-byte limit"):
-        benchfiles.read_bytes(big, limit=benchfiles.MAX_BYTES)
+    monkeypatch.setitem(files.INPUT_LIMITS, "benchmark", 10)
+    with pytest.raises(InvalidInput, match=r"big.json is .* larger than"):
+        benchfiles.read_bytes(big)
     (tmp_path / "empty.json").write_text("")
     with pytest.raises(BadFile, match="empty.json: the file is empty"):
         benchfiles.read(tmp_path / "empty.json")

@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional, Union
 
-from inference_ledger.files import FileFailed, InvalidInput, reason
+from inference_ledger.files import INPUT_LIMITS, FileFailed, InvalidInput, read_input, reason
 
 #: Bytes per GiB: the engines print memory in GiB (vLLM's and SGLang's "GB" are GiB too, see startup_logs).
 GIB = float(2**30)
 #: Largest file a reader opens (a --save-detailed vLLM result of 10k requests is ~30 MB).
-MAX_BYTES = 256 * 2**20
+MAX_BYTES = INPUT_LIMITS["benchmark"]
 
 
 class BadFile(InvalidInput):
@@ -122,26 +121,11 @@ def values(rec: Record) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------
 
 
-def read_bytes(path: Union[str, os.PathLike], limit: int = MAX_BYTES) -> bytes:
-    """A regular file's bytes, at most ``limit``; FileFailed (exit 1) or BadFile (exit 2) in one line otherwise."""
-    p = os.fspath(path)
-    try:
-        st = os.stat(p)
-    except OSError as e:
-        raise FileFailed(f"cannot read {p}: {reason(e)}") from None
-    if not stat.S_ISREG(st.st_mode):
-        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise FileFailed(f"cannot read {p}: it is {kind}")
-    if st.st_size > limit:
-        raise BadFile(p, "", f"{st.st_size:,} bytes is over the {limit:,}-byte limit for a result file")
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as e:
-        raise FileFailed(f"cannot read {p}: {reason(e)}") from None
-    if len(data) > limit:
-        raise BadFile(p, "", f"over the {limit:,}-byte limit for a result file")
-    return data
+def read_bytes(path: Union[str, os.PathLike]) -> bytes:
+    """A result file's bytes, read as every input file is (:func:`inference_ledger.files.read_input`, kind
+    ``benchmark``): a path that is not a regular file or is over the limit is a wrong value (exit 2), a file that
+    cannot be read FileFailed (exit 1), each in one line naming the file."""
+    return read_input(path, "benchmark")
 
 
 def read_text(path: Union[str, os.PathLike]) -> str:
