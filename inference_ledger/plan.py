@@ -5,7 +5,8 @@ bandwidth, cost, fit) or :mod:`inference_ledger.whatif_lines` (inverses, QPS) wh
 parameters name the inputs and lines it uses; the graph comes from those signatures.
 This is the single description of a deployment plan that every adapter shares:
 
-* ``evaluate(inputs)`` calls the functions in dependency order (the CLI's ``plan``,
+* ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each
+  TP degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``,
   cached values in the workbook, sweeps over numpy arrays);
 * ``render(line, ref)`` calls the same function with Excel references and gets its
   formula, with ``ref`` saying where each named quantity lives (a defined name on the
@@ -23,7 +24,7 @@ from inference_ledger import band_lines, bands, engines, finance_lines, parallel
     step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
-from inference_ledger.line import Line, lines_of
+from inference_ledger.line import Family, Line, lines_of
 from inference_ledger.serving import load_efficiencies
 from inference_ledger.units import BYTES_PER_GIB
 
@@ -204,15 +205,22 @@ LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 
 
-def _evaluation_order() -> tuple[Line, ...]:
-    """The lines in an order where each comes after every line it uses (display order where it can)."""
+#: Groups of lines instantiated over a parameter (inference_ledger.line.Family): one value per family, nested by
+#: candidate (``plan --json``: tp_candidates: {"1": {...}, "2": {...}}), read by the lines that take it.
+FAMILIES: tuple[Family, ...] = (whatif_lines.TP_CANDIDATES,)
+FAMILY_BY_NAME: dict[str, Family] = {f.name: f for f in FAMILIES}
+
+
+def _order(nodes) -> tuple:
+    """Lines and families in an order where each comes after every quantity it uses (display order where it can)."""
     done = {i.name for i in INPUTS}
-    order: list[Line] = []
-    pending = list(LINES)
+    known = done | {n.name for n in nodes}
+    order: list = []
+    pending = list(nodes)
     while pending:
         ready = [l for l in pending if all(p in done for p in l.params)]
         if not ready:
-            missing = {p for l in pending for p in l.params if p not in done and p not in LINE_BY_NAME}
+            missing = {p for l in pending for p in l.params if p not in known}
             raise TypeError(f"plan lines use unknown quantities {sorted(missing)} or form a cycle: "
                             f"{[l.name for l in pending]}")
         for l in ready:
@@ -222,6 +230,14 @@ def _evaluation_order() -> tuple[Line, ...]:
     return tuple(order)
 
 
+def _evaluation_order() -> tuple[Line, ...]:
+    """The lines alone in evaluation order: each after every line (and family) it uses."""
+    read = tuple(f for f in FAMILIES if any(f.name in l.params for l in LINES))
+    return tuple(n for n in _order(LINES + read) if isinstance(n, Line))
+
+
+#: Lines and families in evaluation order (a family evaluates once: every candidate, every member).
+STEPS: tuple = _order(LINES + FAMILIES)
 EVALUATION_ORDER: tuple[Line, ...] = _evaluation_order()
 
 
@@ -268,19 +284,48 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
     """Compute every line from the inputs (numbers or equally shaped numpy arrays)."""
     vals = dict(validate_inputs(inputs) if validate else inputs)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for line in EVALUATION_ORDER:
-            vals[line.name] = line(vals)
+        for step in STEPS:
+            vals[step.name] = step.evaluate(vals) if isinstance(step, Family) else step(vals)
     return vals
 
 
-def render(line: Line | str, ref: Callable[[str], str]) -> tuple[str, list[str]]:
-    """Excel formula text (with leading '=') of a line, and the quantities it uses."""
+def render(line: Line | str, ref: Callable[[str], str],
+           candidates: Optional[Mapping[str, Iterable[float]]] = None) -> tuple[str, list[str]]:
+    """Excel formula text (with leading '=') of a line, and the quantities it uses.
+
+    A family the line reads (``tp_candidates``) is a table: ``candidates[family]`` lists its columns, and each
+    member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
+    ``tp_candidates.4.tp``: :meth:`inference_ledger.line.Family.flat_name`)."""
     if isinstance(line, str):
         line = LINE_BY_NAME[line]
-    expr = line.fn(*(Sym(ref(p)) for p in line.params))
+    args: list[Any] = []
+    for p in line.params:
+        fam = FAMILY_BY_NAME.get(p)
+        if fam is None:
+            args.append(Sym(ref(p)))
+        elif candidates is None or p not in candidates:
+            raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
+        else:
+            args.append({fam.key(c): {m: Sym(ref(fam.flat_name(c, m))) for m in (fam.param, *fam.member_names)}
+                         for c in candidates[p]})
+    expr = line.fn(*args)
     if not isinstance(expr, Sym):
         raise TypeError(f"line {line.name} did not render to a formula")
     return expr.formula(), list(line.params)
+
+
+def render_member(name: str, ref: Callable[[str], str]) -> tuple[str, list[str]]:
+    """Excel formula text of one family cell, ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
+    it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
+    (the same candidate's column) and every other quantity at ``ref(quantity)``."""
+    fam_name, cand, member = name.split(".")
+    fam = FAMILY_BY_NAME[fam_name]
+    m = {l.name: l for l in fam.members}[member]
+    inside = {fam.param, *fam.member_names}
+    expr = m.fn(*(Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p)) for p in m.params))
+    if not isinstance(expr, Sym):
+        raise TypeError(f"family member {name} did not render to a formula")
+    return expr.formula(), list(m.params)
 
 
 def dependencies(line: Line | str) -> list[str]:

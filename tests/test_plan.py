@@ -111,14 +111,24 @@ def test_sliding_window_caps_kv_per_sequence():
 def test_every_line_renders_portably_with_inputs_defined_first():
     """The graph comes from the lines' signatures: evaluated in that order, every quantity is known when used."""
     assert sorted(l.name for l in plan.EVALUATION_ORDER) == sorted(l.name for l in plan.LINES)
+    assert [s.name for s in plan.STEPS if s.name in plan.FAMILY_BY_NAME] == [f.name for f in plan.FAMILIES]
     known = {i.name for i in plan.INPUTS}
-    for line in plan.EVALUATION_ORDER:
-        formula, used = plan.render(line, lambda n: n)
-        assert formula.startswith("=")
-        assert set(used) <= known, f"{line.name} uses a quantity defined after it"
-        for fn in re.findall(r"([A-Z][A-Z0-9.]*)\(", formula):
-            assert fn in PORTABLE_FUNCTIONS, f"{line.name}: {fn} is not portable"
-        known.add(line.name)
+    cands = {f.name: f.candidates(8) for f in plan.FAMILIES}
+    for step in plan.STEPS:
+        fam = plan.FAMILY_BY_NAME.get(step.name)
+        if fam is None:
+            rendered = [plan.render(step, lambda n: n, cands)]
+        else:   # each member at each candidate: its fellow members and the candidate are the family's own cells
+            assert set(fam.params) <= known, f"{fam.name} uses a quantity defined after it"
+            rendered = [plan.render_member(fam.flat_name(c, m), lambda n: n) for c in cands[fam.name]
+                        for m in fam.member_names]
+        for formula, used in rendered:
+            assert formula.startswith("=")
+            assert set(used) <= known | ({fam.param, *fam.member_names} if fam else set()), \
+                f"{step.name} uses a quantity defined after it"
+            for fn in re.findall(r"([A-Z][A-Z0-9.]*)\(", formula):
+                assert fn in PORTABLE_FUNCTIONS, f"{step.name}: {fn} is not portable"
+        known.add(step.name)
 
 
 @pytest.mark.parametrize("name,value", [("tp", 0), ("concurrency", -1), ("gpu_memory_utilization", 1.5),

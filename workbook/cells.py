@@ -205,7 +205,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     c0 = ord(col) - ord("A")
     L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
     coord = f"{L(1)}{r}"
-    formula, _ = plan.render(line, named)
+    formula, _ = plan.render(line, ctx.ref, ctx.family_candidates)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = py_value(ctx.values[line.name])
     fmt = quantity_format(line.name, line.unit, value)
