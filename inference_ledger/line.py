@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 MEMORY, COMPUTE, BANDWIDTH, COST, FIT, FINANCE = "memory", "compute", "bandwidth", "cost", "fit", "finance"
 ACCURACY = "accuracy"  # the error bands of the headline figures (inference_ledger/band_lines.py)
 
@@ -108,7 +110,6 @@ class Family:
 
     def candidates(self, bound: Any) -> tuple[float, ...]:
         """The candidate values for a bound (a number, or an array: its largest element's)."""
-        import numpy as np
         return tuple(float(c) for c in self.candidates_of(float(np.max(bound))))
 
     @staticmethod

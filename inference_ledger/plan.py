@@ -289,13 +289,14 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
     return vals
 
 
-def render(line: Line | str, ref: Callable[[str], str],
-           candidates: Optional[Mapping[str, Iterable[float]]] = None) -> tuple[str, list[str]]:
+def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
+           inline_candidate: bool = False) -> tuple[str, list[str]]:
     """Excel formula text (with leading '=') of a line, and the quantities it uses.
 
     A family the line reads (``tp_candidates``) is a table: ``candidates[family]`` lists its columns, and each
     member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
-    ``tp_candidates.4.tp``: :meth:`inference_ledger.line.Family.flat_name`)."""
+    ``tp_candidates.4.tp``: :meth:`inference_ledger.line.Family.flat_name`; ``inline_candidate``: the candidate as
+    its formula of named constants instead)."""
     if isinstance(line, str):
         line = LINE_BY_NAME[line]
     args: list[Any] = []
@@ -306,26 +307,41 @@ def render(line: Line | str, ref: Callable[[str], str],
         elif candidates is None or p not in candidates:
             raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
         else:
-            args.append({fam.key(c): {m: Sym(ref(fam.flat_name(c, m))) for m in (fam.param, *fam.member_names)}
-                         for c in candidates[p]})
+            args.append({fam.key(c): {fam.param: fam.candidate_formula(c) if inline_candidate
+                                      else Sym(ref(fam.flat_name(c, fam.param)))}
+                         | {m: Sym(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
     expr = line.fn(*args)
     if not isinstance(expr, Sym):
         raise TypeError(f"line {line.name} did not render to a formula")
     return expr.formula(), list(line.params)
 
 
-def render_member(name: str, ref: Callable[[str], str]) -> tuple[str, list[str]]:
+def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool = False) -> tuple[str, list[str]]:
     """Excel formula text of one family cell, ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
     it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
-    (the same candidate's column) and every other quantity at ``ref(quantity)``."""
+    (the same candidate's column) and every other quantity at ``ref(quantity)``; ``inline_candidate``: the candidate
+    as its formula of named constants (a table without a cell for it, e.g. a sweep's)."""
     fam_name, cand, member = name.split(".")
     fam = FAMILY_BY_NAME[fam_name]
     m = {l.name: l for l in fam.members}[member]
     inside = {fam.param, *fam.member_names}
-    expr = m.fn(*(Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p)) for p in m.params))
+
+    def arg(p):
+        if p == fam.param and inline_candidate:
+            return fam.candidate_formula(float(cand))
+        return Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
+
+    expr = m.fn(*(arg(p) for p in m.params))
     if not isinstance(expr, Sym):
         raise TypeError(f"family member {name} did not render to a formula")
     return expr.formula(), list(m.params)
+
+
+def render_key(key: str, ref: Callable[[str], str], candidates: Mapping[str, Iterable[float]]) -> str:
+    """The formula of a table column by its key: a line (:func:`render`) or a family cell (:func:`render_member`,
+    its candidate inline)."""
+    return (render_member(key, ref, inline_candidate=True) if "." in key
+            else render(key, ref, candidates, inline_candidate=True))[0]
 
 
 def dependencies(line: Line | str) -> list[str]:

@@ -34,8 +34,8 @@ from inference_ledger import __version__, plan, verdict
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.files import check_name, write_with
-from inference_ledger.sweep import (BLOCK_ROWS, family_candidates, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
-                                    build_sweep, columns, evaluate_block)
+from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
+                                    build_sweep, columns, evaluate_block, family_candidates)
 from inference_ledger.units import CONSTANTS
 
 from .cells import bill, billed, build_date
@@ -220,25 +220,13 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     cols = columns(table)
     letters = [col_letter(j) for j in range(len(cols))]
     col_of = {c.key: letters[j] for j, c in enumerate(cols)}
-    fixed = set(table.fixed)
-
-    cands = family_candidates(table)
+    fixed, cands = set(table.fixed), family_candidates(table)
 
     def ref(name: str) -> str:
-        if name in fixed:   # an input every row shares (Inputs sheet)
-            return name
-        fam = name.split(".")
-        if len(fam) == 3 and fam[2] == plan.FAMILY_BY_NAME[fam[0]].param:   # a family's candidate: its formula
-            c = plan.FAMILY_BY_NAME[fam[0]].candidate_formula(float(fam[1]))
-            return c.text if "*" not in c.text else f"({c.text})"
-        return f"${col_of[name]}{_ROW_MARK}"
+        return name if name in fixed else f"${col_of[name]}{_ROW_MARK}"
 
-    def render(key: str) -> str:
-        if key == VERDICT_WORDS:
-            return verdict.words(Sym(ref("verdict"))).formula()
-        return (plan.render_member(key, ref) if "." in key else plan.render(key, ref, cands))[0]
-
-    formulas = {c.key: render(c.key)[1:] for c in cols if c.kind == "line"}
+    formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
+                        else plan.render_key(c.key, ref, cands))[1:] for c in cols if c.kind == "line"}
     # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
     bills = billed([c.key for c in cols if c.kind == "line"])
     for key in bills:
