@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import band_lines, bands, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
+from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
     step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
@@ -42,7 +42,16 @@ class Input:
     arg: Arg
 
 
+#: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm, inference_ledger.catalog_facts):
+#: the default of every input the catalog fills, so a plan with no model or GPU chosen is that one's.
+CATALOG_DEFAULTS = catalog_facts.default_facts()
+#: An input's default that is the default model's or GPU's catalog fact of the same name.
+CATALOG = object()
+
+
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
+    if default is CATALOG:
+        default = CATALOG_DEFAULTS[name]
     base = ARGS.get(arg or name)
     if base is None:
         base = Arg(name, doc, unit, 0.0, 1e18)
@@ -61,8 +70,9 @@ def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None,
 
 
 GIB = float(BYTES_PER_GIB)
-#: The default GPU's figures (an 80 GB H100 SXM: 79.19 GiB at runtime, NVLink 4) and the default TP.
-DEFAULT_GPU_MEMORY, DEFAULT_INTERCONNECT, DEFAULT_TP = 79.1875 * GIB, 450e9, 4
+#: The default GPU's figures (its catalog row: an 80 GB H100 SXM is 79.19 GiB at runtime, NVLink 4) and the default TP.
+DEFAULT_GPU_MEMORY, DEFAULT_INTERCONNECT = CATALOG_DEFAULTS["gpu_memory_bytes"], CATALOG_DEFAULTS["interconnect_bw"]
+DEFAULT_TP = 4
 #: The engine inputs' defaults: the default engine's row of inference_ledger/data/engines.csv for that GPU and TP
 #: (one definition: `plan` without --gpu and the engine's own figures agree).
 ENGINE = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=DEFAULT_GPU_MEMORY,
@@ -78,33 +88,33 @@ EFF = {k: e.value for k, e in load_efficiencies().items()}
 
 INPUTS: tuple[Input, ...] = (
     # model (from the Models catalog)
-    _inp("num_params", "Total parameters", "params", 70e9, "All weights, every expert included: what memory holds.", "model"),
-    _inp("active_params", "Active parameters per token", "params", 70e9, "Weights one token multiplies (MoE: routed + shared experts; never the input embedding table, a one-row gather); drives FLOPs and bytes read.", "model"),
-    _inp("quantized_params", "Parameters in quantizable layers", "params", 70e9, "Weights the weight dtype applies to (linear layers); the rest (embeddings, norms, routers) stay BF16.", "model", lo=0, lo_inclusive=True, arg="num_params"),
-    _inp("active_quantized_params", "Active parameters in quantizable layers", "params", 70e9, "The quantizable share of the active parameters.", "model", lo=0, lo_inclusive=True, arg="num_params"),
-    _inp("num_layers", "Layers", "layers", 80, "Transformer blocks (num_hidden_layers).", "model"),
-    _inp("kv_heads", "KV heads", "heads", 8, "Key/value heads per layer; GQA makes this smaller than the query heads.", "model"),
-    _inp("head_dim", "Head dimension", "elements", 128, "Width of one attention head.", "model"),
-    _inp("mla_latent_dim", "MLA latent width (0 = none)", "elements", 0, "DeepSeek MLA caches kv_lora_rank + qk_rope_head_dim per layer instead of 2*K*H.", "model", arg="kv_lora_rank"),
-    _inp("sliding_layers", "Sliding-window layers", "layers", 0, "Layers whose KV is capped at the window.", "model"),
-    _inp("window", "Sliding window", "tokens", 0, "Tokens a sliding-window layer keeps.", "model"),
-    _inp("hidden_size", "Hidden size", "elements", 8192, "Width of the residual stream (hidden_size): the activations and all-reduce messages of every token.", "model", lo=1, hi=1e6, integer=True),
-    _inp("intermediate_size", "MLP / expert width", "elements", 28672, "intermediate_size of the MLP (of one expert for a MoE): the widest activation of a prefill chunk.", "model", lo=1, hi=1e7, integer=True),
-    _inp("vocab_size", "Vocabulary", "tokens", 128256, "Logits per sequence: the sampler's working set is max_num_seqs x vocab.", "model", lo=1, hi=1e8, integer=True),
-    _inp("num_experts", "Routed experts (0 = dense)", "experts", 0, "Experts per MoE layer; their matrices are padded to the MoE kernel's tile.", "model", lo=0, hi=1e5, integer=True),
-    _inp("experts_per_token", "Experts per token (0 = dense)", "experts", 0, "Routed experts a token visits: each keeps its own MLP activations in prefill.", "model", lo=0, hi=1e4, integer=True),
-    _inp("moe_layers", "MoE layers (0 = dense)", "layers", 0, "Layers whose MLP is routed experts (DeepSeek's first layers and Llama-4 Maverick's every other layer are dense): what expert parallelism splits.", "model", lo=0, hi=1e4, integer=True),
+    _inp("num_params", "Total parameters", "params", CATALOG, "All weights, every expert included: what memory holds.", "model"),
+    _inp("active_params", "Active parameters per token", "params", CATALOG, "Weights one token multiplies (MoE: routed + shared experts; never the input embedding table, a one-row gather); drives FLOPs and bytes read.", "model"),
+    _inp("quantized_params", "Parameters in quantizable layers", "params", CATALOG, "Weights the weight dtype applies to (linear layers); the rest (embeddings, norms, routers) stay BF16.", "model", lo=0, lo_inclusive=True, arg="num_params"),
+    _inp("active_quantized_params", "Active parameters in quantizable layers", "params", CATALOG, "The quantizable share of the active parameters.", "model", lo=0, lo_inclusive=True, arg="num_params"),
+    _inp("num_layers", "Layers", "layers", CATALOG, "Transformer blocks (num_hidden_layers).", "model"),
+    _inp("kv_heads", "KV heads", "heads", CATALOG, "Key/value heads per layer; GQA makes this smaller than the query heads.", "model"),
+    _inp("head_dim", "Head dimension", "elements", CATALOG, "Width of one attention head.", "model"),
+    _inp("mla_latent_dim", "MLA latent width (0 = none)", "elements", CATALOG, "DeepSeek MLA caches kv_lora_rank + qk_rope_head_dim per layer instead of 2*K*H.", "model", arg="kv_lora_rank"),
+    _inp("sliding_layers", "Sliding-window layers", "layers", CATALOG, "Layers whose KV is capped at the window.", "model"),
+    _inp("window", "Sliding window", "tokens", CATALOG, "Tokens a sliding-window layer keeps.", "model"),
+    _inp("hidden_size", "Hidden size", "elements", CATALOG, "Width of the residual stream (hidden_size): the activations and all-reduce messages of every token.", "model", lo=1, hi=1e6, integer=True),
+    _inp("intermediate_size", "MLP / expert width", "elements", CATALOG, "intermediate_size of the MLP (of one expert for a MoE): the widest activation of a prefill chunk.", "model", lo=1, hi=1e7, integer=True),
+    _inp("vocab_size", "Vocabulary", "tokens", CATALOG, "Logits per sequence: the sampler's working set is max_num_seqs x vocab.", "model", lo=1, hi=1e8, integer=True),
+    _inp("num_experts", "Routed experts (0 = dense)", "experts", CATALOG, "Experts per MoE layer; their matrices are padded to the MoE kernel's tile.", "model", lo=0, hi=1e5, integer=True),
+    _inp("experts_per_token", "Experts per token (0 = dense)", "experts", CATALOG, "Routed experts a token visits: each keeps its own MLP activations in prefill.", "model", lo=0, hi=1e4, integer=True),
+    _inp("moe_layers", "MoE layers (0 = dense)", "layers", CATALOG, "Layers whose MLP is routed experts (DeepSeek's first layers and Llama-4 Maverick's every other layer are dense): what expert parallelism splits.", "model", lo=0, hi=1e4, integer=True),
     # precision
-    _inp("weight_bytes", "Weight bytes per parameter", "B/param", 2, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
-    _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", 2, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
-    _inp("kv_bytes", "KV bytes per element", "B", 2, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
+    _inp("weight_bytes", "Weight bytes per parameter", "B/param", CATALOG, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
+    _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", CATALOG, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
+    _inp("kv_bytes", "KV bytes per element", "B", CATALOG, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
     # GPU (from the GPUs catalog)
-    _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", DEFAULT_GPU_MEMORY, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
-    _inp("hbm_bw", "HBM bandwidth", "B/s", 3.35e12, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
-    _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", 989e12, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
-    _inp("gpus_per_node", "GPUs per node", "GPUs", 8, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
-    _inp("scaleout_bw", "Scale-out bandwidth per GPU", "B/s", 50e9, "Network bandwidth per GPU per direction between nodes (400 Gb/s InfiniBand NDR = 50 GB/s): PP hand-offs, EP all-to-all and KV transfers that leave the node.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
-    _inp("interconnect_bw", "Interconnect bandwidth", "B/s", DEFAULT_INTERCONNECT, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
+    _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", CATALOG, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
+    _inp("hbm_bw", "HBM bandwidth", "B/s", CATALOG, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
+    _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", CATALOG, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
+    _inp("gpus_per_node", "GPUs per node", "GPUs", CATALOG, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
+    _inp("scaleout_bw", "Scale-out bandwidth per GPU", "B/s", CATALOG, "Network bandwidth per GPU per direction between nodes (400 Gb/s InfiniBand NDR = 50 GB/s): PP hand-offs, EP all-to-all and KV transfers that leave the node.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
+    _inp("interconnect_bw", "Interconnect bandwidth", "B/s", CATALOG, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
     # deployment
     _inp("tp", "Tensor-parallel degree", "GPUs", DEFAULT_TP, "GPUs each layer's attention heads and dense matrices are split across (within one node).", "deployment"),
     _inp("pp", "Pipeline stages", "stages", 1, "Pipeline-parallel degree: the layers split into this many stages, each on its own tp x dp_attention GPUs (vLLM/SGLang --pipeline-parallel-size).", "deployment", lo=1, hi=256, integer=True),
@@ -163,16 +173,16 @@ INPUTS: tuple[Input, ...] = (
                          ("TPOT", ("band_low_tpot", "band_high_tpot")), ("TTFT", ("band_low_ttft", "band_high_ttft")))
       for side, name, q in (("low", pair[0], int(bands.BAND_QUANTILES[0])), ("high", pair[1], int(bands.BAND_QUANTILES[1])))),
     # cost
-    _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", 2.5, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
+    _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", CATALOG, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
     _inp("requests_per_day", "Requests per day", "requests/day", 1_000_000, "Average daily load: the Cost sheet's requests-per-day bill (monthly_cost) and the Forecast's average-to-peak ratio.", "cost"),
     # targets
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),
     _inp("target_qps", "Target QPS", "requests/s", 20, "Requests per second the service must sustain at peak (sizes replicas by Little's law).", "target", arg="qps"),
     # finance: own vs rent, and the timeline's growth (inference_ledger.finance; GPU rows from data/gpu_costs.csv)
-    _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", 33750, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
-    _inp("gpu_power_w", "GPU power (TDP)", "W", 700, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
-    _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", 575, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
+    _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", CATALOG, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
+    _inp("gpu_power_w", "GPU power (TDP)", "W", CATALOG, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
+    _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", CATALOG, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
     _inp("gpus_per_server", "GPUs per server", "GPUs", 8, "GPUs in one server: purchases come in whole servers (HGX / DGX: 8).", "finance", lo=1, hi=1024, integer=True),
     _inp("depreciation_years", "Depreciation years", "years", 5, "Years the capex is recovered over (servers are commonly depreciated over 4-6 years).", "finance", lo=0, hi=50, lo_inclusive=False),
     _inp("cost_of_capital", "Cost of capital", "fraction/year", 0.08, "Yearly rate the capex is financed at (WACC): the annuity and the timeline's NPV use it.", "finance", lo=0, hi=1, lo_inclusive=False),

@@ -8,9 +8,13 @@ from inference_ledger import plan, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 
+#: The seed article's round 70B (70e9 parameters, all active, all in linear layers) on the default GPU: the plan's
+#: defaults are Llama-3.1-70B's catalog row (70.55e9), so the hand derivations below state the round figure they use.
+SEED_70B = {"num_params": 70e9, "active_params": 70e9, "quantized_params": 70e9, "active_quantized_params": 70e9}
+
 
 def test_default_plan_llama70b_on_4x_h100_hand_derived():
-    v = plan.evaluate(plan.defaults())
+    v = plan.evaluate(plan.defaults() | SEED_70B)
     assert v["weights_bytes"] == 140e9                       # 70e9 x 2 B
     assert v["weights_bytes_per_gpu"] == 35e9                # / TP 4
     assert v["kv_bytes_per_token"] == 327_680                # 2 x 80 x 8 x 128 x 2
@@ -28,7 +32,7 @@ def test_default_plan_llama70b_on_4x_h100_hand_derived():
 
 def test_default_plan_steady_state_by_hand():
     """Continuous batching, 16 in flight, 1,024 in + 512 out: every serving line worked by hand."""
-    v = plan.evaluate(plan.defaults())
+    v = plan.evaluate(plan.defaults() | SEED_70B)
     assert v["effective_concurrency"] == 16                   # 16 < KV limit and < max_num_seqs 1,024
     # each of the 15 other sequences starts a 1,024-token prompt every 512 steps: 2 prompt tokens per step each
     assert v["prefill_tokens_per_step"] == 30 and v["step_tokens"] == 46
@@ -55,7 +59,7 @@ def test_default_plan_steady_state_by_hand():
 
 
 def test_static_batching_mixes_no_prompt_and_waits_for_the_whole_batch():
-    v = plan.evaluate(plan.defaults() | {"batching": 2})
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"batching": 2})
     assert v["prefill_tokens_per_step"] == 0 and v["step_tokens"] == 16
     # TTFT: 16 x 1,024 = 16,384 prompt tokens in 2 chunks of 8,192, compute-bound
     assert v["prefill_batch_tokens"] == 16_384 and v["prefill_chunks"] == 2

@@ -36,7 +36,7 @@ def test_plan_qps_replicas_and_cost_follow_littles_law():
     assert v["qps_capacity"] == pytest.approx(replicas * qps, rel=1e-12)
     assert v["qps_headroom"] == pytest.approx(replicas * qps / 20 - 1, rel=1e-9)
     assert v["monthly_gpu_hours_qps"] == replicas * 4 * 730
-    assert v["monthly_cost_qps"] == pytest.approx(replicas * 4 * 730 * 2.5)
+    assert v["monthly_cost_qps"] == pytest.approx(replicas * 4 * 730 * 3.78)   # the h100-sxm row's $3.78/GPU-h
 
 
 def test_tpot_max_batch_compute_bound_hand_derived():
