@@ -3,7 +3,7 @@
 For each GPU, layout and format the plan runs at the concurrency ``plan`` itself uses by default:
 the largest that meets the TTFT and TPOT targets within the KV cache and the engine's batch limit
 (:mod:`inference_ledger.concurrency`, the plan's lines over a family of candidate concurrencies).
-QPS per replica, B / (TTFT + T x TPOT(B)), grows with B, so that concurrency needs the fewest
+QPS per replica, B / (TTFT + (T - 1) x TPOT(B)), grows with B, so that concurrency needs the fewest
 replicas.  The plan at it (vectorized over every candidate row) gives the QPS per replica, the
 replicas and GPUs for the target, the headroom and the monthly bill: the same bill as ``plan``.
 

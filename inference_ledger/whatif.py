@@ -5,8 +5,8 @@ one definition that computes on numbers/numpy arrays and renders to a portable E
 formula (no Goal Seek, no macros, no iteration).  Base units: bytes, seconds, tokens.
 
 QPS.  With continuous batching (Orca, Yu et al. OSDI'22; vLLM, Kwon et al. SOSP'23) a
-replica keeps ``B`` sequences in flight; each request lives for its latency
-``W = TTFT + T x TPOT(B)``.  Little's law (``L = lambda x W``, Little 1961) gives the
+replica keeps ``B`` sequences in flight; each request holds its slot for
+``W = TTFT + (T - 1) x TPOT(B)`` (its first token, then T - 1 decode steps).  Little's law (``L = lambda x W``, Little 1961) gives the
 request rate one replica sustains: ``lambda = B / W``.
 
 Inverses.  Every ledger the plan uses is affine in the unknown or a max of affine
@@ -25,6 +25,7 @@ fits while one step further does not.
 from __future__ import annotations
 
 from .expr import Sym, ceil, eq, floor, gt, le, log, maximum, minimum, where
+from .serving import cycle_seconds
 from .units import HOURS_PER_MONTH, TP_BASE
 
 __all__ = [
@@ -42,11 +43,14 @@ __all__ = [
 
 
 def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
-    """Requests/s one replica sustains at a concurrency: B / (TTFT + T x TPOT) (Little's law).
+    """Requests/s one replica sustains at a concurrency: B / (TTFT + (T - 1) x TPOT) (Little's law over B slots).
 
-    70B on 4 x H100 at B = 16, TTFT 0.2 s, T = 512, TPOT 0.03 s: 16 / 15.56 = 1.028 req/s.
+    A request holds its slot for its first token (TTFT) and then T - 1 decode steps of TPOT each
+    (:func:`inference_ledger.serving.cycle_seconds`): TPOT as the serving benchmarks measure it,
+    (latency - TTFT) / (output tokens - 1) (vllm-project/vllm vllm/benchmarks/serve.py, calculate_metrics).
+    70B on 4 x H100 at B = 16, TTFT 0.2 s, T = 512, TPOT 0.03 s: 16 / (0.2 + 511 x 0.03) = 16 / 15.53 = 1.030 req/s.
     """
-    return concurrency / (ttft_seconds + output_tokens * tpot_seconds)
+    return concurrency / cycle_seconds(ttft_seconds, output_tokens, tpot_seconds)
 
 
 def monthly_gpu_hours(num_gpus):

@@ -198,7 +198,7 @@ def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
 @line("QPS per replica", "requests/s", BANDWIDTH,
       "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
 def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
-    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens - 1, tpot_seconds)
+    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds)
 
 
 @line("Replicas for the target QPS", "replicas", COST,

@@ -20,9 +20,11 @@ KV_SEQ_PER_GPU = 327_680 * 1536 / 4                # 125,829,120 B: 8 KV heads o
 
 
 def test_qps_per_replica_littles_law():
-    # 16 in flight, each lives 0.2 + 512 x 0.03 = 15.56 s
-    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(16 / 15.56, rel=1e-15)
-    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(1.0282776, rel=1e-7)
+    # 16 in flight, each holds its slot for its first token and 511 decode steps: 0.2 + 511 x 0.03 = 15.53 s
+    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(16 / 15.53, rel=1e-15)
+    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(1.0302640, rel=1e-7)
+    # one output token: the request is its TTFT alone (no decode step)
+    assert whatif.qps_per_replica(16, 0.2, 1, 0.03) == pytest.approx(80.0, rel=1e-15)
 
 
 def test_plan_qps_replicas_and_cost_follow_littles_law():
@@ -96,7 +98,7 @@ def test_inverses_render_to_excel_formulas():
     assert f == "=MAX(INT(MIN((t*bw*e1-w)/kv,t*pk*e2/fl)),0)"
     f = whatif.min_gpus_closed_form(s("W"), s("KV"), s("A"), s("S")).formula()
     assert f == ("=IF(A-KV/S>0,TP_BASE^ROUNDUP(LOG(MAX((W+KV)/A,W/IF(A-KV/S>0,A-KV/S,1),1),TP_BASE),0),0)")
-    assert whatif.qps_per_replica(s("B"), s("ttft"), s("T"), s("tpot")).formula() == "=B/(ttft+T*tpot)"
+    assert whatif.qps_per_replica(s("B"), s("ttft"), s("T"), s("tpot")).formula() == "=B/(ttft+(T-1)*tpot)"
 
 
 # --- round trips through the plan --------------------------------------------------------

@@ -81,7 +81,7 @@ REGISTRY: tuple[tuple[Callable[..., Any], str, str], ...] = (
     (ledger.monthly_tokens, "MONTHLY_TOKENS", "Output tokens a month of the request forecast generates."),
     (ledger.fits_usable, "FITS_USABLE", "Seed form: 1 when the per-GPU total fits in the usable memory, else 0 (FITS uses the engine's KV budget)."),
     # what QPS, and the closed-form inverses
-    (whatif.qps_per_replica, "QPS_PER_REPLICA", "Requests per second one replica sustains at a concurrency (Little's law): B / (TTFT + T x TPOT)."),
+    (whatif.qps_per_replica, "QPS_PER_REPLICA", "Requests per second one replica sustains at a concurrency (Little's law): B / (TTFT + (T - 1) x TPOT), the plan's qps_per_replica."),
     (whatif.monthly_gpu_hours, "MONTHLY_GPU_HOURS", "GPU-hours a month of provisioned GPUs bills: GPUs x 730 h."),
     (whatif.tpot_max_batch_roofline, "TPOT_MAX_BATCH_ROOFLINE", "Largest batch whose roofline step (no fixed overheads) meets the TPOT target (0 = none)."),
     (whatif.max_context_tokens, "MAX_CONTEXT_TOKENS", "Longest context per sequence whose KV fits the budget at a concurrency (0 = none)."),
