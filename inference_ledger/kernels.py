@@ -4,7 +4,9 @@ The tables (``inference_ledger/data/kernels/*.csv``) are NVIDIA aiconfigurator-c
 distilled per GPU x engine x version (see the folder's NOTICE and ``scripts/distill_kernels.py``): GEMM latency by
 (dtype, N, K) at M = 1 .. 16,384 tokens; decode attention of one layer by (KV dtype, heads, KV heads, head dim,
 batch) at KV lengths; prefill attention of one prompt by (KV dtype, heads, KV heads, head dim) at prompt lengths;
-all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce.
+all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce; one fused MoE layer (routing +
+grouped expert GEMMs) by (dtype, hidden, expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens,
+for the catalog's MoE shapes.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
@@ -18,6 +20,16 @@ its measured time per unit at the largest: GEMMs (a^p + (r M)^p)^(1/p) with p = 
 (:func:`inference_ledger.serving.gemm_curve`), attention and all-reduce a + r x.  ``a`` and ``r`` are plan inputs,
 read here at the model's shapes, TP and dtypes (so the workbook's formulas stay short); a GPU without tables keeps
 ``kernel_tables`` 0 and the roofline with the sourced efficiencies of ``efficiencies.csv``.
+
+**A fused MoE layer** is priced as the step lines price it (:func:`inference_ledger.serving.mlp_seconds`): a launch
+L + each touched expert on the GPU (n of them, the distinct experts of the step's T tokens) x its GEMM pair at its
+x = T k / distinct tokens beyond the launch.  Where the MoE table holds the model's shape, layout and dtype
+(``moe_kernel_table`` 1), the pair is f + r x - L, with (L, f, r) read off the measured curve t(T)
+(:func:`moe_expert_figures`): the per-expert memory cost f - L from the rise between T = 1 and the first grid T whose
+tokens touch nearly every expert, L from T = 1, r from T = 16,384, so the line passes through the table at those
+points (and within about 15% of it at the grid points between, where a GEMM's (f^2 + (r x)^2)^(1/2) is 20-45% low:
+the fused kernels' time grows linearly with their tokens).  Elsewhere (``moe_kernel_table`` 0) the pair is one
+expert's GEMMs from the dense GEMM table, (f^2 + (r x)^2)^(1/2) - L, as for a dense MLP.
 """
 
 from __future__ import annotations
@@ -155,6 +167,20 @@ def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
             out[key][g] = Table((np.array([float(r["message_bytes"]) for r in rs]),),
                                 np.array([float(r["latency_us"]) * US for r in rs]),
                                 f"{rs[0]['source']} ({rs[0]['library']} {rs[0]['version']})")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
+    """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): latency over tokens}."""
+    rows = list(_rows("moe.csv"))
+    cols, ts = _grid(list(rows[0]), "t")
+    out: dict = {}
+    for r in rows:
+        for gid in r["gpu_ids"].split("|"):
+            key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
+            out.setdefault(key, {})[(int(r["tp"]), int(r["ep"]))] = Table(
+                (ts,), np.array([float(r[c]) * US for c in cols]), f"{r['source']} ({r['engine']} {r['version']})")
     return out
 
 
@@ -297,6 +323,78 @@ def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: floa
     return best
 
 
+def moe_dtypes(weight_dtype: str) -> tuple[str, ...]:
+    """The MoE table's dtypes for a weight format (FP8: per-tensor and block-scaled, the faster taken)."""
+    return {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp32": ("bfloat16",), "fp8": ("fp8", "fp8_block"),
+            "int8": ("fp8", "fp8_block"), "mxfp4": ("w4a16_mxfp4",)}.get(weight_dtype, ())
+
+
+def moe_layout(tp: float, ep: float) -> tuple[int, int]:
+    """(MoE TP, MoE EP) of the table for a plan's TP and EP: experts split over TP, or whole under EP."""
+    return (1, int(ep)) if ep > 1 else (int(tp), 1)
+
+
+def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter: float, topk: float, experts: float,
+              tp: float, ep: float) -> Optional[Table]:
+    """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None."""
+    t = _moe()
+    shape = (int(hidden), int(inter), int(topk), int(experts))
+    for e in (_family(engine), *FAMILIES):
+        tabs = [tab for dt in moe_dtypes(weight_dtype)
+                if (tab := t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))) is not None]
+        if tabs:  # the newest engine version measured; of its FP8 kernels (per-tensor, block-scaled), the faster
+            newest = max(_version(tab.source) for tab in tabs)
+            return min((tab for tab in tabs if _version(tab.source) == newest),
+                       key=lambda tab: float(np.sum(np.log(tab.seconds))))
+    return None
+
+
+def _version(source: str) -> tuple[int, ...]:
+    """The engine version a table's source names ("... (vllm 0.24.0)"), as numbers for ordering."""
+    v = source.rsplit(" ", 1)[-1].rstrip(")")
+    return tuple(int(p) if p.isdigit() else 0 for p in v.replace("rc", ".").replace("post", ".").split("."))
+
+
+def moe_seconds(gpu_id: str, engine: str, weight_dtype: str, tokens: float, hidden: float, inter: float, topk: float,
+                experts: float, tp: float, ep: float) -> tuple[float, str]:
+    """Measured latency of one fused MoE layer on one GPU at ``tokens`` (the EP group's) and its source;
+    KeyError when the table lacks the shape, layout or dtype."""
+    tab = moe_table(gpu_id, engine, weight_dtype, hidden, inter, topk, experts, tp, ep)
+    if tab is None:
+        raise KeyError(f"no MoE table for {gpu_id} {weight_dtype} {hidden:.0f}x{inter:.0f} top-{topk:.0f} of "
+                       f"{experts:.0f}")
+    return interpolate(tab, tokens), tab.source
+
+
+#: the share of the experts the middle fit point's tokens touch (see moe_expert_figures)
+MOE_FIT_TOUCHED = 0.95
+
+
+def _moe_counts(tokens: float, topk: float, experts: float, ep: float, gpus: float) -> tuple[float, float]:
+    """(touched experts per GPU, tokens per touched expert) at ``tokens``: the plan's own distinct-expert rule
+    (serving.distinct_experts, serving.experts_per_gpu, serving.expert_tokens)."""
+    from inference_ledger import serving
+    d = float(serving.distinct_experts(experts, topk, tokens))
+    return float(serving.experts_per_gpu(d, ep, gpus)), float(serving.expert_tokens(tokens, topk, d))
+
+
+def moe_expert_figures(tab: Table, topk: float, experts: float, ep: float, gpus: float) -> tuple[float, float, float]:
+    """(launch L, expert floor f, expert time per token r) whose line L + n (f + r x - L) passes through the
+    measured curve at T = 1, at the first grid T touching MOE_FIT_TOUCHED of the experts, and at the table's
+    largest T (the module doc)."""
+    ts = tab.axes[0]
+    mid = next((float(t) for t in ts if float(t) > 1 and _moe_counts(float(t), topk, experts, 1, 1)[0]
+                >= MOE_FIT_TOUCHED * experts), float(ts[-1]))
+    (n1, _), (nm, _), (nb, xb) = (_moe_counts(t, topk, experts, ep, gpus) for t in (1.0, mid, float(ts[-1])))
+    t1, tm, tb = (interpolate(tab, t) for t in (1.0, mid, float(ts[-1])))
+    e = max(tm - t1, 0.0) / (nm - n1) if nm > n1 else 0.0      # each touched expert's weight read beyond the launch
+    launch = max(t1 - n1 * e, 0.0)
+    e = (t1 - launch) / n1 if e == 0.0 else e
+    f = launch + e
+    g = launch + (tb - launch) / nb                             # one expert's pair at the largest T
+    return launch, f, max(g - f, 0.0) / xb
+
+
 def has_tables(gpu_id: Optional[str]) -> bool:
     """Whether the GPU has measured GEMM, attention and all-reduce tables."""
     if not gpu_id:
@@ -315,7 +413,7 @@ PREFILL_REF_TOKENS = 16384.0
 ALLREDUCE_REF_BYTES = 64 * 2 ** 20
 #: the operations of a layer whose kernels the tables price, and the plan inputs each one's curve takes
 GEMM_OPS = ("qkv", "o", "mlp", "lm_head")
-OPS = (*GEMM_OPS, "decode_attention", "prefill_attention", "allreduce")
+OPS = (*GEMM_OPS, "moe_expert", "decode_attention", "prefill_attention", "allreduce")
 
 
 def op_input_names(op: str) -> tuple[str, str]:
@@ -368,8 +466,25 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
             if op == "mlp":  # a fused MoE kernel pays one launch per layer, not one per expert
                 launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in shapes)
                 out["moe_kernel_launch_seconds"] = min(launch, a)
+                fa, fr = op_input_names("moe_expert")   # without a MoE table: one expert's GEMMs, as a dense MLP
+                out[fa], out[fr] = a, r
             src[op] = f"{MEASURED}: {s} at (N, K) = " + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + \
                 f" {dt}"
+        src["moe_expert"] = src["mlp"]
+        out["moe_kernel_table"] = 0
+        if float(v["num_experts"]) > 0:
+            moe = moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
+                            v["experts_per_token"], v["num_experts"], tp, v["ep"])
+            if moe is not None:
+                gpus = tp * float(v.get("dp_attention", 1))
+                fa, fr = op_input_names("moe_expert")
+                out["moe_kernel_table"] = 1
+                out["moe_kernel_launch_seconds"], out[fa], out[fr] = moe_expert_figures(
+                    moe, float(v["experts_per_token"]), float(v["num_experts"]), float(v["ep"]), gpus)
+                lay = moe_layout(tp, float(v["ep"]))
+                src["moe_expert"] = f"{MEASURED}: {moe.source}, fused MoE at MoE TP {lay[0]} / EP {lay[1]}"
+                src["mlp"] = src["moe_expert"] + (f"; dense layers {src['mlp']}"
+                                                  if float(v["moe_layers"]) < float(v["num_layers"]) else "")
         hg = max(h / tp, 1.0)
         kvg = max(float(v["kv_heads"]) / tp, 1.0)
         hd = float(v["head_dim"])

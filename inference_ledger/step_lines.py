@@ -47,11 +47,13 @@ def decode_expert_tokens(step_tokens, experts_per_token, moe_distinct_experts):
 
 
 @line("Decode: one expert beyond a launch", "s", BANDWIDTH,
-      "One touched expert's gate/up + down GEMMs at its tokens, less the launch a fused MoE kernel pays once.")
-def decode_expert_seconds(decode_expert_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
-                          moe_kernel_launch_seconds):
-    return serving.expert_extra_seconds(decode_expert_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
-                                        moe_kernel_launch_seconds)
+      "One touched expert's gate/up + down GEMMs at its tokens (the fused MoE table's figures where it holds the "
+      "shape, else the GEMM table's), less the launch a fused MoE kernel pays once.")
+def decode_expert_seconds(decode_expert_tokens, moe_expert_kernel_floor_seconds, moe_expert_kernel_seconds_per_token,
+                          moe_kernel_launch_seconds, moe_kernel_table):
+    return serving.expert_extra_seconds(decode_expert_tokens, moe_expert_kernel_floor_seconds,
+                                        moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds,
+                                        moe_kernel_table)
 
 
 @line("Decode: MLP / expert GEMMs", "s", BANDWIDTH,
@@ -146,14 +148,19 @@ def prefill_experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage):
     return serving.experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage)
 
 
+@line("Tokens per touched expert per prefill chunk", "tokens", COMPUTE,
+      "Chunk tokens x k / distinct experts of the chunk: the M of each expert's GEMMs.")
+def prefill_expert_tokens(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts):
+    return serving.expert_tokens(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts)
+
+
 @line("Prefill: one expert beyond a launch", "s", COMPUTE,
-      "One touched expert's GEMM pair at chunk tokens x k / distinct experts, less the fused kernel's launch.")
-def prefill_expert_seconds(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts,
-                           mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token, moe_kernel_launch_seconds):
-    return serving.expert_extra_seconds(serving.expert_tokens(prefill_chunk_tokens, experts_per_token,
-                                                              prefill_distinct_experts),
-                                        mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
-                                        moe_kernel_launch_seconds)
+      "One touched expert's GEMM pair at its tokens per chunk, less the fused kernel's launch.")
+def prefill_expert_seconds(prefill_expert_tokens, moe_expert_kernel_floor_seconds,
+                           moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds, moe_kernel_table):
+    return serving.expert_extra_seconds(prefill_expert_tokens, moe_expert_kernel_floor_seconds,
+                                        moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds,
+                                        moe_kernel_table)
 
 
 @line("Prefill: MLP / expert GEMMs", "s", COMPUTE,
@@ -235,9 +242,11 @@ PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
       "Layers x the measured time per token of QKV, O and the MLP (k experts' for a MoE layer): what each prompt token "
       "adds to a large prefill.")
 def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, qkv_kernel_seconds_per_token,
-                                     o_kernel_seconds_per_token, mlp_kernel_seconds_per_token):
+                                     o_kernel_seconds_per_token, mlp_kernel_seconds_per_token,
+                                     moe_expert_kernel_seconds_per_token):
     return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
-        + (num_layers - moe_layers + moe_layers * experts_per_token) * mlp_kernel_seconds_per_token
+        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token \
+        + moe_layers * experts_per_token * moe_expert_kernel_seconds_per_token
 
 
 @line("Prefill of each further prompt", "s", COMPUTE,
@@ -284,10 +293,11 @@ def experts_per_gpu_all(num_experts, ep, gpus_per_stage):
       "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + each MoE layer's fused kernel "
       "over every expert on the GPU.")
 def kernel_gemm_floor_seconds(num_layers, moe_layers, qkv_kernel_floor_seconds, o_kernel_floor_seconds,
-                              mlp_kernel_floor_seconds, moe_kernel_launch_seconds, experts_per_gpu_all):
+                              mlp_kernel_floor_seconds, moe_kernel_launch_seconds, experts_per_gpu_all,
+                              moe_expert_kernel_floor_seconds):
     return num_layers * (qkv_kernel_floor_seconds + o_kernel_floor_seconds) \
         + (num_layers - moe_layers) * mlp_kernel_floor_seconds \
-        + moe_layers * (moe_kernel_launch_seconds + experts_per_gpu_all * (mlp_kernel_floor_seconds
+        + moe_layers * (moe_kernel_launch_seconds + experts_per_gpu_all * (moe_expert_kernel_floor_seconds
                                                                           - moe_kernel_launch_seconds))
 
 
@@ -295,10 +305,10 @@ def kernel_gemm_floor_seconds(num_layers, moe_layers, qkv_kernel_floor_seconds, 
       "Layers x (QKV + O time per token) + the MLP's per token (k experts' for a MoE layer, on this GPU's share).")
 def kernel_gemm_seconds_per_token(num_layers, moe_layers, experts_per_token, num_experts, experts_per_gpu_all,
                                   qkv_kernel_seconds_per_token, o_kernel_seconds_per_token,
-                                  mlp_kernel_seconds_per_token):
+                                  mlp_kernel_seconds_per_token, moe_expert_kernel_seconds_per_token):
     moe = moe_layers * experts_per_token * experts_per_gpu_all / maximum(num_experts, 1)
     return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
-        + (num_layers - moe_layers + moe) * mlp_kernel_seconds_per_token
+        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token + moe * moe_expert_kernel_seconds_per_token
 
 
 @line("Kernel step: fixed time", "s", BANDWIDTH,
