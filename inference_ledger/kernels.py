@@ -6,7 +6,8 @@ distilled per GPU x engine x version (see the folder's NOTICE and ``scripts/dist
 batch) at KV lengths; prefill attention of one prompt by (KV dtype, heads, KV heads, head dim) at prompt lengths;
 all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce; one fused MoE layer (routing +
 grouped expert GEMMs) by (dtype, hidden, expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens,
-for the catalog's MoE shapes.
+for the catalog's MoE shapes; DeepSeek-V3's whole MLA attention module of one layer (projections + attention over the
+latent cache) by (KV dtype, GEMM dtype, heads per GPU), decode by batch x KV length and prefill by prompt length.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
@@ -30,6 +31,13 @@ tokens touch nearly every expert, L from T = 1, r from T = 16,384, so the line p
 points (and within about 15% of it at the grid points between, where a GEMM's (f^2 + (r x)^2)^(1/2) is 20-45% low:
 the fused kernels' time grows linearly with their tokens).  Elsewhere (``moe_kernel_table`` 0) the pair is one
 expert's GEMMs from the dense GEMM table, (f^2 + (r x)^2)^(1/2) - L, as for a dense MLP.
+
+**MLA** (``mla_latent_dim`` > 0) is priced from the measured module (:func:`mla_figures`): the QKV operation carries the
+whole module's projections (floor: the decode module at one sequence and the shortest KV length; time per token and
+the prefill attention's time per prompt length squared: the two-term fit a S + q S^2 of the prefill module at the
+table's two longest prompts), the O operation is 0 (inside the module), and decode attention's time per KV token is
+the decode module's rise from the shortest to the reference KV length at the reference batch.  A GPU without the MLA
+tables keeps the roofline for the whole step.
 """
 
 from __future__ import annotations
@@ -181,6 +189,33 @@ def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
             key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
             out.setdefault(key, {})[(int(r["tp"]), int(r["ep"]))] = Table(
                 (ts,), np.array([float(r[c]) * US for c in cols]), f"{r['source']} ({r['engine']} {r['version']})")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _mla(which: str) -> dict[tuple, dict[int, Table]]:
+    """(gpu, engine, kv dtype, GEMM dtype) -> {heads per GPU: the MLA module's latency} (decode over (batch, KV
+    length), prefill over prompt length)."""
+    rows = list(_rows("mla_decode.csv" if which == "decode" else "mla_prefill.csv"))
+    cols, xs = _grid(list(rows[0]), "ctx" if which == "decode" else "isl")
+    groups: dict = {}
+    for r in rows:
+        for gid in r["gpu_ids"].split("|"):
+            key = (gid, r["engine"], r["kv_dtype"], r["gemm_dtype"])
+            groups.setdefault(key, {}).setdefault(int(r["heads"]), []).append(r)
+    out: dict = {}
+    for key, by_h in groups.items():
+        out[key] = {}
+        for h, rs in by_h.items():
+            src = f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})"
+            if which == "decode":
+                bs = np.array(sorted({float(r["batch"]) for r in rs}))
+                arr = np.full((len(bs), len(xs)), np.nan)
+                for r in rs:
+                    arr[np.searchsorted(bs, float(r["batch"]))] = [_cell(r[c]) for c in cols]
+                out[key][h] = Table((bs, xs), _extend(arr, xs), src)
+            else:
+                out[key][h] = Table((xs,), _extend(np.array([[_cell(rs[0][c]) for c in cols]]), xs ** 2)[0], src)
     return out
 
 
@@ -395,6 +430,39 @@ def moe_expert_figures(tab: Table, topk: float, experts: float, ep: float, gpus:
     return launch, f, max(g - f, 0.0) / xb
 
 
+def mla_tables(gpu_id: str, engine: str, kv_dtype: str, weight_dtype: str,
+               heads_per_gpu: float) -> Optional[tuple[Table, Table]]:
+    """The MLA module's (decode, prefill) tables at the nearest measured heads per GPU (the engine's own, else
+    another engine's on the same GPU), or None."""
+    gdt = {"fp8": "fp8_block", "int8": "fp8_block"}.get(weight_dtype, "bfloat16")
+    dec, pre = _mla("decode"), _mla("prefill")
+    for e in (_family(engine), *FAMILIES):
+        for kdt in dict.fromkeys((kv_table_dtype(kv_dtype), "bfloat16")):
+            key = (gpu_id, e, kdt, gdt)
+            if key in dec and key in pre:
+                h = min(set(dec[key]) & set(pre[key]), key=lambda x: abs(math.log(x / heads_per_gpu)))
+                return dec[key][h], pre[key][h]
+    return None
+
+
+def mla_figures(dec: Table, pre: Table) -> dict[str, float]:
+    """The MLA module read as the plan's operations (the module doc): QKV floor and time per token, O 0, decode
+    attention per KV token, prefill attention per prompt length squared."""
+    s1, s2 = float(pre.axes[0][-2]), float(pre.axes[0][-1])
+    t1, t2 = interpolate(pre, s1), interpolate(pre, s2)
+    # t = a S + q S^2 through the two longest prompts: the projections' time per token and the attention's per S^2
+    q = max((t2 / s2 - t1 / s1) / (s2 - s1), 0.0)
+    a = max(t1 / s1 - q * s1, 0.0)
+    b, ctx = DECODE_REF
+    lo = float(dec.axes[1][0])
+    kv = max(interpolate(dec, b, ctx) - interpolate(dec, b, lo), 0.0) / (b * (ctx - lo))
+    out = dict(zip(op_input_names("qkv"), (interpolate(dec, 1, lo), a)))
+    out.update(dict.fromkeys(op_input_names("o"), 0.0))
+    out.update(zip(op_input_names("decode_attention"), (0.0, kv)))
+    out.update(zip(op_input_names("prefill_attention"), (0.0, q)))
+    return out
+
+
 def has_tables(gpu_id: Optional[str]) -> bool:
     """Whether the GPU has measured GEMM, attention and all-reduce tables."""
     if not gpu_id:
@@ -448,12 +516,15 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
     out: dict[str, float] = {}
     src: dict[str, str] = {}
     dt = gemm_dtype(weight_dtype or "bf16")
-    if not has_tables(gpu_id) or dt is None or float(v.get("mla_latent_dim", 0)) > 0:
-        # no tables for this GPU or weight format; MLA attention and its low-rank projections are not distilled
-        out["kernel_tables"] = 0
-        return out, {op: FALLBACK for op in OPS}
     h = float(heads) if heads else float(v["hidden_size"]) / float(v["head_dim"])
     tp = float(v["tp"])
+    mla = None
+    if float(v.get("mla_latent_dim", 0)) > 0 and has_tables(gpu_id) and dt is not None:
+        mla = mla_tables(gpu_id, engine, kv_dtype, weight_dtype or "bf16", max(h / tp, 1.0))
+    if not has_tables(gpu_id) or dt is None or (float(v.get("mla_latent_dim", 0)) > 0 and mla is None):
+        # no tables for this GPU or weight format, or an MLA model without the MLA module's tables
+        out["kernel_tables"] = 0
+        return out, {op: FALLBACK for op in OPS}
     try:
         for op, shapes in gemm_shapes(v, h).items():
             a = r = 0.0
@@ -509,5 +580,13 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
             src["allreduce"] = "none at TP 1"
     except KeyError:
         return {"kernel_tables": 0}, {op: FALLBACK for op in OPS}
+    if mla is not None:  # the MLA module holds the projections and the attention (the module doc)
+        out.update(mla_figures(*mla))
+        hg = max(h / tp, 1.0)
+        src["qkv"] = f"{MEASURED}: {mla[0].source} at one sequence, {mla[1].source} per token (the MLA module: " \
+            f"projections + attention), {hg:.0f} heads per GPU"
+        src["o"] = f"{MEASURED}: inside the MLA module (qkv)"
+        src["decode_attention"] = f"{MEASURED}: {mla[0].source}, MLA module per KV token, {hg:.0f} heads per GPU"
+        src["prefill_attention"] = f"{MEASURED}: {mla[1].source}, MLA module per prompt length squared"
     out["kernel_tables"] = 1
     return out, src

@@ -14,7 +14,10 @@ inference_ledger/data/kernels/NOTICE) and keeps a grid trimmed to what the catal
   (CUDA-graph variant where the table has both);
 * ``moe.csv``: one fused MoE layer (routing, grouped gate/up + down expert GEMMs) on one GPU by (dtype, hidden,
   expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens, for the catalog's MoE shapes only,
-  with the package's default routing (``power_law_1.01``, what its DeepSeek/MoE models query).
+  with the package's default routing (``power_law_1.01``, what its DeepSeek/MoE models query);
+* ``mla_decode.csv`` / ``mla_prefill.csv``: DeepSeek-V3's whole MLA attention module of one layer (its projections,
+  the absorbed or plain attention over the latent cache) by (KV dtype, GEMM dtype, heads per GPU): decode for batch x
+  KV length (the table's ``step``), prefill of one prompt (batch 1) by prompt length.
 
 For each GPU x engine family the newest version the package holds is kept (for ``moe.csv``: the newest that holds
 the shape).  Latencies are written in microseconds
@@ -52,6 +55,7 @@ MOE_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 163
 MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4")
 MOE_LAYOUTS = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8))   # (MoE TP, MoE EP) within one node
 MOE_DISTRIBUTION = "power_law_1.01"
+MLA_HEADS = (8, 16, 32, 64, 128)   # heads per GPU of DeepSeek-V3 / Kimi-K2 (128 / 64 heads) at TP 1 .. 8
 
 
 def moe_shapes() -> set[tuple[int, int, int, int]]:
@@ -195,6 +199,34 @@ def moe_rows(root: Path):
                            f"{folder}/moe/{eng}/{d.name}/moe_perf.parquet"]
 
 
+def mla_rows(root: Path, which: str):
+    name = f"mla_{which}_module_perf.parquet"
+    for folder, ids in GPUS.items():
+        for eng in ENGINES:
+            d = newest(root / "data" / folder / "mla" / eng, name)
+            if d is None:
+                continue
+            t = pq.read_table(d / name, columns=["kv_cache_dtype", "gemm_type", "num_heads", "batch_size", "isl",
+                                                 "step", "latency"]).to_pydict()
+            best: dict = {}
+            for kdt, gdt, h, b, isl, step, lat in zip(*t.values()):
+                if h not in MLA_HEADS:
+                    continue
+                if which == "generation" and b in DECODE_BATCH and step in DECODE_CTX:
+                    key = (kdt, gdt, h, b, step)
+                elif which == "context" and b == 1 and isl in PREFILL_ISL:
+                    key = (kdt, gdt, h, 1, isl)
+                else:
+                    continue
+                best[key] = min(lat, best.get(key, lat))  # the fastest kernel the engine's table holds
+            axis = DECODE_CTX if which == "generation" else PREFILL_ISL
+            for g in sorted({k[:4] for k in best}):
+                lats = [best.get((*g, x)) for x in axis]
+                if lats[0] is not None and lats[1] is not None:
+                    row = ["|".join(ids), eng, d.name, *(g if which == "generation" else g[:3])]
+                    yield [*row, *("" if x is None else us(x) for x in lats), f"{folder}/mla/{eng}/{d.name}/{name}"]
+
+
 def write(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -246,6 +278,20 @@ def main(argv: list[str]) -> int:
                                   f"the MoE layer's own split; routing {MOE_DISTRIBUTION} (the package's default); "
                                   "the fastest kernel the engine's table holds at that shape.")
           + table(sorted(moe_rows(root), key=lambda r: r[:10]), cols))
+    cols = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads,batch," + ",".join(f"ctx{c}" for c in DECODE_CTX) \
+        + ",source"
+    write(out / "mla_decode.csv", header("MLA attention module of one layer, decode (DeepSeek-V3 shapes)", cols,
+                                         "The whole module: q/kv projections, attention over the latent KV cache "
+                                         "and the output projection; heads per GPU; columns ctx<L> are the KV "
+                                         "length of each sequence (the table's step; blank: not measured); the "
+                                         "fastest kernel the engine's table holds.")
+          + table(mla_rows(root, "generation"), cols))
+    cols = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads," + ",".join(f"isl{c}" for c in PREFILL_ISL) + ",source"
+    write(out / "mla_prefill.csv", header("MLA attention module of one layer, prefill of one prompt (DeepSeek-V3 "
+                                          "shapes)", cols, "The whole module (projections + causal attention); "
+                                          "heads per GPU; columns isl<S> are the prompt length (batch 1; blank: not "
+                                          "measured).")
+          + table(mla_rows(root, "context"), cols))
     return 0
 
 
