@@ -22,70 +22,24 @@ its measured time per unit at the largest: GEMMs (a^p + (r M)^p)^(1/p) with p = 
 read here at the model's shapes, TP and dtypes (so the workbook's formulas stay short); a GPU without tables keeps
 ``kernel_tables`` 0 and the roofline with the sourced efficiencies of ``efficiencies.csv``.
 
-**A fused MoE layer** is priced as the step lines price it (:func:`inference_ledger.serving.mlp_seconds`): a launch
-L + each touched expert on the GPU (n of them, the distinct experts of the step's T tokens) x its GEMM pair at its
-x = T k / distinct tokens beyond the launch.  Where the MoE table holds the model's shape, layout and dtype
-(``moe_kernel_table`` 1), the pair is f + r x - L, with (L, f, r) read off the measured curve t(T)
-(:func:`moe_expert_figures`): the per-expert memory cost f - L from the rise between T = 1 and the first grid T whose
-tokens touch nearly every expert, L from T = 1, r from T = 16,384, so the line passes through the table at those
-points (and within about 15% of it at the grid points between, where a GEMM's (f^2 + (r x)^2)^(1/2) is 20-45% low:
-the fused kernels' time grows linearly with their tokens).  Elsewhere (``moe_kernel_table`` 0) the pair is one
-expert's GEMMs from the dense GEMM table, (f^2 + (r x)^2)^(1/2) - L, as for a dense MLP.
-
-**MLA** (``mla_latent_dim`` > 0) is priced from the measured module (:func:`mla_figures`): the QKV operation carries the
-whole module's projections (floor: the decode module at one sequence and the shortest KV length; time per token and
-the prefill attention's time per prompt length squared: the two-term fit a S + q S^2 of the prefill module at the
-table's two longest prompts), the O operation is 0 (inside the module), and decode attention's time per KV token is
-the decode module's rise from the shortest to the reference KV length at the reference batch.  A GPU without the MLA
-tables keeps the roofline for the whole step.
+MoE and MLA: :mod:`inference_ledger.kernels_fused`.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
-KERNELS_DIR = Path(__file__).with_name("data") / "kernels"
-US = 1e-6
+from inference_ledger import kernels_fused
+from inference_ledger.kernel_tables import FAMILIES, US, Table, _extend, _family, _fill_nearest, _cell, _grid, \
+    _rows, interpolate, kv_table_dtype
 
 MEASURED, FALLBACK = "measured tables", "roofline fallback"
 #: kernel_tables codes (the plan input of that name) and their words
 KERNEL_SOURCES = {1: MEASURED, 0: FALLBACK}
-
-FAMILIES = ("vllm", "sglang", "trtllm")  # the tables are per engine family (by id prefix)
-
-
-def _rows(name: str):
-    with (KERNELS_DIR / name).open(encoding="utf-8", newline="") as fh:
-        yield from csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#"))
-
-
-def _grid(header: list[str], prefix: str) -> tuple[list[str], np.ndarray]:
-    cols = [c for c in header if c.startswith(prefix) and c[len(prefix):].isdigit()]
-    return cols, np.array([float(c[len(prefix):]) for c in cols])
-
-
-@dataclass(frozen=True)
-class Table:
-    """One measured table: axes, latencies (seconds) and where they come from."""
-
-    axes: tuple[np.ndarray, ...]
-    seconds: np.ndarray
-    source: str
-
-
-def _family(engine: str) -> str:
-    e = str(engine).lower()
-    for f in FAMILIES:
-        if e.startswith(f):
-            return f
-    return "vllm"
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,32 +60,6 @@ def _gemm() -> dict[tuple[str, str, str], Table]:
                 [float(r[c]) * US for c in cols]
         _fill_nearest(arr)
         out[key] = Table((ns, ks, ms), arr, f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})")
-    return out
-
-
-def _fill_nearest(arr: np.ndarray) -> None:
-    """Fill a missing (N, K) cell from its nearest measured neighbour along K (then N)."""
-    for i, j in np.argwhere(np.isnan(arr[..., 0])):
-        near = [(ii, jj) for d in range(1, max(arr.shape[:2])) for ii, jj in ((i, j - d), (i, j + d), (i - d, j),
-                (i + d, j)) if 0 <= ii < arr.shape[0] and 0 <= jj < arr.shape[1] and not np.isnan(arr[ii, jj, 0])]
-        arr[i, j] = arr[near[0]]
-
-
-def _cell(text: str) -> float:
-    return float(text) * US if text.strip() else np.nan
-
-
-def _extend(arr: np.ndarray, work: np.ndarray) -> np.ndarray:
-    """Fill the unmeasured (longer) cells of each row in proportion to the work from its last measured cell
-    (the module's rule above a grid)."""
-    out = arr.copy()
-    for row in out:
-        last = None
-        for j in range(len(row)):
-            if np.isnan(row[j]) and last is not None:
-                row[j] = row[last] * work[j] / work[last]
-            elif not np.isnan(row[j]):
-                last = j
     return out
 
 
@@ -178,89 +106,6 @@ def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
-    """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): latency over tokens}."""
-    rows = list(_rows("moe.csv"))
-    cols, ts = _grid(list(rows[0]), "t")
-    out: dict = {}
-    for r in rows:
-        for gid in r["gpu_ids"].split("|"):
-            key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
-            out.setdefault(key, {})[(int(r["tp"]), int(r["ep"]))] = Table(
-                (ts,), np.array([float(r[c]) * US for c in cols]), f"{r['source']} ({r['engine']} {r['version']})")
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _mla(which: str) -> dict[tuple, dict[int, Table]]:
-    """(gpu, engine, kv dtype, GEMM dtype) -> {heads per GPU: the MLA module's latency} (decode over (batch, KV
-    length), prefill over prompt length)."""
-    rows = list(_rows("mla_decode.csv" if which == "decode" else "mla_prefill.csv"))
-    cols, xs = _grid(list(rows[0]), "ctx" if which == "decode" else "isl")
-    groups: dict = {}
-    for r in rows:
-        for gid in r["gpu_ids"].split("|"):
-            key = (gid, r["engine"], r["kv_dtype"], r["gemm_dtype"])
-            groups.setdefault(key, {}).setdefault(int(r["heads"]), []).append(r)
-    out: dict = {}
-    for key, by_h in groups.items():
-        out[key] = {}
-        for h, rs in by_h.items():
-            src = f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})"
-            if which == "decode":
-                bs = np.array(sorted({float(r["batch"]) for r in rs}))
-                arr = np.full((len(bs), len(xs)), np.nan)
-                for r in rs:
-                    arr[np.searchsorted(bs, float(r["batch"]))] = [_cell(r[c]) for c in cols]
-                out[key][h] = Table((bs, xs), _extend(arr, xs), src)
-            else:
-                out[key][h] = Table((xs,), _extend(np.array([[_cell(rs[0][c]) for c in cols]]), xs ** 2)[0], src)
-    return out
-
-
-# ---------------------------------------------------------------------------------
-# interpolation
-# ---------------------------------------------------------------------------------
-
-
-def _axis(grid: np.ndarray, x: float) -> tuple[int, float, float]:
-    """(lower index, log-fraction to the next point, factor beyond the top) of x on a sorted grid."""
-    if len(grid) == 1 or x <= grid[0]:
-        return 0, 0.0, 1.0
-    if x >= grid[-1]:
-        return len(grid) - 2, 1.0, x / grid[-1]
-    i = int(np.searchsorted(grid, x, side="right")) - 1
-    f = (math.log(x) - math.log(grid[i])) / (math.log(grid[i + 1]) - math.log(grid[i]))
-    return i, f, 1.0
-
-
-def interpolate(table: Table, *point: float) -> float:
-    """Log-log interpolation of a table at a point (one value per axis): multilinear in log latency over the log
-    axes; below an axis the first point holds, above it the time grows in proportion (see the module doc)."""
-    idx, scale = [], 1.0
-    for grid, x in zip(table.axes, point):
-        i, f, s = _axis(grid, float(x))
-        idx.append((i, f))
-        scale *= s
-    logt = np.log(table.seconds)
-    total = 0.0
-    for corner in range(2 ** len(idx)):
-        w, sel = 1.0, []
-        for d, (i, f) in enumerate(idx):
-            hi = (corner >> d) & 1
-            if len(table.axes[d]) == 1:
-                if hi:
-                    w = 0.0
-                sel.append(0)
-                continue
-            w *= f if hi else 1.0 - f
-            sel.append(i + hi)
-        if w:
-            total += w * logt[tuple(sel)]
-    return float(math.exp(total) * scale)
-
-
 # ---------------------------------------------------------------------------------
 # lookups by operation
 # ---------------------------------------------------------------------------------
@@ -269,10 +114,6 @@ def interpolate(table: Table, *point: float) -> float:
 def gemm_dtype(weight_dtype: str) -> Optional[str]:
     """The GEMM table's dtype for a weight format (None: no table, e.g. INT4, MXFP4)."""
     return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8"}.get(weight_dtype)
-
-
-def kv_table_dtype(kv_dtype: str) -> str:
-    return "fp8" if kv_dtype in ("fp8", "int8", "int4-kv") else "bfloat16"
 
 
 def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
@@ -358,93 +199,6 @@ def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: floa
     return best
 
 
-def moe_dtypes(weight_dtype: str) -> tuple[str, ...]:
-    """The MoE table's dtypes for a weight format (FP8: per-tensor and block-scaled, the faster taken)."""
-    return {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp32": ("bfloat16",), "fp8": ("fp8", "fp8_block"),
-            "int8": ("fp8", "fp8_block"), "mxfp4": ("w4a16_mxfp4",)}.get(weight_dtype, ())
-
-
-def moe_layout(tp: float, ep: float) -> tuple[int, int]:
-    """(MoE TP, MoE EP) of the table for a plan's TP and EP: experts split over TP, or whole under EP."""
-    return (1, int(ep)) if ep > 1 else (int(tp), 1)
-
-
-def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter: float, topk: float, experts: float,
-              tp: float, ep: float) -> Optional[Table]:
-    """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None."""
-    t = _moe()
-    shape = (int(hidden), int(inter), int(topk), int(experts))
-    for e in (_family(engine), *FAMILIES):
-        tabs = [tab for dt in moe_dtypes(weight_dtype)
-                if (tab := t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))) is not None]
-        if tabs:  # the newest engine version measured; of its FP8 kernels (per-tensor, block-scaled), the faster
-            newest = max(_version(tab.source) for tab in tabs)
-            return min((tab for tab in tabs if _version(tab.source) == newest),
-                       key=lambda tab: float(np.sum(np.log(tab.seconds))))
-    return None
-
-
-def _version(source: str) -> tuple[int, ...]:
-    """The engine version a table's source names ("... (vllm 0.24.0)"), as numbers for ordering."""
-    v = source.rsplit(" ", 1)[-1].rstrip(")")
-    return tuple(int(p) if p.isdigit() else 0 for p in v.replace("rc", ".").replace("post", ".").split("."))
-
-
-def moe_seconds(gpu_id: str, engine: str, weight_dtype: str, tokens: float, hidden: float, inter: float, topk: float,
-                experts: float, tp: float, ep: float) -> tuple[float, str]:
-    """Measured latency of one fused MoE layer on one GPU at ``tokens`` (the EP group's) and its source;
-    KeyError when the table lacks the shape, layout or dtype."""
-    tab = moe_table(gpu_id, engine, weight_dtype, hidden, inter, topk, experts, tp, ep)
-    if tab is None:
-        raise KeyError(f"no MoE table for {gpu_id} {weight_dtype} {hidden:.0f}x{inter:.0f} top-{topk:.0f} of "
-                       f"{experts:.0f}")
-    return interpolate(tab, tokens), tab.source
-
-
-#: the share of the experts the middle fit point's tokens touch (see moe_expert_figures)
-MOE_FIT_TOUCHED = 0.95
-
-
-def _moe_counts(tokens: float, topk: float, experts: float, ep: float, gpus: float) -> tuple[float, float]:
-    """(touched experts per GPU, tokens per touched expert) at ``tokens``: the plan's own distinct-expert rule
-    (serving.distinct_experts, serving.experts_per_gpu, serving.expert_tokens)."""
-    from inference_ledger import serving
-    d = float(serving.distinct_experts(experts, topk, tokens))
-    return float(serving.experts_per_gpu(d, ep, gpus)), float(serving.expert_tokens(tokens, topk, d))
-
-
-def moe_expert_figures(tab: Table, topk: float, experts: float, ep: float, gpus: float) -> tuple[float, float, float]:
-    """(launch L, expert floor f, expert time per token r) whose line L + n (f + r x - L) passes through the
-    measured curve at T = 1, at the first grid T touching MOE_FIT_TOUCHED of the experts, and at the table's
-    largest T (the module doc)."""
-    ts = tab.axes[0]
-    mid = next((float(t) for t in ts if float(t) > 1 and _moe_counts(float(t), topk, experts, 1, 1)[0]
-                >= MOE_FIT_TOUCHED * experts), float(ts[-1]))
-    (n1, _), (nm, _), (nb, xb) = (_moe_counts(t, topk, experts, ep, gpus) for t in (1.0, mid, float(ts[-1])))
-    t1, tm, tb = (interpolate(tab, t) for t in (1.0, mid, float(ts[-1])))
-    e = max(tm - t1, 0.0) / (nm - n1) if nm > n1 else 0.0      # each touched expert's weight read beyond the launch
-    launch = max(t1 - n1 * e, 0.0)
-    e = (t1 - launch) / n1 if e == 0.0 else e
-    f = launch + e
-    g = launch + (tb - launch) / nb                             # one expert's pair at the largest T
-    return launch, f, max(g - f, 0.0) / xb
-
-
-def mla_tables(gpu_id: str, engine: str, kv_dtype: str, weight_dtype: str,
-               heads_per_gpu: float) -> Optional[tuple[Table, Table]]:
-    """The MLA module's (decode, prefill) tables at the nearest measured heads per GPU (the engine's own, else
-    another engine's on the same GPU), or None."""
-    gdt = {"fp8": "fp8_block", "int8": "fp8_block"}.get(weight_dtype, "bfloat16")
-    dec, pre = _mla("decode"), _mla("prefill")
-    for e in (_family(engine), *FAMILIES):
-        for kdt in dict.fromkeys((kv_table_dtype(kv_dtype), "bfloat16")):
-            key = (gpu_id, e, kdt, gdt)
-            if key in dec and key in pre:
-                h = min(set(dec[key]) & set(pre[key]), key=lambda x: abs(math.log(x / heads_per_gpu)))
-                return dec[key][h], pre[key][h]
-    return None
-
-
 def mla_figures(dec: Table, pre: Table) -> dict[str, float]:
     """The MLA module read as the plan's operations (the module doc): QKV floor and time per token, O 0, decode
     attention per KV token, prefill attention per prompt length squared."""
@@ -519,10 +273,12 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
     h = float(heads) if heads else float(v["hidden_size"]) / float(v["head_dim"])
     tp = float(v["tp"])
     mla = None
-    if float(v.get("mla_latent_dim", 0)) > 0 and has_tables(gpu_id) and dt is not None:
-        mla = mla_tables(gpu_id, engine, kv_dtype, weight_dtype or "bf16", max(h / tp, 1.0))
+    if float(v.get("mla_latent_dim", 0)) > 0 and has_tables(gpu_id) and dt is not None \
+            and float(v.get("dp_attention", 1)) == 1:  # the module is measured with each GPU's own tokens: no DP
+        mla = kernels_fused.mla_tables(gpu_id, engine, kv_dtype, weight_dtype or "bf16", max(h / tp, 1.0))
     if not has_tables(gpu_id) or dt is None or (float(v.get("mla_latent_dim", 0)) > 0 and mla is None):
-        # no tables for this GPU or weight format, or an MLA model without the MLA module's tables
+        # no tables for this GPU or weight format, or an MLA model without the MLA module's tables (or under DP
+        # attention, whose ranks each run a share of the step's tokens through the module)
         out["kernel_tables"] = 0
         return out, {op: FALLBACK for op in OPS}
     try:
@@ -544,15 +300,15 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
         src["moe_expert"] = src["mlp"]
         out["moe_kernel_table"] = 0
         if float(v["num_experts"]) > 0:
-            moe = moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
+            moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
                             v["experts_per_token"], v["num_experts"], tp, v["ep"])
             if moe is not None:
                 gpus = tp * float(v.get("dp_attention", 1))
                 fa, fr = op_input_names("moe_expert")
                 out["moe_kernel_table"] = 1
-                out["moe_kernel_launch_seconds"], out[fa], out[fr] = moe_expert_figures(
+                out["moe_kernel_launch_seconds"], out[fa], out[fr] = kernels_fused.moe_expert_figures(
                     moe, float(v["experts_per_token"]), float(v["num_experts"]), float(v["ep"]), gpus)
-                lay = moe_layout(tp, float(v["ep"]))
+                lay = kernels_fused.moe_layout(tp, float(v["ep"]))
                 src["moe_expert"] = f"{MEASURED}: {moe.source}, fused MoE at MoE TP {lay[0]} / EP {lay[1]}"
                 src["mlp"] = src["moe_expert"] + (f"; dense layers {src['mlp']}"
                                                   if float(v["moe_layers"]) < float(v["num_layers"]) else "")

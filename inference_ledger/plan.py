@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import numpy as np
 
 from inference_ledger import band_lines, bands, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
-    step_lines, whatif_lines
+    step_inverse_lines, step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Line, lines_of
@@ -199,6 +199,7 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
 #: function in plan_lines / serving_lines / step_lines / parallel_lines / whatif_lines / finance_lines.
 LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) \
+    + lines_of(step_inverse_lines) \
     + lines_of(parallel_lines) \
     + lines_of(whatif_lines) \
     + lines_of(finance_lines) \

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import kernels, plan, resolve
+from inference_ledger import kernel_tables, kernels, kernels_fused, plan, resolve
 
 DATA = Path(kernels.__file__).with_name("data") / "kernels"
 US = 1e-6
@@ -44,14 +44,14 @@ def test_the_mla_tables_name_their_source_and_version():
 
 
 def test_mla_lookup_equals_the_tables_at_grid_points():
-    dec, pre = kernels.mla_tables("h200", "trtllm", "fp8", "fp8", 16)
+    dec, pre = kernels_fused.mla_tables("h200", "trtllm", "fp8", "fp8", 16)
     for b in (1, 16, 256):
         r = _row("mla_decode.csv", "h200", "trtllm", "fp8", "fp8_block", 16, b)
         for ctx in (128, 4096, 16384):
-            assert kernels.interpolate(dec, b, ctx) == pytest.approx(float(r[f"ctx{ctx}"]) * US, rel=1e-12)
+            assert kernel_tables.interpolate(dec, b, ctx) == pytest.approx(float(r[f"ctx{ctx}"]) * US, rel=1e-12)
     p = _row("mla_prefill.csv", "h200", "trtllm", "fp8", "fp8_block", 16)
     for s in (128, 2048, 16384):
-        assert kernels.interpolate(pre, s) == pytest.approx(float(p[f"isl{s}"]) * US, rel=1e-12)
+        assert kernel_tables.interpolate(pre, s) == pytest.approx(float(p[f"isl{s}"]) * US, rel=1e-12)
     assert "h200_sxm/mla/trtllm/" in dec.source and "mla_generation_module_perf" in dec.source
 
 
@@ -94,6 +94,6 @@ def test_deepseek_no_longer_falls_back_to_the_roofline_where_the_tables_are(gpu)
     assert "/mla_generation_module_perf" in d["decode_ops"]["qkv"]["source"]
     assert "/moe/sglang/" in d["decode_ops"]["mlp"]["source"]
     # a GPU without the MLA module tables keeps the roofline for the whole step
-    assert kernels.mla_tables("a100-80gb", "vllm", "bf16", "bf16", 16) is None
+    assert kernels_fused.mla_tables("a100-80gb", "vllm", "bf16", "bf16", 16) is None
     v = plan.evaluate(resolve.resolve("deepseek-r1", "mi300x", numbers={"tp": 8}).inputs)
     assert v["kernel_tables"] == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import kernels, plan, resolve, step_lines
+from inference_ledger import kernels, kernels_fused, plan, resolve, step_lines
 
 DATA = Path(kernels.__file__).with_name("data") / "kernels"
 US = 1e-6
@@ -52,20 +52,20 @@ def test_the_moe_table_names_its_source_and_version_and_stays_small():
 def test_moe_lookup_equals_the_table_at_grid_points_and_interpolates_log_log():
     r = _row("h200", "trtllm", "fp8", 4096, 1536, 8, 128, 8, 1)
     for t in TOKENS:
-        s, src = kernels.moe_seconds("h200", "trtllm", "fp8", t, 4096, 1536, 8, 128, 8, 1)
+        s, src = kernels_fused.moe_seconds("h200", "trtllm", "fp8", t, 4096, 1536, 8, 128, 8, 1)
         assert s == pytest.approx(float(r[f"t{t}"]) * US, rel=1e-12)
         assert "h200_sxm/moe/trtllm/" in src and "moe_perf.parquet" in src
     # 362 tokens lie between the grid's 256 and 512: linear in log latency over log tokens
     f = (math.log(362) - math.log(256)) / (math.log(512) - math.log(256))
     lo, hi = float(r["t256"]), float(r["t512"])
-    s, _ = kernels.moe_seconds("h200", "trtllm", "fp8", 362, 4096, 1536, 8, 128, 8, 1)
+    s, _ = kernels_fused.moe_seconds("h200", "trtllm", "fp8", 362, 4096, 1536, 8, 128, 8, 1)
     assert s == pytest.approx(math.exp(math.log(lo) + f * (math.log(hi) - math.log(lo))) * US, rel=1e-9)
     # expert parallelism reads the table's EP rows
     e = _row("h100-sxm", "vllm", "bfloat16", 4096, 1536, 8, 128, 1, 8)
-    s, _ = kernels.moe_seconds("h100-sxm", "vllm", "bf16", 64, 4096, 1536, 8, 128, 8, 8)
+    s, _ = kernels_fused.moe_seconds("h100-sxm", "vllm", "bf16", 64, 4096, 1536, 8, 128, 8, 8)
     assert s == pytest.approx(float(e["t64"]) * US, rel=1e-12)
     with pytest.raises(KeyError):   # GLM-4.5's shape is not measured
-        kernels.moe_seconds("h200", "vllm", "bf16", 64, 5120, 1536, 8, 160, 8, 1)
+        kernels_fused.moe_seconds("h200", "vllm", "bf16", 64, 5120, 1536, 8, 160, 8, 1)
 
 
 def _distinct(experts, topk, tokens):
