@@ -10,6 +10,8 @@ Sweep and recommend files are byte-for-byte reproducible and carry document prop
 
 from __future__ import annotations
 
+import re
+
 import os
 import subprocess
 import sys
@@ -179,8 +181,9 @@ def test_sweep_and_recommend_files_are_reproducible_with_properties(args, tmp_pa
 
 
 def _ledger_formats(path) -> dict[tuple[str, str], str]:
+    """Each ledger cell's format, its decimal count aside (decimals show three significant digits of the value)."""
     wb = load_workbook(path)
-    return {(ws.title, c.coordinate): c.number_format for ws in (wb["Memory"], wb["Compute"], wb["Bandwidth"])
+    return {(ws.title, c.coordinate): re.sub(r"0\.0+", "0.0", c.number_format) for ws in (wb["Memory"], wb["Compute"], wb["Bandwidth"])
             for row in ws.iter_rows(min_row=6) for c in row[1:4] if c.value is not None}
 
 

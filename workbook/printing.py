@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from xml.sax.saxutils import escape
+
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.worksheet.hyperlink import Hyperlink
@@ -133,6 +135,16 @@ def print_setup(ws, ctx: Ctx, title: str) -> None:
     for part in (ws.oddFooter, ws.evenFooter, ws.firstFooter):
         part.left.text, part.center.text, part.right.text = "&A", title, "Page &P of &N"
         part.left.size = part.center.size = part.right.size = 8
+
+
+def streamed_print_setup(title: str, pages: int) -> str:
+    """:func:`print_setup` as worksheet XML, for a sheet streamed without openpyxl (the Sweep): A4 landscape,
+    ``pages`` across, the sheet name and title in the header, the page number in the footer."""
+    title = escape(title)
+    return ('<pageMargins left="0.4" right="0.4" top="0.6" bottom="0.6" header="0.25" footer="0.25"/>'
+            f'<pageSetup paperSize="9" orientation="landscape" fitToWidth="{pages}" fitToHeight="0"/>'
+            f'<headerFooter><oddHeader>&amp;L&amp;A&amp;C{title}</oddHeader>'
+            f'<oddFooter>&amp;L&amp;A&amp;RPage &amp;P of &amp;N</oddFooter></headerFooter>')
 
 
 def link_back(ws, ctx: Ctx) -> None:

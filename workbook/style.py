@@ -147,6 +147,8 @@ def number_format(unit: str, value: float | None = None) -> str:
         return '#,##0" B"'
     if unit == "s" and value is not None and 0 < abs(value) < 1:
         return plain(value, "s")
+    if unit == "s2" and value is not None:   # the kernel model's inverse terms: tiny, or 0 where no table applies
+        return plain(value, "s2")
     if unit == "FLOP" and value is not None and abs(value) < 1e12:
         return '#,##0.00,,," GFLOP"'
     if unit in _FORMATS:

@@ -40,7 +40,7 @@ from inference_ledger.units import CONSTANTS
 
 from .cells import bill, billed, build_date
 from .package import MissingCachedValue, zip_info
-from .printing import PAGE_WIDTH
+from .printing import PAGE_WIDTH, streamed_print_setup
 from .sweep_csv import write_csv
 from .style import AMBER, GREEN, RED, number_format, shown_as
 from .tables import load_tables
@@ -186,15 +186,6 @@ def _value_cells(prefix: str, rows: list[str], mid: str, arr: np.ndarray, formul
     return out
 
 
-def _print_setup(pages: int) -> str:
-    """The workbook's print setup (workbook.printing) in XML: A4 landscape, across pages, sheet name and page."""
-    title = escape(f"inference-ledger {__version__}: sweep")
-    return ('<pageMargins left="0.4" right="0.4" top="0.6" bottom="0.6" header="0.25" footer="0.25"/>'
-            f'<pageSetup paperSize="9" orientation="landscape" fitToWidth="{pages}" fitToHeight="0"/>'
-            f'<headerFooter><oddHeader>&amp;L&amp;A&amp;C{title}</oddHeader>'
-            f'<oddFooter>&amp;L&amp;A&amp;RPage &amp;P of &amp;N</oddFooter></headerFooter>')
-
-
 def _bill_cells(prefix: str, rows: list[str], attrs: str, follow: str, arr: np.ndarray, code: np.ndarray) -> list[str]:
     """A bill column's cells: the cached number where the row starts, the verdict's words (a text result) where not."""
     starts = np.asarray(code, dtype=float) >= 1
@@ -257,6 +248,7 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
                      for j, c in enumerate(cols))
     n_labels = len(table.labels)
     pages = max(1, -(-sum(16 if c.kind == "label" else 14 for c in cols) // PAGE_WIDTH))
+    printed = streamed_print_setup(f"inference-ledger {__version__}: sweep", pages)
     head = (_XML + f'<worksheet {_NS} {_NS_R}><sheetPr><pageSetUpPr fitToPage="1"/></sheetPr><sheetViews><sheetView workbookViewId="0" tabSelected="1">'
             f'<pane xSplit="{n_labels + 1}" ySplit="1" topLeftCell="{letters[n_labels + 1]}2" activePane="bottomRight" state="frozen"/>'
             f'</sheetView></sheetViews><sheetFormatPr defaultRowHeight="13"/><cols>{widths}</cols>'
@@ -270,7 +262,7 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
             f'<conditionalFormatting sqref="{vcol}2:{vcol}{last_row}">{cf}</conditionalFormatting>'
             f'<conditionalFormatting sqref="{fits_col}2:{fits_col}{last_row}">'
             f'<cfRule type="cellIs" dxfId="2" priority="5" operator="equal"><formula>0</formula></cfRule>'
-            f'</conditionalFormatting>{_print_setup(pages)}</worksheet>')
+            f'</conditionalFormatting>{printed}</worksheet>')
 
     def block_xml(r0: int, labels, inputs, si0: int) -> Iterator[str]:
         """A block's rows as XML, a slice at a time; its first row holds each column's shared formula."""

@@ -223,9 +223,8 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         cached[r] = (meets, val("monthly_cost_qps"))
         # the charts: a scenario that does not fit gets no bar (its cost would dwarf the rest) and says so
         unfit, unfit_v = eq(ref("verdict"), DOES_NOT_FIT), val("verdict") == DOES_NOT_FIT
-        label = wb["Scenarios"][f"A{sr}"].value
-        ctx.formula(ws, f"G{r}", where(unfit, concat(Sym(f"$A{r}"), ": does not fit"), Sym(f"$A{r}")),
-                    f"{label}: does not fit" if unfit_v else label, style.FORMULA)
+        ctx.formula(ws, f"G{r}", where(unfit, concat(Sym(f"Scenarios!$A{sr}"), ": does not fit"), Sym(f"$A{r}")),
+                    f"{label}: does not fit" if unfit_v else ctx.cached[(SHEET, f"A{r}")], style.FORMULA)
         for col, src, name in (("H", "B", "cost_per_million_output_tokens"), ("I", "C", "monthly_cost_qps")):
             ctx.formula(ws, f"{col}{r}", where(unfit, 0, Sym(f"{src}{r}")), 0 if unfit_v else val(name),
                         style.FORMULA, ws[f"{src}{r}"].number_format)
