@@ -2,7 +2,7 @@
 
 Each command runs in a fresh interpreter, interleaved with the others round by round so
 that a busy machine slows all of them alike; the figure is the median wall time per command.
-The issue's targets are ratios to the numpy import, not seconds:
+The targets are ratios to the numpy import, not seconds:
 
 * ``inference-ledger plan --json`` within 2.5x;
 * ``inference-ledger --help`` within 2x.

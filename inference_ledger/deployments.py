@@ -1,4 +1,4 @@
-"""Published large deployments against the plan (issue 12): multi-node EP, DP attention, PD disaggregation.
+"""Published large deployments against the plan: multi-node EP, DP attention, PD disaggregation.
 
 ``inference_ledger/data/measured_deployments.csv`` holds the throughput DeepSeek, SGLang and vLLM published
 for DeepSeek-V3/R1 at scale, each with its layout and the quoted line.  Each row is one pool of a

@@ -1,4 +1,4 @@
-"""Disaggregated serving (issue 12): a prefill pool and a decode pool, each with its own layout (xPyD).
+"""Disaggregated serving: a prefill pool and a decode pool, each with its own layout (xPyD).
 
 Prefill instances turn prompts into KV caches and first tokens; the KV moves over the scale-out
 network to a decode instance, which streams the output tokens (DistServe, Zhong et al. 2024,

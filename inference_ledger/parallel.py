@@ -1,6 +1,6 @@
 """Parallel layouts beyond one node: pipeline stages, expert parallelism, data-parallel attention.
 
-The formulas of issue 12, each written once with :mod:`inference_ledger.expr` helpers (numbers in,
+The formulas of layouts beyond one node, each written once with :mod:`inference_ledger.expr` helpers (numbers in,
 numbers out; :class:`~inference_ledger.expr.Sym` in, one Excel formula out).  A replica is
 
     gpus_per_replica = tp x dp_attention x pp

@@ -1,4 +1,4 @@
-"""The plan's lines for layouts beyond one node (issue 12): GPUs and nodes of a replica, the expert share
+"""The plan's lines for layouts beyond one node: GPUs and nodes of a replica, the expert share
 of the weights, and the time that crosses GPUs for pipeline stages and expert parallelism.
 
 Plain functions as in :mod:`inference_ledger.plan_lines` (see :mod:`inference_ledger.line`); the formulas

@@ -7,7 +7,7 @@ QPS per replica, B / (TTFT + T x TPOT(B)), grows with B, so that concurrency nee
 replicas.  The plan at it (vectorized over every candidate row) gives the QPS per replica, the
 replicas and GPUs for the target, the headroom and the monthly bill: the same bill as ``plan``.
 
-Layouts (issue 12): with a GPU budget (``max_gpus``) the search goes past one node: TP within
+Layouts: with a GPU budget (``max_gpus``) the search goes past one node: TP within
 the node times PP stages, and for mixture-of-experts models wide expert parallelism with
 data-parallel attention (:func:`layouts`).  :func:`cheapest_of_each_kind` keeps one plan per
 model, GPU and replica size, with the reason it is the cheapest of its kind.

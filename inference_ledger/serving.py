@@ -1,4 +1,4 @@
-"""Steady-state serving: what a replica does at a concurrency, as formulas (issue 11).
+"""Steady-state serving: what a replica does at a concurrency, as formulas.
 
 Written with the :mod:`inference_ledger.expr` helpers like :mod:`inference_ledger.ledger`: each function
 computes on numbers or numpy arrays and renders to one portable Excel formula.  The plan lines that use

@@ -1,14 +1,19 @@
 """Shared fixtures.  LibreOffice is required: a missing soffice fails, it never skips.
 
+Every test that starts LibreOffice (the ``soffice`` fixture, ``workbook.recalc``), Gnumeric or poppler is marked
+``libreoffice``, so ``pytest -m "not libreoffice"`` is the fast loop.  An unmarked test that asks for ``soffice``, or
+looks one of those programs up while it sets up or runs, fails and says to mark it.
+
 openpyxl writes XML with lxml when it can import it and with the standard library
 otherwise (``openpyxl.xml.LXML``, decided at import).  The suite runs with lxml (a test
 dependency); ``IL_XML_BACKEND=stdlib`` hides lxml before anything imports openpyxl, and
-tests/test_xml_backends.py runs the workbook tests that way in a subprocess, so both
-backends are exercised by every run.
+tests/test_xml_backends.py builds workbooks that way in a subprocess and checks that both
+backends write the same bytes, so both are exercised by every run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import os
 import shutil
@@ -48,3 +53,45 @@ def soffice() -> str:
     if not exe:
         pytest.fail("LibreOffice is required for this test (run scripts/test.sh, which installs it)")
     return exe
+
+
+#: programs only tests marked ``libreoffice`` may start (they are looked up with shutil.which before they start)
+OFFICE_PROGRAMS = ("soffice", "libreoffice", "ssconvert", "gnumeric", "pdftoppm", "pdftotext", "pdfinfo")
+
+
+def _unmarked(item) -> str:
+    return f"{item.nodeid} starts LibreOffice, Gnumeric or poppler but is not marked: add @pytest.mark.libreoffice"
+
+
+@contextlib.contextmanager
+def _office_refused(item):
+    real = shutil.which
+
+    def which(cmd, *args, **kwargs):
+        if os.path.basename(str(cmd)) in OFFICE_PROGRAMS:
+            pytest.fail(f"{_unmarked(item)} (it looked up {cmd})", pytrace=False)
+        return real(cmd, *args, **kwargs)
+
+    shutil.which = which
+    try:
+        yield
+    finally:
+        shutil.which = real
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("libreoffice"):
+        return (yield)
+    if "soffice" in item.fixturenames:
+        pytest.fail(f"{_unmarked(item)} (it uses the soffice fixture)", pytrace=False)
+    with _office_refused(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    if item.get_closest_marker("libreoffice"):
+        return (yield)
+    with _office_refused(item):
+        return (yield)

@@ -1,4 +1,4 @@
-"""Frontier models and chips (issue 12): the catalog rows against the figures their makers publish.
+"""Frontier models and chips: the catalog rows against the figures their makers publish.
 
 Every expected number here is from a model card, a datasheet or the engines' reference system files,
 written out by hand; the tolerances say how far a rounded card figure ("1 trillion", "355B") may sit

@@ -106,7 +106,7 @@ def _make(kind: str, folder: Path, ext: str) -> tuple[Path, list]:
         s = socket.socket(socket.AF_UNIX)
         s.bind(str(target))
         keep.append(s)
-    elif kind == "device":          # root only: the node of /dev/full (1, 7), as the issue's `-o /dev/full`
+    elif kind == "device":          # root only: the node of /dev/full (1, 7), as in `-o /dev/full`
         os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
     elif kind == "symlink":
         (folder / "real.bin").write_bytes(b"old")
@@ -364,8 +364,8 @@ def test_every_command_is_in_the_table():
     assert {a[0] for a, *_ in MISTAKES} >= set(COMMANDS)
 
 
-def test_the_readme_states_the_exit_code_rule():
-    text = (ROOT / "README.md").read_text()
+def test_the_docs_state_the_exit_code_rule():
+    text = (ROOT / "docs" / "cli.md").read_text()
     assert "Exit codes" in text and "exit 2" in text and "exit 1" in text
 
 

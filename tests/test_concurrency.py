@@ -53,7 +53,7 @@ def test_default_plan_bills_what_recommend_bills(capsys, model, gpu, tp, reason)
 
 
 def test_70b_on_4_h100_is_billed_at_152_sequences(capsys):
-    """The issue's case by hand: the KV cache holds 305 sequences of 1,536 tokens; with the step priced from the
+    """The KV-bound case by hand: the KV cache holds 305 sequences of 1,536 tokens; with the step priced from the
     measured kernel tables TPOT passes 50 ms between 179 and 180 (the closed-form inverse tpot_max_batch is 179 on
     this dense model), so the largest candidate under it, 152, runs and 3 replicas of 152 / (TTFT + 511 x TPOT)
     requests/s cover 20 QPS; the next candidate, 181, misses the target."""

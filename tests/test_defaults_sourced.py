@@ -1,4 +1,4 @@
-"""Every default of an efficiency, overhead or engine input comes from a data file with a source (issue 10).
+"""Every default of an efficiency, overhead or engine input comes from a data file with a source.
 
 The plan's Python holds no figure of its own for these inputs: efficiencies and fixed overheads are rows
 of inference_ledger/data/efficiencies.csv, the engine's batching and memory figures are the default

@@ -1,4 +1,4 @@
-"""Published large deployments (issue 12): every row sourced and quoted, predicted by the plan, errors stated.
+"""Published large deployments: every row sourced and quoted, predicted by the plan, errors stated.
 
 The published figures are DeepSeek's own inference-system overview (H800, EP32 prefill / EP144 decode), the
 SGLang 96 x H100 PD-disaggregation report and vLLM's wide-EP report on GB200.  The bounds below are the errors
@@ -64,10 +64,10 @@ def test_errors_against_the_published_figures(d, predicted, error):
     assert predicted > 0 and lo <= error <= hi, (d.id, predicted, error)
 
 
-def test_readme_table_is_what_validate_computes():
-    """The README's deployments table: ledger figure and error of every row, as deployments.check() gives them."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    table = readme.split("<!-- deployments -->", 1)[1].split("<!-- /deployments -->", 1)[0].strip().splitlines()[2:]
+def test_docs_table_is_what_validate_computes():
+    """The deployments table of docs/model.md: ledger figure and error of every row, as deployments.check() gives them."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
+    table = page.split("<!-- deployments -->", 1)[1].split("<!-- /deployments -->", 1)[0].strip().splitlines()[2:]
     shown = [(c[3], c[4]) for c in (line.strip("| ").split(" | ") for line in table)]
     want = [(f"{p:,.0f}", f"{e:+.1%}") for _, p, e in deployments.check(ROWS)]
     assert shown == want

@@ -48,7 +48,7 @@ def test_vllm_batching_defaults_follow_the_gpu(engine):
 
 
 def test_current_vllm_keeps_2_to_4_gb_beside_weights_and_kv_on_an_h100():
-    """Issue 11: Llama-3.1-8B on one H100 at the API server's defaults: 1,024 x 128,256 logits x 20 B = 2.63 GB
+    """Llama-3.1-8B on one H100 at the API server's defaults: 1,024 x 128,256 logits x 20 B = 2.63 GB
     (more than the 8,192-token forward pass), plus 162 MiB of cuBLAS workspace: 2.8 GB, not 0.9's 5.6 GB."""
     now = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="vllm", numbers={"tp": 1}).inputs)
     old = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="vllm-0.9", numbers={"tp": 1}).inputs)

@@ -191,7 +191,7 @@ def test_catalog_lookups(child):
 
 
 def test_plan_through_office_js(child):
-    # current vLLM starts 70B BF16 on 2 x H100 with ~19k KV tokens (issue 11): 12 of the default 16 sequences run
+    # current vLLM starts 70B BF16 on 2 x H100 with ~19k KV tokens: 12 of the default 16 sequences run
     assert result(child, "plan") == [[1, "fits below the requested concurrency"], [3, "fits, meets targets"]]
     # left out, the concurrency is the 12 sequences the KV cache holds (TPOT is well within 50 ms there)
     assert result(child, "plan_auto") == [[3, 12, "KV cache"]]

@@ -104,7 +104,7 @@ def test_plan_returns_every_plan_json_key(model, gpu, tp):
 
 def test_plan_is_vectorized_over_gpus_and_keys():
     got = excel.PLAN("llama-3.1-70b", [["h100-sxm"], ["h200"]], [["tp", "verdict", "verdict_words"]], 2, 16)
-    # current vLLM starts 70B BF16 on 2 x H100 with ~19k KV tokens (issue 11): 12 of the 16 sequences run
+    # current vLLM starts 70B BF16 on 2 x H100 with ~19k KV tokens: 12 of the 16 sequences run
     assert got == [[2.0, 1.0, "fits below the requested concurrency"], [2.0, 3.0, "fits, meets targets"]]
     # concurrency left out: auto, the 12 the KV cache holds on the H100s (TPOT well within 50 ms there)
     got = excel.PLAN("llama-3.1-70b", [["h100-sxm"]], [["concurrency_used", "concurrency_reason_words", "verdict"]], 2)

@@ -74,6 +74,7 @@ def test_formulas_are_portable(built):
                     assert fn in PORTABLE_FUNCTIONS, (c.coordinate, fn)
 
 
+@pytest.mark.libreoffice
 def test_libreoffice_recalculates_what_python_wrote(built, soffice, tmp_path):
     path, _ = built
     cached = openpyxl.load_workbook(path, data_only=True)["Calibration"]

@@ -150,6 +150,7 @@ def test_default_workbook_has_the_finance_sheets_and_charts(built):
                     assert len(c.value) <= 300, (s, c.coordinate)
 
 
+@pytest.mark.libreoffice
 def test_growth_and_power_price_changed_in_the_file_move_the_timeline_and_verdicts(built, soffice, tmp_path):
     base = load_workbook(built[0], data_only=True)
     wb = load_workbook(built[0])
@@ -201,6 +202,7 @@ def test_sensitivity_tornado_rows_are_sorted_by_swing(built):
                                 abs(hi - lo), rel_tol=1e-9, abs_tol=1e-12)
 
 
+@pytest.mark.libreoffice
 def test_build_options_set_the_timeline_and_the_currency(soffice, tmp_path):
     out = tmp_path / "eur.xlsx"
     run = subprocess.run([sys.executable, "-m", "inference_ledger", "build", "-o", str(out), "--forecast-months", "12",

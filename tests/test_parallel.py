@@ -1,4 +1,4 @@
-"""Layouts beyond one node (issue 12): PP, EP and DP attention, against hand-derived figures.
+"""Layouts beyond one node: PP, EP and DP attention, against hand-derived figures.
 
 Every expected number is worked out here from the model card shapes and the catalog's published
 figures (NVLink 450 GB/s, 400 Gb/s NDR = 50 GB/s per GPU), not read back from the code.

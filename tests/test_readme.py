@@ -1,10 +1,10 @@
-"""The README's examples run and print what the README says, so they cannot go stale.
+"""The examples of the README and of the pages in docs/ run and print what the pages say, so they cannot go stale.
 
 * Python examples: doctest.
-* A ```bash block holding one ``inference-ledger`` command followed by a ```text block: the
-  command's output is that block, exactly (``recommend``'s table is one).
+* A ```bash block holding one ``inference-ledger`` command (optionally piped to ``head -n N``) followed by a
+  ```text block: the command's output is that block, exactly (its first N lines with ``head``).
 * A ```bash block whose command is followed by ``# inference-ledger: error: ...``: that is its error line.
-* The sheet table names every sheet of the workbook.
+* The sheet table of docs/workbook.md names every sheet of the workbook.
 
 After an intended change, ``python tests/test_readme.py`` rewrites the output blocks from the commands.
 """
@@ -17,38 +17,61 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+#: the README and the hand-written pages of docs/ (docs/notes/ are design notes without examples)
+PAGES = (README, *sorted((ROOT / "docs").glob("*.md")))
 OUTPUT_BLOCK = re.compile(r"```bash\n(inference-ledger (?:[^`\n]|\\\n)*?)\n```\n```text\n(.*?)\n```", re.S)
 ERROR_LINE = re.compile(r"^(inference-ledger [^\n#]*?)\s*\n# (inference-ledger: error: .*)$", re.M)
+HEAD = re.compile(r"\s*\|\s*head -n (\d+)$")
+
+
+def _ids(pages):
+    return [str(p.relative_to(ROOT)) for p in pages]
 
 
 def _cli(command: str) -> tuple[int, str, str]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_cli_rules import cli
 
+    head = HEAD.search(command)
+    command = command[:head.start()] if head else command
     argv = shlex.split(command.replace("\\\n", " "))
     assert argv[0] == "inference-ledger"
-    return cli(*argv[1:])
+    code, out, err = cli(*argv[1:])
+    if head:
+        out = "".join(out.splitlines(keepends=True)[:int(head.group(1))])
+    return code, out, err
 
 
-def test_readme_examples():
-    result = doctest.testfile(str(README), module_relative=False, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 4
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_python_examples(page):
+    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
 
 
-def test_command_outputs_are_what_the_commands_print():
-    blocks = OUTPUT_BLOCK.findall(README.read_text())
-    assert any("inference-ledger recommend" in cmd for cmd, _ in blocks)
-    for cmd, shown in blocks:
+def test_the_pages_hold_examples():
+    """Moving a page's examples elsewhere must not drop them: the README keeps the seed's four, the pages the rest."""
+    text = {p.name: p.read_text() for p in PAGES}
+    assert text["README.md"].count(">>> ") >= 4
+    assert sum(t.count(">>> ") for t in text.values()) >= 30
+    assert sum(len(OUTPUT_BLOCK.findall(t)) for t in text.values()) >= 4
+    assert any("inference-ledger recommend" in cmd for cmd, _ in OUTPUT_BLOCK.findall(text["README.md"]))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
+def test_command_outputs_are_what_the_commands_print(page):
+    for cmd, shown in OUTPUT_BLOCK.findall(page.read_text()):
         code, out, err = _cli(cmd)
         assert code == 0, err
-        assert out.rstrip("\n") == shown, f"README output of `{cmd}` is stale: run python tests/test_readme.py"
+        assert out.rstrip("\n") == shown, \
+            f"{page.name}: the output of `{cmd}` is stale: run python tests/test_readme.py"
 
 
 def test_error_examples_are_the_errors_printed():
-    examples = ERROR_LINE.findall(README.read_text())
+    examples = [e for p in PAGES for e in ERROR_LINE.findall(p.read_text())]
     assert examples
     for cmd, line in examples:
         code, _, err = _cli(cmd)
@@ -58,7 +81,7 @@ def test_error_examples_are_the_errors_printed():
 def test_sheet_table_lists_every_sheet():
     import openpyxl
 
-    text = README.read_text()
+    text = (ROOT / "docs" / "workbook.md").read_text()
     table = text[text.index("| sheet | what it holds |"):]
     table = table[:table.index("\n\n")]
     named = {n.strip() for row in table.splitlines()[2:] for n in row.split("|")[1].split(",")}
@@ -66,6 +89,7 @@ def test_sheet_table_lists_every_sheet():
     assert named == set(shipped)
 
 
+CALIBRATE_PAGE = ROOT / "docs" / "cli.md"
 CALIBRATE_FLOW = re.compile(r"## Calibrate on your own measurements.*?```bash\n(.*?)\n```\n```text\n(.*?)\n```", re.S)
 
 
@@ -73,7 +97,7 @@ def test_calibration_flow_runs_and_prints_what_the_readme_shows(tmp_path, monkey
     """The three-command flow: files in, `calibrate`, a calibrated `build` (run where the README's paths hold)."""
     import glob
 
-    block, shown = CALIBRATE_FLOW.search(README.read_text()).groups()
+    block, shown = CALIBRATE_FLOW.search(CALIBRATE_PAGE.read_text()).groups()
     commands = [c for c in block.replace("\\\n", " ").splitlines() if c.startswith("inference-ledger ")]
     assert [shlex.split(c)[1] for c in commands] == ["calibrate", "build"]
     (tmp_path / "tests").symlink_to(ROOT / "tests")
@@ -84,14 +108,14 @@ def test_calibration_flow_runs_and_prints_what_the_readme_shows(tmp_path, monkey
         outputs.append(_cli(shlex.join(argv)))
     (code1, out1, err1), (code2, out2, err2) = outputs
     assert code1 == 0 and code2 == 0, (err1, err2)
-    assert out1.rstrip("\n") == shown, "README output of the calibrate example is stale"
+    assert out1.rstrip("\n") == shown, "docs/cli.md: the calibrate example's output is stale: run python tests/test_readme.py"
     assert "calibrated from your measurements: profile.csv" in out2
     assert (tmp_path / "profile.csv").exists() and (tmp_path / "plan.xlsx").exists()
 
 
-def update() -> None:
-    """Rewrite every output block of the README from its command."""
-    text = README.read_text()
+def _update_page(page: Path) -> None:
+    """Rewrite every output block of one page from its command."""
+    text = page.read_text()
 
     def fresh(m: re.Match) -> str:
         code, out, err = _cli(m.group(1))
@@ -119,7 +143,15 @@ def update() -> None:
         if code:
             raise SystemExit(f"`{cmd}` failed: {err}")
         text = text[:m.start(2)] + out.rstrip("\n") + text[m.end(2):]
-    README.write_text(text)
+    if text != page.read_text():
+        page.write_text(text)
+        print(f"wrote {page.relative_to(ROOT)}")
+
+
+def update() -> None:
+    """Rewrite every output block of the README and the docs pages from its command."""
+    for page in PAGES:
+        _update_page(page)
 
 
 if __name__ == "__main__":

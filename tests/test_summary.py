@@ -32,7 +32,7 @@ XDR = "{http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing}"
 A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 EMU_PER_PT = 12700
-#: The builds the issue names: the default, a plan that does not fit, and a wide MoE on 8 GPUs.
+#: The builds to check: the default, a plan that does not fit, and a wide MoE on 8 GPUs.
 BUILDS = {"default": ({}, ["--model", "llama-3.1-70b", "--gpu", "h100-sxm"]),
           "deepseek-v3 on 8x h200": ({"model": "deepseek-v3", "gpu": "h200", "tp": 8},
                                      ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8"])}

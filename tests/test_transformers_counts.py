@@ -28,7 +28,7 @@ from inference_ledger.hfconfig import MODEL_TYPE_DEFAULTS, parse, parse_file
 FIXTURES = Path(__file__).with_name("fixtures")
 COUNTS = json.loads((FIXTURES / "transformers-param-counts.json").read_text())["counts"]
 ALL_BUILT_IN = sorted(p.name for p in MODELS_DIR.glob("*.json"))
-#: Issue 12's frontier configs, added where torch and transformers could not be installed: the reference has no
+#: The frontier configs, added where torch and transformers could not be installed: the reference has no
 #: count for them yet (rerun scripts/transformers_param_counts.py and drop this list); test_catalog_frontier.py
 #: holds their counts against the model cards meanwhile.
 AWAITING_REFERENCE = ("deepseek-r1.json", "glm-4.5.json", "kimi-k2.json", "llama-4-maverick.json",

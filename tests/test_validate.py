@@ -76,26 +76,26 @@ def test_missing_file_is_a_usage_error(capsys):
     assert code == 2 and "does not exist" in err
 
 
-def test_readme_accuracy_table_is_the_validate_summary():
+def test_docs_accuracy_table_is_the_validate_summary():
     from pathlib import Path
 
     from inference_ledger.cli.validate import summary_table
     from inference_ledger import fidelity
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("<!-- section: accuracy -->", 1)[1].split("<!-- section:", 1)[0]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
+    section = page.split("<!-- section: accuracy -->", 1)[1].split("<!-- section:", 1)[0]
     rows = [ln.split(" | ") for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
     want = summary_table(fidelity.summarize(fidelity.compare()))[1:]
     assert [r[1:4] for r in rows] == [w[1:4] for w in want]     # rows, median and max |error|, metric by metric
     assert all(r[-1].startswith("yes") for r in rows)
 
 
-def test_readme_load_table_is_the_validate_load_summary():
+def test_docs_load_table_is_the_validate_load_summary():
     from pathlib import Path
 
     from inference_ledger import load_fidelity
     from inference_ledger.cli.validate import _markdown, load_table
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("<!-- load-accuracy -->", 1)[1].split("<!-- /load-accuracy -->", 1)[0]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
+    section = page.split("<!-- load-accuracy -->", 1)[1].split("<!-- /load-accuracy -->", 1)[0]
     rows = load_fidelity.summarize(load_fidelity.compare())
     assert section.strip() == _markdown(load_table(rows))
     # at least 40 load rows from both regimes, the figures read from the file, never tuned per row
@@ -120,7 +120,8 @@ def test_load_row_by_hand_nim_plateau():
 
 def test_load_rows_floor_stays_a_floor_and_errors_do_not_grow():
     """Under load the TPOT floor (100% bandwidth at the decode context S + T/2) stays below every measured TPOT,
-    and the medians stay at or below what issue 11 measured (README): a guard, not a target."""
+    and the medians stay at or below what was measured when the steady-state model landed (docs/model.md): a guard,
+    not a target."""
     from inference_ledger import load_fidelity
     from inference_ledger.load_measurements import load_measured_load
     for row in load_measured_load():
@@ -134,8 +135,8 @@ def test_load_rows_floor_stays_a_floor_and_errors_do_not_grow():
     guarded = [r for r in load_measured_load() if r.source_key in first]
     assert len(guarded) == 90
     med = {(s.metric, s.regime): s.median_abs_error for s in load_fidelity.summarize(load_fidelity.compare(guarded))}
-    # continuous: 10.0% on issue 11's branch; 12.2% once DeepSeek-R1's 3 dense layers stopped counting as routed
-    # experts (issue 12's moe_layers): its 4 rows read fewer expert bytes and move the median.  With the step priced
+    # continuous: 10.0% with the first steady-state model; 12.2% once DeepSeek-R1's 3 dense layers stopped counting as routed
+    # experts (moe_layers of the multi-node layouts): its 4 rows read fewer expert bytes and move the median.  With the step priced
     # from the measured kernel tables: static 25.1% -> 20.6%, TPOT 21.9% -> 10.7%, continuous 12.2% -> 17.6% (the
     # NIM rows' TPOT moves from -50% to -40% and their plateau's tokens/s from -6% to -21%: a BF16 KV cache is assumed
     # where the source does not state one, so the KV cap, not the step, sets that plateau).  With MoE layers and MLA

@@ -1,4 +1,4 @@
-"""The Disaggregated sheet (issue 12): a prefill pool and a decode pool, each with its own layout, as live formulas.
+"""The Disaggregated sheet: a prefill pool and a decode pool, each with its own layout, as live formulas.
 
 Each pool is the plan itself, written again for that pool: every line that depends on the layout
 (``tp``, ``pp``, ``ep``, ``dp_attention``) or the batch (``concurrency``) is rendered by

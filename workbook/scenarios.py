@@ -71,7 +71,7 @@ DEFAULT_SCENARIOS: tuple[Scenario, ...] = (
     _s("DeepSeek-V3 FP8, 8x H200", "deepseek-v3", "h200", 8, "fp8"),
     _s("gpt-oss-120b MXFP4, 1x H100", "gpt-oss-120b", "h100-sxm", 1, "mxfp4"),
     _s("Qwen3-235B-A22B FP8, 4x H100", "qwen3-235b-a22b", "h100-sxm", 4, "fp8"),
-    # beyond one node (issue 12): pipeline stages, wide expert parallelism with DP attention, an NVL72 domain
+    # beyond one node: pipeline stages, wide expert parallelism with DP attention, an NVL72 domain
     _s("405B BF16, 2 nodes of 8x H100 (TP 8 x PP 2)", "llama-3.1-405b", "h100-sxm", 8, pp=2),
     _s("DeepSeek-V3 FP8, 2 nodes of 8x H100 (TP 8 x PP 2)", "deepseek-v3", "h100-sxm", 8, "fp8", pp=2),
     _s("DeepSeek-V3 FP8, 16x H100, DP attention 16 + EP 16", "deepseek-v3", "h100-sxm", 1, "fp8", c=256,
