@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
-    step_lines, whatif_lines
+from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, parallel_lines, plan_lines, \
+    serving_lines, step_inverse_lines, step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Family, Line, lines_of
@@ -163,7 +163,10 @@ INPUTS: tuple[Input, ...] = (
     _inp("prefill_attention_kernel_floor_seconds", "causal attention of one prompt, one layer: floor", "s", 0, "Measured latency of the causal attention of one prompt, one layer at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("prefill_attention_kernel_seconds_per_token_squared", "causal attention of one prompt, one layer: time per prompt length squared", "s", 0, "Measured time of the causal attention of one prompt, one layer per prompt length squared (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("kernel_layer_overhead_seconds", "Element-wise work per layer (kernel tables)", "s", EFF["kernel_layer_overhead_seconds"], "Per layer per forward pass, the kernels the measured tables do not hold (norms, rotary, activation, residual adds): the table-priced step's counterpart of the per-layer overhead. Source: data/efficiencies.csv.", "efficiency", lo=0, hi=1),
-    _inp("moe_kernel_launch_seconds", "Fused MoE kernel: one launch", "s", 0, "The smallest measured GEMM pair's latency: what a fused MoE kernel pays once per layer rather than once per expert (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("moe_kernel_launch_seconds", "Fused MoE kernel: one launch", "s", 0, "What a fused MoE kernel pays once per layer rather than once per expert: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the smallest measured GEMM pair's latency (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("moe_kernel_table", "MoE experts priced from the fused-MoE table (1) or the GEMM table (0)", "code", 0, "1: the MoE layers' launch and expert figures are read off the measured fused-MoE curve of data/kernels/moe.csv (NVIDIA aiconfigurator-core) and an expert's pair grows linearly in its tokens; 0: one expert's GEMMs from the GEMM table (a model shape, layout or dtype the MoE table lacks).", "kernel", lo=0, hi=1, integer=True),
+    _inp("moe_expert_kernel_floor_seconds", "MoE: one touched expert's GEMM pair: floor", "s", 0, "One touched expert's gate/up + down GEMMs at one token, launch included: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the GEMM table's at one expert's shapes (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("moe_expert_kernel_seconds_per_token", "MoE: one touched expert's GEMM pair: time per token", "s", 0, "One touched expert's gate/up + down GEMMs per token routed to it at large batch: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the GEMM table's (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("allreduce_kernel_floor_seconds", "TP all-reduce: floor", "s", 0, "Measured latency of the TP all-reduce at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("allreduce_kernel_seconds_per_byte", "TP all-reduce: time per message byte", "s", 0, "Measured time of the TP all-reduce per message byte (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     # accuracy: the band multipliers of the plan's segment (inference_ledger/bands.py)
@@ -207,6 +210,7 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
 #: function in plan_lines / serving_lines / step_lines / parallel_lines / whatif_lines / finance_lines.
 LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) \
+    + lines_of(step_inverse_lines) \
     + lines_of(parallel_lines) \
     + lines_of(whatif_lines) \
     + lines_of(finance_lines) \
