@@ -50,7 +50,7 @@ def write_xlsxwriter(table, path: str) -> None:
     from inference_ledger.expr import Sym
     from inference_ledger.units import CONSTANTS
     from workbook.style import number_format
-    from workbook.sweep import VERDICT_WORDS, columns, evaluate_block
+    from workbook.sweep import VERDICT_WORDS, columns, evaluate_block, family_candidates
 
     cols = columns(table)
     wb = xlsxwriter.Workbook(path, {"constant_memory": True})
@@ -66,7 +66,7 @@ def write_xlsxwriter(table, path: str) -> None:
         return n if n in table.fixed else f"${col_of[n]}{mark}"
 
     parts = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
-                     else plan.render(c.key, ref)[0]).split(mark)
+                     else plan.render_key(c.key, ref, family_candidates(table))).split(mark)
              for c in cols if c.kind == "line"}
     fmts = {c.key: wb.add_format({"num_format": number_format(c.unit)}) for c in cols}
     for j, c in enumerate(cols):

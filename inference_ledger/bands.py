@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import catalog
+from . import catalog, catalog_facts
 
 BANDS_CSV = Path(__file__).with_name("data") / "error_bands.csv"
 FITTED_CSV = Path(__file__).with_name("data") / "fitted_parameters.csv"
@@ -41,8 +41,8 @@ BAND_INPUTS = {"output_tok_s": ("band_low_tokens_per_second", "band_high_tokens_
                "tpot_ms": ("band_low_tpot", "band_high_tpot"),
                "ttft_ms": ("band_low_ttft", "band_high_ttft")}
 BAND_HEADER = ("engine_family", "gpu_vendor", "architecture", "metric", "rows", "sources", "low", "median", "high")
-#: The default GPU when none is chosen (the plan's defaults are an 80 GB H100).
-DEFAULT_GPU = "h100-sxm"
+#: The default GPU when none is chosen (the plan's defaults are its catalog row).
+DEFAULT_GPU = catalog_facts.DEFAULT_GPU
 
 
 def engine_family(engine_id: Optional[str]) -> str:

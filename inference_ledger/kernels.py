@@ -4,7 +4,10 @@ The tables (``inference_ledger/data/kernels/*.csv``) are NVIDIA aiconfigurator-c
 distilled per GPU x engine x version (see the folder's NOTICE and ``scripts/distill_kernels.py``): GEMM latency by
 (dtype, N, K) at M = 1 .. 16,384 tokens; decode attention of one layer by (KV dtype, heads, KV heads, head dim,
 batch) at KV lengths; prefill attention of one prompt by (KV dtype, heads, KV heads, head dim) at prompt lengths;
-all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce.
+all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce; one fused MoE layer (routing +
+grouped expert GEMMs) by (dtype, hidden, expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens,
+for the catalog's MoE shapes; DeepSeek-V3's whole MLA attention module of one layer (projections + attention over the
+latent cache) by (KV dtype, GEMM dtype, heads per GPU), decode by batch x KV length and prefill by prompt length.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
@@ -18,54 +21,25 @@ its measured time per unit at the largest: GEMMs (a^p + (r M)^p)^(1/p) with p = 
 (:func:`inference_ledger.serving.gemm_curve`), attention and all-reduce a + r x.  ``a`` and ``r`` are plan inputs,
 read here at the model's shapes, TP and dtypes (so the workbook's formulas stay short); a GPU without tables keeps
 ``kernel_tables`` 0 and the roofline with the sourced efficiencies of ``efficiencies.csv``.
+
+MoE and MLA: :mod:`inference_ledger.kernels_fused`.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
-KERNELS_DIR = Path(__file__).with_name("data") / "kernels"
-US = 1e-6
+from inference_ledger import kernels_fused
+from inference_ledger.kernel_tables import FAMILIES, US, Table, _extend, _family, _fill_nearest, _cell, _grid, \
+    _rows, interpolate, kv_table_dtype
 
 MEASURED, FALLBACK = "measured tables", "roofline fallback"
 #: kernel_tables codes (the plan input of that name) and their words
 KERNEL_SOURCES = {1: MEASURED, 0: FALLBACK}
-
-FAMILIES = ("vllm", "sglang", "trtllm")  # the tables are per engine family (by id prefix)
-
-
-def _rows(name: str):
-    with (KERNELS_DIR / name).open(encoding="utf-8", newline="") as fh:
-        yield from csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#"))
-
-
-def _grid(header: list[str], prefix: str) -> tuple[list[str], np.ndarray]:
-    cols = [c for c in header if c.startswith(prefix) and c[len(prefix):].isdigit()]
-    return cols, np.array([float(c[len(prefix):]) for c in cols])
-
-
-@dataclass(frozen=True)
-class Table:
-    """One measured table: axes, latencies (seconds) and where they come from."""
-
-    axes: tuple[np.ndarray, ...]
-    seconds: np.ndarray
-    source: str
-
-
-def _family(engine: str) -> str:
-    e = str(engine).lower()
-    for f in FAMILIES:
-        if e.startswith(f):
-            return f
-    return "vllm"
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,32 +60,6 @@ def _gemm() -> dict[tuple[str, str, str], Table]:
                 [float(r[c]) * US for c in cols]
         _fill_nearest(arr)
         out[key] = Table((ns, ks, ms), arr, f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})")
-    return out
-
-
-def _fill_nearest(arr: np.ndarray) -> None:
-    """Fill a missing (N, K) cell from its nearest measured neighbour along K (then N)."""
-    for i, j in np.argwhere(np.isnan(arr[..., 0])):
-        near = [(ii, jj) for d in range(1, max(arr.shape[:2])) for ii, jj in ((i, j - d), (i, j + d), (i - d, j),
-                (i + d, j)) if 0 <= ii < arr.shape[0] and 0 <= jj < arr.shape[1] and not np.isnan(arr[ii, jj, 0])]
-        arr[i, j] = arr[near[0]]
-
-
-def _cell(text: str) -> float:
-    return float(text) * US if text.strip() else np.nan
-
-
-def _extend(arr: np.ndarray, work: np.ndarray) -> np.ndarray:
-    """Fill the unmeasured (longer) cells of each row in proportion to the work from its last measured cell
-    (the module's rule above a grid)."""
-    out = arr.copy()
-    for row in out:
-        last = None
-        for j in range(len(row)):
-            if np.isnan(row[j]) and last is not None:
-                row[j] = row[last] * work[j] / work[last]
-            elif not np.isnan(row[j]):
-                last = j
     return out
 
 
@@ -159,48 +107,6 @@ def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
 
 
 # ---------------------------------------------------------------------------------
-# interpolation
-# ---------------------------------------------------------------------------------
-
-
-def _axis(grid: np.ndarray, x: float) -> tuple[int, float, float]:
-    """(lower index, log-fraction to the next point, factor beyond the top) of x on a sorted grid."""
-    if len(grid) == 1 or x <= grid[0]:
-        return 0, 0.0, 1.0
-    if x >= grid[-1]:
-        return len(grid) - 2, 1.0, x / grid[-1]
-    i = int(np.searchsorted(grid, x, side="right")) - 1
-    f = (math.log(x) - math.log(grid[i])) / (math.log(grid[i + 1]) - math.log(grid[i]))
-    return i, f, 1.0
-
-
-def interpolate(table: Table, *point: float) -> float:
-    """Log-log interpolation of a table at a point (one value per axis): multilinear in log latency over the log
-    axes; below an axis the first point holds, above it the time grows in proportion (see the module doc)."""
-    idx, scale = [], 1.0
-    for grid, x in zip(table.axes, point):
-        i, f, s = _axis(grid, float(x))
-        idx.append((i, f))
-        scale *= s
-    logt = np.log(table.seconds)
-    total = 0.0
-    for corner in range(2 ** len(idx)):
-        w, sel = 1.0, []
-        for d, (i, f) in enumerate(idx):
-            hi = (corner >> d) & 1
-            if len(table.axes[d]) == 1:
-                if hi:
-                    w = 0.0
-                sel.append(0)
-                continue
-            w *= f if hi else 1.0 - f
-            sel.append(i + hi)
-        if w:
-            total += w * logt[tuple(sel)]
-    return float(math.exp(total) * scale)
-
-
-# ---------------------------------------------------------------------------------
 # lookups by operation
 # ---------------------------------------------------------------------------------
 
@@ -208,10 +114,6 @@ def interpolate(table: Table, *point: float) -> float:
 def gemm_dtype(weight_dtype: str) -> Optional[str]:
     """The GEMM table's dtype for a weight format (None: no table, e.g. INT4, MXFP4)."""
     return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8"}.get(weight_dtype)
-
-
-def kv_table_dtype(kv_dtype: str) -> str:
-    return "fp8" if kv_dtype in ("fp8", "int8", "int4-kv") else "bfloat16"
 
 
 def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
@@ -297,6 +199,24 @@ def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: floa
     return best
 
 
+def mla_figures(dec: Table, pre: Table) -> dict[str, float]:
+    """The MLA module read as the plan's operations (the module doc): QKV floor and time per token, O 0, decode
+    attention per KV token, prefill attention per prompt length squared."""
+    s1, s2 = float(pre.axes[0][-2]), float(pre.axes[0][-1])
+    t1, t2 = interpolate(pre, s1), interpolate(pre, s2)
+    # t = a S + q S^2 through the two longest prompts: the projections' time per token and the attention's per S^2
+    q = max((t2 / s2 - t1 / s1) / (s2 - s1), 0.0)
+    a = max(t1 / s1 - q * s1, 0.0)
+    b, ctx = DECODE_REF
+    lo = float(dec.axes[1][0])
+    kv = max(interpolate(dec, b, ctx) - interpolate(dec, b, lo), 0.0) / (b * (ctx - lo))
+    out = dict(zip(op_input_names("qkv"), (interpolate(dec, 1, lo), a)))
+    out.update(dict.fromkeys(op_input_names("o"), 0.0))
+    out.update(zip(op_input_names("decode_attention"), (0.0, kv)))
+    out.update(zip(op_input_names("prefill_attention"), (0.0, q)))
+    return out
+
+
 def has_tables(gpu_id: Optional[str]) -> bool:
     """Whether the GPU has measured GEMM, attention and all-reduce tables."""
     if not gpu_id:
@@ -315,7 +235,7 @@ PREFILL_REF_TOKENS = 16384.0
 ALLREDUCE_REF_BYTES = 64 * 2 ** 20
 #: the operations of a layer whose kernels the tables price, and the plan inputs each one's curve takes
 GEMM_OPS = ("qkv", "o", "mlp", "lm_head")
-OPS = (*GEMM_OPS, "decode_attention", "prefill_attention", "allreduce")
+OPS = (*GEMM_OPS, "moe_expert", "decode_attention", "prefill_attention", "allreduce")
 
 
 def op_input_names(op: str) -> tuple[str, str]:
@@ -350,12 +270,17 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
     out: dict[str, float] = {}
     src: dict[str, str] = {}
     dt = gemm_dtype(weight_dtype or "bf16")
-    if not has_tables(gpu_id) or dt is None or float(v.get("mla_latent_dim", 0)) > 0:
-        # no tables for this GPU or weight format; MLA attention and its low-rank projections are not distilled
-        out["kernel_tables"] = 0
-        return out, {op: FALLBACK for op in OPS}
     h = float(heads) if heads else float(v["hidden_size"]) / float(v["head_dim"])
     tp = float(v["tp"])
+    mla = None
+    if float(v.get("mla_latent_dim", 0)) > 0 and has_tables(gpu_id) and dt is not None \
+            and float(v.get("dp_attention", 1)) == 1:  # the module is measured with each GPU's own tokens: no DP
+        mla = kernels_fused.mla_tables(gpu_id, engine, kv_dtype, weight_dtype or "bf16", max(h / tp, 1.0))
+    if not has_tables(gpu_id) or dt is None or (float(v.get("mla_latent_dim", 0)) > 0 and mla is None):
+        # no tables for this GPU or weight format, or an MLA model without the MLA module's tables (or under DP
+        # attention, whose ranks each run a share of the step's tokens through the module)
+        out["kernel_tables"] = 0
+        return out, {op: FALLBACK for op in OPS}
     try:
         for op, shapes in gemm_shapes(v, h).items():
             a = r = 0.0
@@ -368,8 +293,25 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
             if op == "mlp":  # a fused MoE kernel pays one launch per layer, not one per expert
                 launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in shapes)
                 out["moe_kernel_launch_seconds"] = min(launch, a)
+                fa, fr = op_input_names("moe_expert")   # without a MoE table: one expert's GEMMs, as a dense MLP
+                out[fa], out[fr] = a, r
             src[op] = f"{MEASURED}: {s} at (N, K) = " + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + \
                 f" {dt}"
+        src["moe_expert"] = src["mlp"]
+        out["moe_kernel_table"] = 0
+        if float(v["num_experts"]) > 0:
+            moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
+                            v["experts_per_token"], v["num_experts"], tp, v["ep"])
+            if moe is not None:
+                gpus = tp * float(v.get("dp_attention", 1))
+                fa, fr = op_input_names("moe_expert")
+                out["moe_kernel_table"] = 1
+                out["moe_kernel_launch_seconds"], out[fa], out[fr] = kernels_fused.moe_expert_figures(
+                    moe, float(v["experts_per_token"]), float(v["num_experts"]), float(v["ep"]), gpus)
+                lay = kernels_fused.moe_layout(tp, float(v["ep"]))
+                src["moe_expert"] = f"{MEASURED}: {moe.source}, fused MoE at MoE TP {lay[0]} / EP {lay[1]}"
+                src["mlp"] = src["moe_expert"] + (f"; dense layers {src['mlp']}"
+                                                  if float(v["moe_layers"]) < float(v["num_layers"]) else "")
         hg = max(h / tp, 1.0)
         kvg = max(float(v["kv_heads"]) / tp, 1.0)
         hd = float(v["head_dim"])
@@ -394,5 +336,13 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
             src["allreduce"] = "none at TP 1"
     except KeyError:
         return {"kernel_tables": 0}, {op: FALLBACK for op in OPS}
+    if mla is not None:  # the MLA module holds the projections and the attention (the module doc)
+        out.update(mla_figures(*mla))
+        hg = max(h / tp, 1.0)
+        src["qkv"] = f"{MEASURED}: {mla[0].source} at one sequence, {mla[1].source} per token (the MLA module: " \
+            f"projections + attention), {hg:.0f} heads per GPU"
+        src["o"] = f"{MEASURED}: inside the MLA module (qkv)"
+        src["decode_attention"] = f"{MEASURED}: {mla[0].source}, MLA module per KV token, {hg:.0f} heads per GPU"
+        src["prefill_attention"] = f"{MEASURED}: {mla[1].source}, MLA module per prompt length squared"
     out["kernel_tables"] = 1
     return out, src

@@ -5,7 +5,8 @@ bandwidth, cost, fit) or :mod:`inference_ledger.whatif_lines` (inverses, QPS) wh
 parameters name the inputs and lines it uses; the graph comes from those signatures.
 This is the single description of a deployment plan that every adapter shares:
 
-* ``evaluate(inputs)`` calls the functions in dependency order (the CLI's ``plan``,
+* ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each
+  TP degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``,
   cached values in the workbook, sweeps over numpy arrays);
 * ``render(line, ref)`` calls the same function with Excel references and gets its
   formula, with ``ref`` saying where each named quantity lives (a defined name on the
@@ -19,11 +20,11 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import band_lines, bands, engines, finance_lines, parallel_lines, plan_lines, serving_lines, \
-    step_lines, whatif_lines
+from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, parallel_lines, plan_lines, \
+    serving_lines, step_inverse_lines, step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
-from inference_ledger.line import Line, lines_of
+from inference_ledger.line import Family, Line, lines_of
 from inference_ledger.serving import load_efficiencies
 from inference_ledger.units import BYTES_PER_GIB
 
@@ -41,7 +42,16 @@ class Input:
     arg: Arg
 
 
+#: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm, inference_ledger.catalog_facts):
+#: the default of every input the catalog fills, so a plan with no model or GPU chosen is that one's.
+CATALOG_DEFAULTS = catalog_facts.default_facts()
+#: An input's default that is the default model's or GPU's catalog fact of the same name.
+CATALOG = object()
+
+
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
+    if default is CATALOG:
+        default = CATALOG_DEFAULTS[name]
     base = ARGS.get(arg or name)
     if base is None:
         base = Arg(name, doc, unit, 0.0, 1e18)
@@ -60,8 +70,9 @@ def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None,
 
 
 GIB = float(BYTES_PER_GIB)
-#: The default GPU's figures (an 80 GB H100 SXM: 79.19 GiB at runtime, NVLink 4) and the default TP.
-DEFAULT_GPU_MEMORY, DEFAULT_INTERCONNECT, DEFAULT_TP = 79.1875 * GIB, 450e9, 4
+#: The default GPU's figures (its catalog row: an 80 GB H100 SXM is 79.19 GiB at runtime, NVLink 4) and the default TP.
+DEFAULT_GPU_MEMORY, DEFAULT_INTERCONNECT = CATALOG_DEFAULTS["gpu_memory_bytes"], CATALOG_DEFAULTS["interconnect_bw"]
+DEFAULT_TP = 4
 #: The engine inputs' defaults: the default engine's row of inference_ledger/data/engines.csv for that GPU and TP
 #: (one definition: `plan` without --gpu and the engine's own figures agree).
 ENGINE = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=DEFAULT_GPU_MEMORY,
@@ -77,33 +88,33 @@ EFF = {k: e.value for k, e in load_efficiencies().items()}
 
 INPUTS: tuple[Input, ...] = (
     # model (from the Models catalog)
-    _inp("num_params", "Total parameters", "params", 70e9, "All weights, every expert included: what memory holds.", "model"),
-    _inp("active_params", "Active parameters per token", "params", 70e9, "Weights one token multiplies (MoE: routed + shared experts; never the input embedding table, a one-row gather); drives FLOPs and bytes read.", "model"),
-    _inp("quantized_params", "Parameters in quantizable layers", "params", 70e9, "Weights the weight dtype applies to (linear layers); the rest (embeddings, norms, routers) stay BF16.", "model", lo=0, lo_inclusive=True, arg="num_params"),
-    _inp("active_quantized_params", "Active parameters in quantizable layers", "params", 70e9, "The quantizable share of the active parameters.", "model", lo=0, lo_inclusive=True, arg="num_params"),
-    _inp("num_layers", "Layers", "layers", 80, "Transformer blocks (num_hidden_layers).", "model"),
-    _inp("kv_heads", "KV heads", "heads", 8, "Key/value heads per layer; GQA makes this smaller than the query heads.", "model"),
-    _inp("head_dim", "Head dimension", "elements", 128, "Width of one attention head.", "model"),
-    _inp("mla_latent_dim", "MLA latent width (0 = none)", "elements", 0, "DeepSeek MLA caches kv_lora_rank + qk_rope_head_dim per layer instead of 2*K*H.", "model", arg="kv_lora_rank"),
-    _inp("sliding_layers", "Sliding-window layers", "layers", 0, "Layers whose KV is capped at the window.", "model"),
-    _inp("window", "Sliding window", "tokens", 0, "Tokens a sliding-window layer keeps.", "model"),
-    _inp("hidden_size", "Hidden size", "elements", 8192, "Width of the residual stream (hidden_size): the activations and all-reduce messages of every token.", "model", lo=1, hi=1e6, integer=True),
-    _inp("intermediate_size", "MLP / expert width", "elements", 28672, "intermediate_size of the MLP (of one expert for a MoE): the widest activation of a prefill chunk.", "model", lo=1, hi=1e7, integer=True),
-    _inp("vocab_size", "Vocabulary", "tokens", 128256, "Logits per sequence: the sampler's working set is max_num_seqs x vocab.", "model", lo=1, hi=1e8, integer=True),
-    _inp("num_experts", "Routed experts (0 = dense)", "experts", 0, "Experts per MoE layer; their matrices are padded to the MoE kernel's tile.", "model", lo=0, hi=1e5, integer=True),
-    _inp("experts_per_token", "Experts per token (0 = dense)", "experts", 0, "Routed experts a token visits: each keeps its own MLP activations in prefill.", "model", lo=0, hi=1e4, integer=True),
-    _inp("moe_layers", "MoE layers (0 = dense)", "layers", 0, "Layers whose MLP is routed experts (DeepSeek's first layers and Llama-4 Maverick's every other layer are dense): what expert parallelism splits.", "model", lo=0, hi=1e4, integer=True),
+    _inp("num_params", "Total parameters", "params", CATALOG, "All weights, every expert included: what memory holds.", "model"),
+    _inp("active_params", "Active parameters per token", "params", CATALOG, "Weights one token multiplies (MoE: routed + shared experts; never the input embedding table, a one-row gather); drives FLOPs and bytes read.", "model"),
+    _inp("quantized_params", "Parameters in quantizable layers", "params", CATALOG, "Weights the weight dtype applies to (linear layers); the rest (embeddings, norms, routers) stay BF16.", "model", lo=0, lo_inclusive=True, arg="num_params"),
+    _inp("active_quantized_params", "Active parameters in quantizable layers", "params", CATALOG, "The quantizable share of the active parameters.", "model", lo=0, lo_inclusive=True, arg="num_params"),
+    _inp("num_layers", "Layers", "layers", CATALOG, "Transformer blocks (num_hidden_layers).", "model"),
+    _inp("kv_heads", "KV heads", "heads", CATALOG, "Key/value heads per layer; GQA makes this smaller than the query heads.", "model"),
+    _inp("head_dim", "Head dimension", "elements", CATALOG, "Width of one attention head.", "model"),
+    _inp("mla_latent_dim", "MLA latent width (0 = none)", "elements", CATALOG, "DeepSeek MLA caches kv_lora_rank + qk_rope_head_dim per layer instead of 2*K*H.", "model", arg="kv_lora_rank"),
+    _inp("sliding_layers", "Sliding-window layers", "layers", CATALOG, "Layers whose KV is capped at the window.", "model"),
+    _inp("window", "Sliding window", "tokens", CATALOG, "Tokens a sliding-window layer keeps.", "model"),
+    _inp("hidden_size", "Hidden size", "elements", CATALOG, "Width of the residual stream (hidden_size): the activations and all-reduce messages of every token.", "model", lo=1, hi=1e6, integer=True),
+    _inp("intermediate_size", "MLP / expert width", "elements", CATALOG, "intermediate_size of the MLP (of one expert for a MoE): the widest activation of a prefill chunk.", "model", lo=1, hi=1e7, integer=True),
+    _inp("vocab_size", "Vocabulary", "tokens", CATALOG, "Logits per sequence: the sampler's working set is max_num_seqs x vocab.", "model", lo=1, hi=1e8, integer=True),
+    _inp("num_experts", "Routed experts (0 = dense)", "experts", CATALOG, "Experts per MoE layer; their matrices are padded to the MoE kernel's tile.", "model", lo=0, hi=1e5, integer=True),
+    _inp("experts_per_token", "Experts per token (0 = dense)", "experts", CATALOG, "Routed experts a token visits: each keeps its own MLP activations in prefill.", "model", lo=0, hi=1e4, integer=True),
+    _inp("moe_layers", "MoE layers (0 = dense)", "layers", CATALOG, "Layers whose MLP is routed experts (DeepSeek's first layers and Llama-4 Maverick's every other layer are dense): what expert parallelism splits.", "model", lo=0, hi=1e4, integer=True),
     # precision
-    _inp("weight_bytes", "Weight bytes per parameter", "B/param", 2, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
-    _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", 2, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
-    _inp("kv_bytes", "KV bytes per element", "B", 2, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
+    _inp("weight_bytes", "Weight bytes per parameter", "B/param", CATALOG, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
+    _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", CATALOG, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
+    _inp("kv_bytes", "KV bytes per element", "B", CATALOG, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
     # GPU (from the GPUs catalog)
-    _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", DEFAULT_GPU_MEMORY, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
-    _inp("hbm_bw", "HBM bandwidth", "B/s", 3.35e12, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
-    _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", 989e12, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
-    _inp("gpus_per_node", "GPUs per node", "GPUs", 8, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
-    _inp("scaleout_bw", "Scale-out bandwidth per GPU", "B/s", 50e9, "Network bandwidth per GPU per direction between nodes (400 Gb/s InfiniBand NDR = 50 GB/s): PP hand-offs, EP all-to-all and KV transfers that leave the node.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
-    _inp("interconnect_bw", "Interconnect bandwidth", "B/s", DEFAULT_INTERCONNECT, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
+    _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", CATALOG, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
+    _inp("hbm_bw", "HBM bandwidth", "B/s", CATALOG, "Peak memory bandwidth of one GPU (datasheet).", "gpu"),
+    _inp("peak_flops", "Dense peak FLOP/s", "FLOP/s", CATALOG, "Dense tensor throughput at the compute dtype; vendors headline sparse (2x).", "gpu"),
+    _inp("gpus_per_node", "GPUs per node", "GPUs", CATALOG, "GPUs one node of this GPU's platform holds (8 on HGX/OAM baseboards): tensor parallelism stays within it.", "gpu", lo=1, hi=1024, integer=True),
+    _inp("scaleout_bw", "Scale-out bandwidth per GPU", "B/s", CATALOG, "Network bandwidth per GPU per direction between nodes (400 Gb/s InfiniBand NDR = 50 GB/s): PP hand-offs, EP all-to-all and KV transfers that leave the node.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
+    _inp("interconnect_bw", "Interconnect bandwidth", "B/s", CATALOG, "GPU-to-GPU link bandwidth per direction (NVLink 4: 450 GB/s; PCIe Gen4 x16: 32 GB/s): the bytes of each TP all-reduce.", "gpu", lo=0, hi=1e14, lo_inclusive=False),
     # deployment
     _inp("tp", "Tensor-parallel degree", "GPUs", DEFAULT_TP, "GPUs each layer's attention heads and dense matrices are split across (within one node).", "deployment"),
     _inp("pp", "Pipeline stages", "stages", 1, "Pipeline-parallel degree: the layers split into this many stages, each on its own tp x dp_attention GPUs (vLLM/SGLang --pipeline-parallel-size).", "deployment", lo=1, hi=256, integer=True),
@@ -152,7 +163,10 @@ INPUTS: tuple[Input, ...] = (
     _inp("prefill_attention_kernel_floor_seconds", "causal attention of one prompt, one layer: floor", "s", 0, "Measured latency of the causal attention of one prompt, one layer at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("prefill_attention_kernel_seconds_per_token_squared", "causal attention of one prompt, one layer: time per prompt length squared", "s", 0, "Measured time of the causal attention of one prompt, one layer per prompt length squared (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("kernel_layer_overhead_seconds", "Element-wise work per layer (kernel tables)", "s", EFF["kernel_layer_overhead_seconds"], "Per layer per forward pass, the kernels the measured tables do not hold (norms, rotary, activation, residual adds): the table-priced step's counterpart of the per-layer overhead. Source: data/efficiencies.csv.", "efficiency", lo=0, hi=1),
-    _inp("moe_kernel_launch_seconds", "Fused MoE kernel: one launch", "s", 0, "The smallest measured GEMM pair's latency: what a fused MoE kernel pays once per layer rather than once per expert (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("moe_kernel_launch_seconds", "Fused MoE kernel: one launch", "s", 0, "What a fused MoE kernel pays once per layer rather than once per expert: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the smallest measured GEMM pair's latency (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("moe_kernel_table", "MoE experts priced from the fused-MoE table (1) or the GEMM table (0)", "code", 0, "1: the MoE layers' launch and expert figures are read off the measured fused-MoE curve of data/kernels/moe.csv (NVIDIA aiconfigurator-core) and an expert's pair grows linearly in its tokens; 0: one expert's GEMMs from the GEMM table (a model shape, layout or dtype the MoE table lacks).", "kernel", lo=0, hi=1, integer=True),
+    _inp("moe_expert_kernel_floor_seconds", "MoE: one touched expert's GEMM pair: floor", "s", 0, "One touched expert's gate/up + down GEMMs at one token, launch included: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the GEMM table's at one expert's shapes (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    _inp("moe_expert_kernel_seconds_per_token", "MoE: one touched expert's GEMM pair: time per token", "s", 0, "One touched expert's gate/up + down GEMMs per token routed to it at large batch: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the GEMM table's (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("allreduce_kernel_floor_seconds", "TP all-reduce: floor", "s", 0, "Measured latency of the TP all-reduce at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("allreduce_kernel_seconds_per_byte", "TP all-reduce: time per message byte", "s", 0, "Measured time of the TP all-reduce per message byte (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     # accuracy: the band multipliers of the plan's segment (inference_ledger/bands.py)
@@ -162,16 +176,16 @@ INPUTS: tuple[Input, ...] = (
                          ("TPOT", ("band_low_tpot", "band_high_tpot")), ("TTFT", ("band_low_ttft", "band_high_ttft")))
       for side, name, q in (("low", pair[0], int(bands.BAND_QUANTILES[0])), ("high", pair[1], int(bands.BAND_QUANTILES[1])))),
     # cost
-    _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", 2.5, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
+    _inp("price_per_gpu_hour", "Price per GPU-hour", "$/GPU-h", CATALOG, "What one GPU costs for an hour (list, reserved or internal rate).", "cost"),
     _inp("requests_per_day", "Requests per day", "requests/day", 1_000_000, "Average daily load: the Cost sheet's requests-per-day bill (monthly_cost) and the Forecast's average-to-peak ratio.", "cost"),
     # targets
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),
     _inp("target_qps", "Target QPS", "requests/s", 20, "Requests per second the service must sustain at peak (sizes replicas by Little's law).", "target", arg="qps"),
     # finance: own vs rent, and the timeline's growth (inference_ledger.finance; GPU rows from data/gpu_costs.csv)
-    _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", 33750, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
-    _inp("gpu_power_w", "GPU power (TDP)", "W", 700, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
-    _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", 575, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
+    _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", CATALOG, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
+    _inp("gpu_power_w", "GPU power (TDP)", "W", CATALOG, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
+    _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", CATALOG, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
     _inp("gpus_per_server", "GPUs per server", "GPUs", 8, "GPUs in one server: purchases come in whole servers (HGX / DGX: 8).", "finance", lo=1, hi=1024, integer=True),
     _inp("depreciation_years", "Depreciation years", "years", 5, "Years the capex is recovered over (servers are commonly depreciated over 4-6 years).", "finance", lo=0, hi=50, lo_inclusive=False),
     _inp("cost_of_capital", "Cost of capital", "fraction/year", 0.08, "Yearly rate the capex is financed at (WACC): the annuity and the timeline's NPV use it.", "finance", lo=0, hi=1, lo_inclusive=False),
@@ -196,6 +210,7 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
 #: function in plan_lines / serving_lines / step_lines / parallel_lines / whatif_lines / finance_lines.
 LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) \
+    + lines_of(step_inverse_lines) \
     + lines_of(parallel_lines) \
     + lines_of(whatif_lines) \
     + lines_of(finance_lines) \
@@ -204,15 +219,22 @@ LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 
 
-def _evaluation_order() -> tuple[Line, ...]:
-    """The lines in an order where each comes after every line it uses (display order where it can)."""
+#: Groups of lines instantiated over a parameter (inference_ledger.line.Family): one value per family, nested by
+#: candidate (``plan --json``: tp_candidates: {"1": {...}, "2": {...}}), read by the lines that take it.
+FAMILIES: tuple[Family, ...] = (whatif_lines.TP_CANDIDATES,)
+FAMILY_BY_NAME: dict[str, Family] = {f.name: f for f in FAMILIES}
+
+
+def _order(nodes) -> tuple:
+    """Lines and families in an order where each comes after every quantity it uses (display order where it can)."""
     done = {i.name for i in INPUTS}
-    order: list[Line] = []
-    pending = list(LINES)
+    known = done | {n.name for n in nodes}
+    order: list = []
+    pending = list(nodes)
     while pending:
         ready = [l for l in pending if all(p in done for p in l.params)]
         if not ready:
-            missing = {p for l in pending for p in l.params if p not in done and p not in LINE_BY_NAME}
+            missing = {p for l in pending for p in l.params if p not in known}
             raise TypeError(f"plan lines use unknown quantities {sorted(missing)} or form a cycle: "
                             f"{[l.name for l in pending]}")
         for l in ready:
@@ -222,6 +244,14 @@ def _evaluation_order() -> tuple[Line, ...]:
     return tuple(order)
 
 
+def _evaluation_order() -> tuple[Line, ...]:
+    """The lines alone in evaluation order: each after every line (and family) it uses."""
+    read = tuple(f for f in FAMILIES if any(f.name in l.params for l in LINES))
+    return tuple(n for n in _order(LINES + read) if isinstance(n, Line))
+
+
+#: Lines and families in evaluation order (a family evaluates once: every candidate, every member).
+STEPS: tuple = _order(LINES + FAMILIES)
 EVALUATION_ORDER: tuple[Line, ...] = _evaluation_order()
 
 
@@ -268,19 +298,64 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
     """Compute every line from the inputs (numbers or equally shaped numpy arrays)."""
     vals = dict(validate_inputs(inputs) if validate else inputs)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for line in EVALUATION_ORDER:
-            vals[line.name] = line(vals)
+        for step in STEPS:
+            vals[step.name] = step.evaluate(vals) if isinstance(step, Family) else step(vals)
     return vals
 
 
-def render(line: Line | str, ref: Callable[[str], str]) -> tuple[str, list[str]]:
-    """Excel formula text (with leading '=') of a line, and the quantities it uses."""
+def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
+           inline_candidate: bool = False) -> tuple[str, list[str]]:
+    """Excel formula text (with leading '=') of a line, and the quantities it uses.
+
+    A family the line reads (``tp_candidates``) is a table: ``candidates[family]`` lists its columns, and each
+    member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
+    ``tp_candidates.4.tp``: :meth:`inference_ledger.line.Family.flat_name`; ``inline_candidate``: the candidate as
+    its formula of named constants instead)."""
     if isinstance(line, str):
         line = LINE_BY_NAME[line]
-    expr = line.fn(*(Sym(ref(p)) for p in line.params))
+    args: list[Any] = []
+    for p in line.params:
+        fam = FAMILY_BY_NAME.get(p)
+        if fam is None:
+            args.append(Sym(ref(p)))
+        elif candidates is None or p not in candidates:
+            raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
+        else:
+            args.append({fam.key(c): {fam.param: fam.candidate_formula(c) if inline_candidate
+                                      else Sym(ref(fam.flat_name(c, fam.param)))}
+                         | {m: Sym(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
+    expr = line.fn(*args)
     if not isinstance(expr, Sym):
         raise TypeError(f"line {line.name} did not render to a formula")
     return expr.formula(), list(line.params)
+
+
+def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool = False) -> tuple[str, list[str]]:
+    """Excel formula text of one family cell, ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
+    it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
+    (the same candidate's column) and every other quantity at ``ref(quantity)``; ``inline_candidate``: the candidate
+    as its formula of named constants (a table without a cell for it, e.g. a sweep's)."""
+    fam_name, cand, member = name.split(".")
+    fam = FAMILY_BY_NAME[fam_name]
+    m = {l.name: l for l in fam.members}[member]
+    inside = {fam.param, *fam.member_names}
+
+    def arg(p):
+        if p == fam.param and inline_candidate:
+            return fam.candidate_formula(float(cand))
+        return Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
+
+    expr = m.fn(*(arg(p) for p in m.params))
+    if not isinstance(expr, Sym):
+        raise TypeError(f"family member {name} did not render to a formula")
+    return expr.formula(), list(m.params)
+
+
+def render_key(key: str, ref: Callable[[str], str], candidates: Mapping[str, Iterable[float]]) -> str:
+    """The formula of a table column by its key: a line (:func:`render`) or a family cell (:func:`render_member`,
+    its candidate inline)."""
+    return (render_member(key, ref, inline_candidate=True) if "." in key
+            else render(key, ref, candidates, inline_candidate=True))[0]
 
 
 def dependencies(line: Line | str) -> list[str]:

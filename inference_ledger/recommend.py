@@ -3,7 +3,7 @@
 For each GPU, layout and format the plan runs at the concurrency ``plan`` itself uses by default:
 the largest that meets the TTFT and TPOT targets within the KV cache and the engine's batch limit
 (:mod:`inference_ledger.concurrency`, the plan's lines over a family of candidate concurrencies).
-QPS per replica, B / (TTFT + T x TPOT(B)), grows with B, so that concurrency needs the fewest
+QPS per replica, B / (TTFT + (T - 1) x TPOT(B)), grows with B, so that concurrency needs the fewest
 replicas.  The plan at it (vectorized over every candidate row) gives the QPS per replica, the
 replicas and GPUs for the target, the headroom and the monthly bill: the same bill as ``plan``.
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from inference_ledger import concurrency, engines, plan, resolve, verdict
 from inference_ledger.catalog import Gpu, Model
-from inference_ledger.sweep import SweepSpec, Table, build_sweep, evaluate_block
+from inference_ledger.sweep import SweepSpec, Table, build_sweep, evaluate_block, family_candidates
 
 TARGETS = {"qps": "target_qps", "ttft": "ttft_target", "tpot": "tpot_target"}
 #: The layout inputs besides TP, at their defaults (one node, no EP, no DP attention).
@@ -137,7 +137,9 @@ def _merged(tables: Sequence[Table]) -> Table:
     row_inputs = tuple(i.name for i in plan.INPUTS if i.name in rows)
     fixed = {k: v for k, v in first.fixed.items() if k not in rows}
     skipped = [s for t in tables for s in t.skipped]
-    return Table(first.labels, row_inputs, fixed, sum(t.n_rows for t in tables), lambda: iter(()), skipped)
+    cands = {f.name: max((family_candidates(t)[f.name] for t in tables), key=len) for f in plan.FAMILIES}
+    return Table(first.labels, row_inputs, fixed, sum(t.n_rows for t in tables), lambda: iter(()), skipped,
+                 candidates=cands)
 
 
 def cheapest_of_each_kind(found: Sequence[Recommendation]) -> list[Recommendation]:
@@ -171,7 +173,7 @@ def plans_table(found: Sequence[Recommendation], candidates: Table) -> Table:
         yield ({k: [r.labels[k] for r in found] for k, _ in candidates.labels},
                {n: np.array([r.inputs[n] for r in found]) for n in candidates.row_inputs})
     return Table(candidates.labels, candidates.row_inputs, candidates.fixed, len(found), blocks, candidates.skipped,
-                 sheet="Plans")
+                 sheet="Plans", candidates=candidates.candidates)
 
 
 def summary(r: Recommendation) -> dict[str, Any]:

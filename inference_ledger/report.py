@@ -3,7 +3,8 @@
 Both take the dict :func:`inference_ledger.plan.evaluate` returns.  The table groups the lines by
 ledger (memory, compute, bandwidth, cost, fit) after the inputs, and prints bytes in GB
 (1e9) and GiB (2**30), both labelled, times in ms, FLOPs in TFLOP.  The JSON is flat,
-snake_case, in base units: every plan input and every plan line under its own name,
+snake_case, in base units: every plan input and every plan line under its own name (a family of lines
+nested by candidate),
 1/0 lines as true/false, plus the catalog ids it was built from and a ``units`` map.
 """
 
@@ -13,7 +14,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from . import catalog, concurrency, kernels, serving, step_lines, verdict
-from .plan import INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
+from .plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
@@ -35,11 +36,11 @@ def _num(v: Any) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
-def _json_value(name: str, v: Any) -> Any:
+def _json_value(name: str, v: Any, unit: Optional[str] = None) -> Any:
     x = _num(v)
     if x is None:
         return None
-    if unit_of(name) == "1/0":
+    if (unit_of(name) if unit is None else unit) == "1/0":
         return bool(x)
     return int(x) if x.is_integer() and abs(x) < 2**53 else x
 
@@ -57,6 +58,11 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     for q in (*INPUTS, *LINES):
         if q.name in values:
             out[q.name] = _json_value(q.name, values[q.name])
+    for fam in FAMILIES:   # nested by candidate: {"1": {"tp": 1, "fits": true, ...}, "2": {...}}
+        if fam.name in values:
+            units = {fam.param: unit_of(fam.param)} | {m.name: m.unit for m in fam.members}
+            out[fam.name] = {k: {m: _json_value(m, v, units[m]) for m, v in row.items()}
+                             for k, row in values[fam.name].items()}
     if "verdict" in values:
         out["verdict_words"] = verdict.words_of(values["verdict"])
     if "concurrency_used" in values:   # the concurrency the plan runs at, and which limit chose it
@@ -70,6 +76,8 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
         out.update(step_ops(values, model=model, gpu=gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             engine=engine))
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
+    out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
+                     for f in FAMILIES if f.name in values}
     return out
 
 
@@ -179,6 +187,12 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
         if items:
             section(f"{ledger} ledger")
             rows.extend((l.label, human(values[l.name], l.unit), l.name) for l in items)
+    for fam in FAMILIES:   # one row per member at each candidate
+        if fam.name in values:
+            section(f"{fam.label[0].lower()}{fam.label[1:]} ({fam.name})")
+            for k, row in values[fam.name].items():
+                rows.extend((f"{m.label} at {fam.param.upper()} {k}", human(row[m.name], m.unit),
+                             fam.flat_name(k, m.name)) for m in fam.members)
     lw = max(len(r[0]) for r in rows if r[0])
     vw = max(len(r[1]) for r in rows if r[0])
     lines = [title, "=" * len(title)] if title else []

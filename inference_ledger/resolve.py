@@ -36,6 +36,7 @@ from typing import Any, Mapping, Optional, Sequence
 from inference_ledger import bands, catalog, engines, finance, kernels, plan, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import Dtype, Gpu, Model
+from inference_ledger.catalog_facts import catalog_facts, peak_flops  # noqa: F401  (peak_flops: the resolver's API too)
 from inference_ledger.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem, dense_override_problem,  # noqa: F401
                                     experts_per_token_ok, heads_problem, kv_heads_problem, kv_heads_split_ok,
                                     layout_problem, moe_layers_ok, node_problem, rules_problem, tp_problem)
@@ -159,12 +160,6 @@ def check_number(name: str, value: Any) -> float:
 # ----------------------------------------------------------------------------------------
 
 
-def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
-    """Dense FLOP/s the weight format computes at on this GPU: its unit's, never below BF16's (BF16 where the
-    chip lacks the unit; no format computes slower than BF16 on a chip that has its unit)."""
-    return max(getattr(gpu, weight_dtype.compute_field, None) or 0, getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD))
-
-
 def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtype: Optional[str] = None,
                 kv_dtype: str = "bf16", **overrides: Any) -> dict[str, Any]:
     """Catalog facts as plan inputs, no rules applied (:func:`resolve` applies them).
@@ -182,18 +177,8 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
     v = plan.defaults()
     m = find_model(model) if isinstance(model, str) else model
     g = find_gpu(gpu) if isinstance(gpu, str) else gpu
-    if m is not None:
-        v.update({name: getattr(m, name) for name in MODEL_INPUTS})
-    wd = weight_format(m, weight_dtype)
-    v["weight_bytes"] = wd.bytes_per_element
-    # modules outside the quantized layers: BF16, or the checkpoint's format where it is wider (FP32 keeps FP32)
-    v["unquantized_bytes"] = max(wd.bytes_per_element, catalog.get_dtype(catalog.UNQUANTIZED_DTYPE).bytes_per_element)
-    v["kv_bytes"] = find_dtype(kv_dtype, "kv").bytes_per_element
-    if g is not None:
-        v.update({name: getattr(g, name) for name in GPU_INPUTS if getattr(g, name) is not None})
-        v["gpu_memory_bytes"] = g.memory_runtime_bytes
-        v["peak_flops"] = peak_flops(g, wd)
-        v.update(finance.gpu_cost_inputs(g.id))  # server price and power (inference_ledger/data/gpu_costs.csv)
+    facts = catalog_facts(m, g, weight_format(m, weight_dtype), find_dtype(kv_dtype, "kv"))
+    v.update({k: x for k, x in facts.items() if k in plan.INPUT_BY_NAME})
     v.update(overrides)
     return v
 

@@ -168,9 +168,13 @@ def expert_tokens(tokens, experts_per_token, distinct_experts):
     return tokens * experts_per_token / maximum(distinct_experts, 1)
 
 
-def expert_extra_seconds(expert_tokens, floor_seconds, seconds_per_token, launch_seconds):
-    """One touched expert's GEMM pair beyond a launch: a fused MoE kernel pays the launch once per layer."""
-    return maximum(gemm_curve(expert_tokens, floor_seconds, seconds_per_token) - launch_seconds, 0)
+def expert_extra_seconds(expert_tokens, floor_seconds, seconds_per_token, launch_seconds, linear):
+    """One touched expert's GEMM pair beyond a launch: a fused MoE kernel pays the launch once per layer.  Read off
+    the fused-MoE table (``linear`` 1) the pair grows linearly in its tokens (a + r x: the table's growth, within
+    about 15% at its grid points); from the GEMM table, as a GEMM (:func:`gemm_curve`)."""
+    curve = where(eq(linear, 1), linear_curve(expert_tokens, floor_seconds, seconds_per_token),
+                  gemm_curve(expert_tokens, floor_seconds, seconds_per_token))
+    return maximum(curve - launch_seconds, 0)
 
 
 def mlp_seconds(num_layers, moe_layers, tokens, floor_seconds, seconds_per_token, launch_seconds, experts_per_gpu,

@@ -20,7 +20,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from inference_ledger import concurrency, engines, plan, resolve, verdict
+from inference_ledger import catalog, concurrency, engines, plan, resolve, verdict
 from inference_ledger.args import LedgerInputError
 
 DEFAULT_MAX_ROWS = 100_000
@@ -56,6 +56,23 @@ class Table:
     blocks: Callable[[], Iterator[tuple[dict[str, list], dict[str, np.ndarray]]]]
     skipped: list[tuple[str, str, str, int]] = field(default_factory=list)  # (model, setting, reason, rows)
     sheet: str = "Sweep"
+    #: Each family's candidates, one column per member at each (plan.FAMILIES; e.g. the TP degrees of the largest node
+    #: among the rows' GPUs); a family not listed follows the shared bound, else the largest node in the GPU catalog.
+    candidates: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+def family_candidates(table: Table) -> dict[str, tuple[float, ...]]:
+    """The candidates each family's columns are written for (every row's own are among them; a consumer such as
+    min_gpus_to_fit masks those beyond a row's bound)."""
+    out = {}
+    for fam in plan.FAMILIES:
+        if fam.name in table.candidates:
+            out[fam.name] = tuple(table.candidates[fam.name])
+        elif fam.bound in table.fixed:
+            out[fam.name] = fam.candidates(table.fixed[fam.bound])
+        else:
+            out[fam.name] = fam.candidates(max(getattr(g, fam.bound) for g in catalog.load_gpus()))
+    return out
 
 
 def evaluate_block(table: Table, inputs: Mapping[str, np.ndarray], auto: bool = False) -> dict[str, np.ndarray]:
@@ -67,7 +84,10 @@ def evaluate_block(table: Table, inputs: Mapping[str, np.ndarray], auto: bool = 
     vals = concurrency.evaluate({**table.fixed, **inputs}, validate=False) if auto else \
         plan.evaluate({**table.fixed, **inputs}, validate=False)
     vals[VERDICT_WORDS] = np.array(verdict.WORDS, dtype=object)[np.asarray(vals["verdict"], dtype=int)]
-    return {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in vals.items()}
+    cands = family_candidates(table)
+    for fam in plan.FAMILIES:   # the table's columns: every member at each of the table's candidates
+        vals.update(fam.flatten(fam.evaluate(vals, cands[fam.name])))
+    return {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in vals.items() if k not in plan.FAMILY_BY_NAME}
 
 
 @dataclass(frozen=True)
@@ -80,7 +100,8 @@ class Column:
 
 
 def columns(table: Table) -> list[Column]:
-    """Labels, the verdict, the row inputs (the swept settings first), then every plan line in plan order."""
+    """Labels, the verdict, the row inputs (the swept settings first), every plan line in plan order, then each
+    family's members at each candidate (``tp_candidates.4.fits``)."""
     out = [Column(k, h, "", "label", "") for k, h in table.labels]
     line = plan.LINE_BY_NAME["verdict"]
     out.append(Column(VERDICT_WORDS, line.label, "", "line", "The verdict in words: " + ", ".join(
@@ -90,6 +111,9 @@ def columns(table: Table) -> list[Column]:
         i = plan.INPUT_BY_NAME[name]
         out.append(Column(name, i.label, i.unit, "input", i.doc))
     out += [Column(l.name, l.label, l.unit, "line", l.doc) for l in plan.LINES]
+    cands = family_candidates(table)
+    out += [Column(fam.flat_name(c, m.name), f"{m.label} at {fam.param.upper()} {fam.key(c)}", m.unit, "line", m.doc)
+            for fam in plan.FAMILIES for c in cands[fam.name] for m in fam.members]
     return out
 
 
@@ -232,4 +256,5 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
         labels_ = {k: arr[bidx].tolist() for k, arr in base_labels.items()}
         return labels_, {n: inputs[n] for n in row_inputs}
 
-    return Table(labels, row_inputs, shared, n_rows, blocks, skipped)
+    bound = {f.name: f.candidates(max(getattr(g, f.bound) for g in gpus)) for f in plan.FAMILIES}
+    return Table(labels, row_inputs, shared, n_rows, blocks, skipped, candidates=bound)

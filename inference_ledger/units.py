@@ -33,7 +33,6 @@ ACT_MLP_COPIES = Const(3, "ACT_MLP_COPIES", "MLP-wide tensors live at the down p
 GLU_MATRICES = Const(3, "GLU_MATRICES", "weight matrices of a gated MLP / expert: gate, up, down (each hidden x intermediate)", "matrices")
 ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-reduces twice per layer, after attention and after the MLP (Megatron-LM, arXiv:1909.08053 s3)", "all-reduces/layer")
 RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
-GPUS_PER_NODE = Const(8, "GPUS_PER_NODE", "GPUs on one HGX/OAM baseboard: the largest TP degree kept inside one node", "GPUs")
 EP_PASSES = Const(2, "EP_PASSES", "expert parallelism moves each token twice per MoE layer: dispatch to its experts and combine back (DeepEP; DeepSeek-V3 report arXiv:2412.19437 s3.2.2)", "passes")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
@@ -82,7 +81,6 @@ CONSTANTS: tuple[Const, ...] = (
     GLU_MATRICES,
     ALLREDUCES_PER_LAYER,
     RING_ALLREDUCE_FACTOR,
-    GPUS_PER_NODE,
     EP_PASSES,
     VERDICT_MISSES,
     VERDICT_MEETS,

@@ -5,8 +5,8 @@ one definition that computes on numbers/numpy arrays and renders to a portable E
 formula (no Goal Seek, no macros, no iteration).  Base units: bytes, seconds, tokens.
 
 QPS.  With continuous batching (Orca, Yu et al. OSDI'22; vLLM, Kwon et al. SOSP'23) a
-replica keeps ``B`` sequences in flight; each request lives for its latency
-``W = TTFT + T x TPOT(B)``.  Little's law (``L = lambda x W``, Little 1961) gives the
+replica keeps ``B`` sequences in flight; each request holds its slot for
+``W = TTFT + (T - 1) x TPOT(B)`` (its first token, then T - 1 decode steps).  Little's law (``L = lambda x W``, Little 1961) gives the
 request rate one replica sustains: ``lambda = B / W``.
 
 Inverses.  Every ledger the plan uses is affine in the unknown or a max of affine
@@ -24,8 +24,9 @@ fits while one step further does not.
 
 from __future__ import annotations
 
-from .expr import Sym, ceil, eq, floor, gt, is_sym, le, log, maximum, minimum, where
-from .units import GPUS_PER_NODE, HOURS_PER_MONTH, TP_BASE
+from .expr import Sym, ceil, eq, floor, gt, le, log, maximum, minimum, where
+from .serving import cycle_seconds
+from .units import HOURS_PER_MONTH, TP_BASE
 
 __all__ = [
     "qps_per_replica",
@@ -36,17 +37,20 @@ __all__ = [
     "max_sequences",
     "min_gpus_closed_form",
     "tp_candidates",
+    "tp_candidate_formula",
     "first_fit",
-    "first_fit_within",
 ]
 
 
 def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
-    """Requests/s one replica sustains at a concurrency: B / (TTFT + T x TPOT) (Little's law).
+    """Requests/s one replica sustains at a concurrency: B / (TTFT + (T - 1) x TPOT) (Little's law over B slots).
 
-    70B on 4 x H100 at B = 16, TTFT 0.2 s, T = 512, TPOT 0.03 s: 16 / 15.56 = 1.028 req/s.
+    A request holds its slot for its first token (TTFT) and then T - 1 decode steps of TPOT each
+    (:func:`inference_ledger.serving.cycle_seconds`): TPOT as the serving benchmarks measure it,
+    (latency - TTFT) / (output tokens - 1) (vllm-project/vllm vllm/benchmarks/serve.py, calculate_metrics).
+    70B on 4 x H100 at B = 16, TTFT 0.2 s, T = 512, TPOT 0.03 s: 16 / (0.2 + 511 x 0.03) = 16 / 15.53 = 1.030 req/s.
     """
-    return concurrency / (ttft_seconds + output_tokens * tpot_seconds)
+    return concurrency / cycle_seconds(ttft_seconds, output_tokens, tpot_seconds)
 
 
 def monthly_gpu_hours(num_gpus):
@@ -100,7 +104,7 @@ def min_gpus_closed_form(weights_bytes, kv_peak_bytes, fit_bytes_per_gpu, kv_max
 
     The seed's ledger, where each GPU keeps a fixed overhead beside weights and KV.  (The
     plan's engine model also moves activations and NCCL buffers with TP; its line
-    ``min_gpus_to_fit`` tests each TP of one node with :func:`first_fit` instead.)
+    ``min_gpus_to_fit`` tests each TP of one node, :func:`tp_candidates`, with :func:`first_fit` instead.)
 
     Per GPU: W / tp + KV / min(tp, S) <= A, where A is what one GPU offers after its
     workspace and S the most ways the KV splits (KV heads; 1 for an MLA latent, see
@@ -114,15 +118,30 @@ def min_gpus_closed_form(weights_bytes, kv_peak_bytes, fit_bytes_per_gpu, kv_max
     return where(feasible, TP_BASE ** ceil(log(raw, TP_BASE)), 0)
 
 
-def tp_candidates(like):
-    """The TP degrees of one node, 1, 2, 4, 8: numbers, or named-constant formulas when ``like`` is one."""
-    base, node = (Sym(TP_BASE.name), Sym(GPUS_PER_NODE.name)) if is_sym(like) else (float(TP_BASE), float(GPUS_PER_NODE))
-    return (1, base, node / base, node)
+def tp_candidates(gpus_per_node):
+    """The TP degrees one node offers: the powers of two up to its GPUs (a 4-GPU node: 1, 2, 4; an 8-GPU: 1, 2, 4, 8).
+
+    TP splits the attention heads and the dense matrices, whose sizes are powers of two in every catalog model, so the
+    engines' TP degrees are too (vLLM and SGLang refuse a TP that does not divide the heads).
+    """
+    n = float(gpus_per_node)
+    if not n >= 1:
+        raise ValueError(f"gpus_per_node must be >= 1, got {gpus_per_node!r}")
+    out, c = [], 1.0
+    while c <= n:
+        out.append(c)
+        c *= float(TP_BASE)
+    return tuple(out)
 
 
-def first_fit_within(candidates, flags, limit):
-    """The first candidate <= limit whose flag is 1, else 0 (a flag beyond the limit counts as 0)."""
-    return first_fit(candidates, [where(le(c, limit), f, 0) for c, f in zip(candidates, flags)])
+def tp_candidate_formula(tp):
+    """A TP candidate as a formula of named constants: 1, TP_BASE, TP_BASE*TP_BASE, ... (no bare numbers)."""
+    out, c = Sym("1"), 1.0
+    while c < float(tp):
+        out, c = (Sym(TP_BASE.name) if c == 1.0 else out * TP_BASE), c * float(TP_BASE)
+    if c != float(tp):
+        raise ValueError(f"TP candidate {tp!r} is not a power of {TP_BASE:g}")
+    return out
 
 
 def first_fit(candidates, flags):

@@ -2,15 +2,15 @@
 
 One plain function per line, like :mod:`inference_ledger.plan_lines`; the formulas they call
 are in :mod:`inference_ledger.whatif`.  The fit test at each TP degree of one node is spelt
-out as named lines (weights, workspace and KV budget at TP 1, 2, 4 and 8), so every cell
-formula stays short enough to audit.
+out once, as the family ``TP_CANDIDATES`` instantiated at each TP degree of the GPU's node (weights,
+workspace and KV budget as members), so every cell formula stays short enough to audit.
 """
 
 from __future__ import annotations
 
 from inference_ledger import engine_ledger, ledger, serving, whatif
-from inference_ledger.expr import eq, floor, maximum, minimum, where
-from inference_ledger.line import BANDWIDTH, COST, FIT, MEMORY, line
+from inference_ledger.expr import eq, floor, le, maximum, minimum, where
+from inference_ledger.line import BANDWIDTH, COST, FIT, MEMORY, Family, line
 
 
 @line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
@@ -27,7 +27,7 @@ def max_context_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, windo
     return whatif.context_for_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window)
 
 
-# --- the fit test at each TP degree of one node: explicit lines, so no cell inlines the whole graph ---
+# --- the fit test at each TP degree of one node: a family of named members, so no cell inlines the whole graph ---
 
 
 def weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
@@ -53,178 +53,70 @@ def workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, 
         + engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
 
 
-@line("Weights per GPU at TP 1", "B", MEMORY,
-      "Weights per GPU (MoE padding included) with the model split over 1 GPU(s).")
-def weights_bytes_per_gpu_tp1(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
-                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
-    return weights_at_tp(whatif.tp_candidates(tp)[0], weights_bytes, num_layers, num_experts, hidden_size,
-                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+#: The fit test at each TP degree one node offers (1, 2, 4, ... up to the GPU's gpus_per_node): each member is
+#: written once, its ``tp`` the candidate; ``plan --json`` nests it (tp_candidates: {"1": {...}, "2": {...}}) and the
+#: workbook writes it as a table, one column per candidate.
+TP_CANDIDATES = Family(
+    "tp_candidates", "Fit at each TP degree of one node", "tp", "gpus_per_node", whatif.tp_candidates,
+    whatif.tp_candidate_formula,
+    "The plan's memory ledger and fit test with the model split over each TP degree one node offers (the powers of "
+    "two up to gpus_per_node): what min_gpus_to_fit chooses from.")
 
 
-@line("Workspace per GPU at TP 1", "B", MEMORY,
-      "Activation peak + non-torch memory with the model split over 1 GPU(s).")
-def workspace_bytes_per_gpu_tp1(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
-                                nccl_bytes):
-    return workspace_at_tp(whatif.tp_candidates(tp)[0], max_num_batched_tokens, hidden_size, intermediate_size,
-                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
-                           cuda_context_bytes, nccl_bytes)
+@TP_CANDIDATES.member("Weights per GPU", "B", MEMORY,
+                      "Weights per GPU (MoE padding included) with the model split over this TP degree.")
+def weights_bytes_per_gpu(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
+                          moe_pad_intermediate, weight_bytes):
+    return weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
+                         moe_pad_intermediate, weight_bytes)
 
 
-@line("Engine rule adjustment per GPU at TP 1", "B", MEMORY,
-      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 1 GPU(s).")
-def kv_budget_rule_adjustment_bytes_per_gpu_tp1(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp1,
-                                                workspace_bytes_per_gpu_tp1, cuda_context_bytes, nccl_bytes):
-    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[0])
-    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp1,
-                                                   non_torch, workspace_bytes_per_gpu_tp1)
+@TP_CANDIDATES.member("Workspace per GPU", "B", MEMORY,
+                      "Activation peak + non-torch memory with the model split over this TP degree.")
+def workspace_bytes_per_gpu(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                            unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
+    return workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                           unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes)
 
 
-@line("KV cache budget per GPU at TP 1", "B", MEMORY,
-      "The engine's KV budget with the model split over 1 GPU(s).")
-def kv_cache_budget_bytes_per_gpu_tp1(usable_bytes_per_gpu, weights_bytes_per_gpu_tp1, workspace_bytes_per_gpu_tp1,
-                                      kv_budget_rule_adjustment_bytes_per_gpu_tp1):
-    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp1 - workspace_bytes_per_gpu_tp1 \
-        + kv_budget_rule_adjustment_bytes_per_gpu_tp1
+@TP_CANDIDATES.member("Engine rule adjustment per GPU", "B", MEMORY,
+                      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over this TP degree.")
+def kv_budget_rule_adjustment_bytes_per_gpu(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
+                                            workspace_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
+    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
+                                                   non_torch, workspace_bytes_per_gpu)
 
 
-@line("Fits at TP 1", "1/0", FIT,
-      "The fit test with the model split over 1 GPU(s): the peak KV per GPU at that split within that KV budget.")
-def fits_tp1(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp1):
-    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[0], mla_latent_dim)
-    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp1)
+@TP_CANDIDATES.member("KV cache budget per GPU", "B", MEMORY,
+                      "The engine's KV budget with the model split over this TP degree.")
+def kv_cache_budget_bytes_per_gpu(usable_bytes_per_gpu, weights_bytes_per_gpu, workspace_bytes_per_gpu,
+                                  kv_budget_rule_adjustment_bytes_per_gpu):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu - workspace_bytes_per_gpu \
+        + kv_budget_rule_adjustment_bytes_per_gpu
 
 
-@line("Weights per GPU at TP 2", "B", MEMORY,
-      "Weights per GPU (MoE padding included) with the model split over 2 GPU(s).")
-def weights_bytes_per_gpu_tp2(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
-                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
-    return weights_at_tp(whatif.tp_candidates(tp)[1], weights_bytes, num_layers, num_experts, hidden_size,
-                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+@TP_CANDIDATES.member("Fits", "1/0", FIT,
+                      "The fit test with the model split over this TP degree: the peak KV per GPU at that split "
+                      "within that KV budget.")
+def fits(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu):
+    shards = ledger.kv_shards(kv_heads, tp, mla_latent_dim)
+    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu)
 
 
-@line("Workspace per GPU at TP 2", "B", MEMORY,
-      "Activation peak + non-torch memory with the model split over 2 GPU(s).")
-def workspace_bytes_per_gpu_tp2(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
-                                nccl_bytes):
-    return workspace_at_tp(whatif.tp_candidates(tp)[1], max_num_batched_tokens, hidden_size, intermediate_size,
-                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
-                           cuda_context_bytes, nccl_bytes)
-
-
-@line("Engine rule adjustment per GPU at TP 2", "B", MEMORY,
-      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 2 GPU(s).")
-def kv_budget_rule_adjustment_bytes_per_gpu_tp2(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp2,
-                                                workspace_bytes_per_gpu_tp2, cuda_context_bytes, nccl_bytes):
-    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[1])
-    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp2,
-                                                   non_torch, workspace_bytes_per_gpu_tp2)
-
-
-@line("KV cache budget per GPU at TP 2", "B", MEMORY,
-      "The engine's KV budget with the model split over 2 GPU(s).")
-def kv_cache_budget_bytes_per_gpu_tp2(usable_bytes_per_gpu, weights_bytes_per_gpu_tp2, workspace_bytes_per_gpu_tp2,
-                                      kv_budget_rule_adjustment_bytes_per_gpu_tp2):
-    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp2 - workspace_bytes_per_gpu_tp2 \
-        + kv_budget_rule_adjustment_bytes_per_gpu_tp2
-
-
-@line("Fits at TP 2", "1/0", FIT,
-      "The fit test with the model split over 2 GPU(s): the peak KV per GPU at that split within that KV budget.")
-def fits_tp2(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp2):
-    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[1], mla_latent_dim)
-    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp2)
-
-
-@line("Weights per GPU at TP 4", "B", MEMORY,
-      "Weights per GPU (MoE padding included) with the model split over 4 GPU(s).")
-def weights_bytes_per_gpu_tp4(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
-                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
-    return weights_at_tp(whatif.tp_candidates(tp)[2], weights_bytes, num_layers, num_experts, hidden_size,
-                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
-
-
-@line("Workspace per GPU at TP 4", "B", MEMORY,
-      "Activation peak + non-torch memory with the model split over 4 GPU(s).")
-def workspace_bytes_per_gpu_tp4(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
-                                nccl_bytes):
-    return workspace_at_tp(whatif.tp_candidates(tp)[2], max_num_batched_tokens, hidden_size, intermediate_size,
-                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
-                           cuda_context_bytes, nccl_bytes)
-
-
-@line("Engine rule adjustment per GPU at TP 4", "B", MEMORY,
-      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 4 GPU(s).")
-def kv_budget_rule_adjustment_bytes_per_gpu_tp4(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp4,
-                                                workspace_bytes_per_gpu_tp4, cuda_context_bytes, nccl_bytes):
-    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[2])
-    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp4,
-                                                   non_torch, workspace_bytes_per_gpu_tp4)
-
-
-@line("KV cache budget per GPU at TP 4", "B", MEMORY,
-      "The engine's KV budget with the model split over 4 GPU(s).")
-def kv_cache_budget_bytes_per_gpu_tp4(usable_bytes_per_gpu, weights_bytes_per_gpu_tp4, workspace_bytes_per_gpu_tp4,
-                                      kv_budget_rule_adjustment_bytes_per_gpu_tp4):
-    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp4 - workspace_bytes_per_gpu_tp4 \
-        + kv_budget_rule_adjustment_bytes_per_gpu_tp4
-
-
-@line("Fits at TP 4", "1/0", FIT,
-      "The fit test with the model split over 4 GPU(s): the peak KV per GPU at that split within that KV budget.")
-def fits_tp4(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp4):
-    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[2], mla_latent_dim)
-    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp4)
-
-
-@line("Weights per GPU at TP 8", "B", MEMORY,
-      "Weights per GPU (MoE padding included) with the model split over 8 GPU(s).")
-def weights_bytes_per_gpu_tp8(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size,
-                              moe_pad_hidden, moe_pad_intermediate, weight_bytes):
-    return weights_at_tp(whatif.tp_candidates(tp)[3], weights_bytes, num_layers, num_experts, hidden_size,
-                         intermediate_size, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
-
-
-@line("Workspace per GPU at TP 8", "B", MEMORY,
-      "Activation peak + non-torch memory with the model split over 8 GPU(s).")
-def workspace_bytes_per_gpu_tp8(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                                unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes,
-                                nccl_bytes):
-    return workspace_at_tp(whatif.tp_candidates(tp)[3], max_num_batched_tokens, hidden_size, intermediate_size,
-                           experts_per_token, unquantized_bytes, sampler_activation_bytes_per_gpu,
-                           cuda_context_bytes, nccl_bytes)
-
-
-@line("Engine rule adjustment per GPU at TP 8", "B", MEMORY,
-      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over 8 GPU(s).")
-def kv_budget_rule_adjustment_bytes_per_gpu_tp8(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp8,
-                                                workspace_bytes_per_gpu_tp8, cuda_context_bytes, nccl_bytes):
-    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, whatif.tp_candidates(tp)[3])
-    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu_tp8,
-                                                   non_torch, workspace_bytes_per_gpu_tp8)
-
-
-@line("KV cache budget per GPU at TP 8", "B", MEMORY,
-      "The engine's KV budget with the model split over 8 GPU(s).")
-def kv_cache_budget_bytes_per_gpu_tp8(usable_bytes_per_gpu, weights_bytes_per_gpu_tp8, workspace_bytes_per_gpu_tp8,
-                                      kv_budget_rule_adjustment_bytes_per_gpu_tp8):
-    return usable_bytes_per_gpu - weights_bytes_per_gpu_tp8 - workspace_bytes_per_gpu_tp8 \
-        + kv_budget_rule_adjustment_bytes_per_gpu_tp8
-
-
-@line("Fits at TP 8", "1/0", FIT,
-      "The fit test with the model split over 8 GPU(s): the peak KV per GPU at that split within that KV budget.")
-def fits_tp8(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu_tp8):
-    shards = ledger.kv_shards(kv_heads, whatif.tp_candidates(tp)[3], mla_latent_dim)
-    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu_tp8)
+@TP_CANDIDATES.member("Fits within the node", "1/0", FIT,
+                      "Fits, and this TP degree is within the GPU's node (gpus_per_node): a table column beyond the "
+                      "node counts as not fitting.")
+def fits_in_node(tp, gpus_per_node, fits):
+    return where(le(tp, gpus_per_node), fits, 0)
 
 
 @line("Fewest GPUs that fit (engine budget)", "GPUs", MEMORY,
-      "Smallest TP degree of 1, 2, 4, 8 within one node (gpus_per_node) whose GPUs hold this load (0 = none does).")
-def min_gpus_to_fit(tp, gpus_per_node, fits_tp1, fits_tp2, fits_tp4, fits_tp8):
-    return whatif.first_fit_within(whatif.tp_candidates(tp), (fits_tp1, fits_tp2, fits_tp4, fits_tp8), gpus_per_node)
+      "Smallest TP degree of one node (1, 2, 4, ... up to gpus_per_node) whose GPUs hold this load: the first of "
+      "tp_candidates that fits within the node (0 = none does).")
+def min_gpus_to_fit(tp_candidates):
+    at = list(tp_candidates.values())
+    return whatif.first_fit([c["tp"] for c in at], [c["fits_in_node"] for c in at])
 
 
 @line("Fixed decode time per step", "s", BANDWIDTH,
@@ -306,7 +198,7 @@ def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
 @line("QPS per replica", "requests/s", BANDWIDTH,
       "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
 def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
-    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens - 1, tpot_seconds)
+    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds)
 
 
 @line("Replicas for the target QPS", "replicas", COST,

@@ -11,9 +11,16 @@ inference_ledger/data/kernels/NOTICE) and keeps a grid trimmed to what the catal
 * ``prefill_attention.csv``: context attention per layer of one prompt (batch 1) by (KV dtype, heads, KV heads,
   head dim) at prompt lengths 128 .. 16,384;
 * ``allreduce.csv``: all-reduce latency by (library, GPUs, message bytes): NCCL and each engine's custom all-reduce
-  (CUDA-graph variant where the table has both).
+  (CUDA-graph variant where the table has both);
+* ``moe.csv``: one fused MoE layer (routing, grouped gate/up + down expert GEMMs) on one GPU by (dtype, hidden,
+  expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens, for the catalog's MoE shapes only,
+  with the package's default routing (``power_law_1.01``, what its DeepSeek/MoE models query);
+* ``mla_decode.csv`` / ``mla_prefill.csv``: DeepSeek-V3's whole MLA attention module of one layer (its projections,
+  the absorbed or plain attention over the latent cache) by (KV dtype, GEMM dtype, heads per GPU): decode for batch x
+  KV length (the table's ``step``), prefill of one prompt (batch 1) by prompt length.
 
-For each GPU x engine family the newest version the package holds is kept.  Latencies are written in microseconds
+For each GPU x engine family the newest version the package holds is kept (for ``moe.csv``: the newest that holds
+the shape).  Latencies are written in microseconds
 with four significant digits.  Usage::
 
     python3 scripts/distill_kernels.py /path/to/unzipped/aiconfigurator_core [out_dir]
@@ -30,6 +37,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq  # optional dependency of this script only
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 PACKAGE = "aiconfigurator-core 0.12.0"
 #: package GPU folder -> inference_ledger/data/gpus.csv ids it measures
 GPUS = {"h100_sxm": ("h100-sxm",), "h200_sxm": ("h200",), "a100_sxm": ("a100-80gb", "a100-40gb"),
@@ -42,6 +51,18 @@ DECODE_CTX = (128, 1024, 4096, 16384, 65536)
 DECODE_BATCH = (1, 4, 16, 64, 256, 1024)
 PREFILL_ISL = (128, 512, 1024, 2048, 4096, 8192, 16384)
 HEAD_DIMS = (64, 128)
+MOE_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4")
+MOE_LAYOUTS = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8))   # (MoE TP, MoE EP) within one node
+MOE_DISTRIBUTION = "power_law_1.01"
+MLA_HEADS = (8, 16, 32, 64, 128)   # heads per GPU of DeepSeek-V3 / Kimi-K2 (128 / 64 heads) at TP 1 .. 8
+
+
+def moe_shapes() -> set[tuple[int, int, int, int]]:
+    """(hidden, expert intermediate, top-k, experts) of the catalog's MoE models."""
+    from inference_ledger import catalog
+    return {(m.hidden_size, m.intermediate_size, m.experts_per_token, m.num_experts)
+            for m in catalog.load_models() if m.num_experts}
 
 
 def _version_key(v: str):
@@ -150,6 +171,62 @@ def allreduce_rows(root: Path):
                 yield ["|".join(ids), eng, d.name, g, size, us(lat), f"{folder}/comm/{eng}/{d.name}/{f.name}"]
 
 
+def moe_rows(root: Path):
+    shapes = moe_shapes()
+    for folder, ids in GPUS.items():
+        for eng in ENGINES:
+            base = root / "data" / folder / "moe" / eng
+            if not base.is_dir():
+                continue
+            done: set = set()   # (dtype, shape, layout) already taken from a newer version
+            for d in sorted((p for p in base.iterdir() if (p / "moe_perf.parquet").is_file()),
+                            key=lambda p: _version_key(p.name), reverse=True):
+                t = pq.read_table(d / "moe_perf.parquet", columns=[
+                    "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                    "moe_ep_size", "distribution", "latency"]).to_pydict()
+                best: dict = {}
+                for dt, n, h, i, k, e, tp, ep, dist, lat in zip(*t.values()):
+                    if dist == MOE_DISTRIBUTION and dt in MOE_DTYPES and (h, i, k, e) in shapes \
+                            and (tp, ep) in MOE_LAYOUTS and n in MOE_TOKENS:
+                        key = (dt, h, i, k, e, tp, ep, n)
+                        best[key] = min(lat, best.get(key, lat))  # the fastest kernel the engine's table holds
+                for g in sorted({k[:7] for k in best}):
+                    lats = [best.get((*g, n)) for n in MOE_TOKENS]
+                    if g in done or any(x is None for x in lats):
+                        continue
+                    done.add(g)
+                    yield ["|".join(ids), eng, d.name, *g, *(us(x) for x in lats),
+                           f"{folder}/moe/{eng}/{d.name}/moe_perf.parquet"]
+
+
+def mla_rows(root: Path, which: str):
+    name = f"mla_{which}_module_perf.parquet"
+    for folder, ids in GPUS.items():
+        for eng in ENGINES:
+            d = newest(root / "data" / folder / "mla" / eng, name)
+            if d is None:
+                continue
+            t = pq.read_table(d / name, columns=["kv_cache_dtype", "gemm_type", "num_heads", "batch_size", "isl",
+                                                 "step", "latency"]).to_pydict()
+            best: dict = {}
+            for kdt, gdt, h, b, isl, step, lat in zip(*t.values()):
+                if h not in MLA_HEADS:
+                    continue
+                if which == "generation" and b in DECODE_BATCH and step in DECODE_CTX:
+                    key = (kdt, gdt, h, b, step)
+                elif which == "context" and b == 1 and isl in PREFILL_ISL:
+                    key = (kdt, gdt, h, 1, isl)
+                else:
+                    continue
+                best[key] = min(lat, best.get(key, lat))  # the fastest kernel the engine's table holds
+            axis = DECODE_CTX if which == "generation" else PREFILL_ISL
+            for g in sorted({k[:4] for k in best}):
+                lats = [best.get((*g, x)) for x in axis]
+                if lats[0] is not None and lats[1] is not None:
+                    row = ["|".join(ids), eng, d.name, *(g if which == "generation" else g[:3])]
+                    yield [*row, *("" if x is None else us(x) for x in lats), f"{folder}/mla/{eng}/{d.name}/{name}"]
+
+
 def write(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -193,6 +270,28 @@ def main(argv: list[str]) -> int:
     write(out / "allreduce.csv", header("All-reduce", cols, "library nccl = NCCL all_reduce (fp16), otherwise the "
                                         "engine's custom all-reduce (CUDA-graph variant where measured both ways).")
           + table(allreduce_rows(root), cols))
+    cols = "gpu_ids,engine,version,dtype,hidden,inter,topk,experts,tp,ep," \
+        + ",".join(f"t{n}" for n in MOE_TOKENS) + ",source"
+    write(out / "moe.csv", header("Fused MoE layer (routing + grouped expert GEMMs) on one GPU", cols,
+                                  "Columns t<T> are the tokens entering the layer (all the EP group's: "
+                                  "aiconfigurator's num_tokens); inter is one expert's intermediate size, tp and ep "
+                                  f"the MoE layer's own split; routing {MOE_DISTRIBUTION} (the package's default); "
+                                  "the fastest kernel the engine's table holds at that shape.")
+          + table(sorted(moe_rows(root), key=lambda r: r[:10]), cols))
+    cols = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads,batch," + ",".join(f"ctx{c}" for c in DECODE_CTX) \
+        + ",source"
+    write(out / "mla_decode.csv", header("MLA attention module of one layer, decode (DeepSeek-V3 shapes)", cols,
+                                         "The whole module: q/kv projections, attention over the latent KV cache "
+                                         "and the output projection; heads per GPU; columns ctx<L> are the KV "
+                                         "length of each sequence (the table's step; blank: not measured); the "
+                                         "fastest kernel the engine's table holds.")
+          + table(mla_rows(root, "generation"), cols))
+    cols = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads," + ",".join(f"isl{c}" for c in PREFILL_ISL) + ",source"
+    write(out / "mla_prefill.csv", header("MLA attention module of one layer, prefill of one prompt (DeepSeek-V3 "
+                                          "shapes)", cols, "The whole module (projections + causal attention); "
+                                          "heads per GPU; columns isl<S> are the prompt length (batch 1; blank: not "
+                                          "measured).")
+          + table(mla_rows(root, "context"), cols))
     return 0
 
 

@@ -154,13 +154,23 @@ def lines_reference() -> str:
     from inference_ledger import plan
 
     lines = []
+    defaults = plan.defaults()
+    cands = {f.name: f.candidates(defaults[f.bound]) for f in plan.FAMILIES}   # the default GPU's node
     for ledger in dict.fromkeys(ln.ledger for ln in plan.LINES):
         lines += [f"### Lines: {ledger}", "", "| name | label | unit | what it is | formula |", "|---|---|---|---|---|"]
         for ln in plan.LINES:
             if ln.ledger == ledger:
-                formula, _ = plan.render(ln, lambda n: n)
+                formula, _ = plan.render(ln, lambda n: n, cands)
                 lines.append(f"| `{ln.name}` | {_cell(ln.label)} | {_cell(ln.unit)} | {_cell(ln.doc)} | "
                              f"`{_cell(formula)}` |")
+        lines.append("")
+    for fam in plan.FAMILIES:   # a family of lines: each member once, at the candidate N (plan --json nests them)
+        lines += [f"### Family: {fam.name}", "", _cell(f"{fam.label}. {fam.doc} JSON: {fam.name}.N.member for "
+                  f"each candidate N of {fam.param} ({', '.join(fam.key(c) for c in cands[fam.name])} on the default "
+                  f"GPU's node)."), "", "| member | label | unit | what it is | formula at N |", "|---|---|---|---|---|"]
+        for m in fam.members:
+            formula, _ = plan.render_member(f"{fam.name}.N.{m.name}", lambda n: n)
+            lines.append(f"| `{m.name}` | {_cell(m.label)} | {_cell(m.unit)} | {_cell(m.doc)} | `{_cell(formula)}` |")
         lines.append("")
     return "\n".join(lines).rstrip("\n")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 
-from inference_ledger import engines, plan
+from inference_ledger import catalog, catalog_facts, engines, plan, resolve
 from inference_ledger.serving import EFFICIENCIES_CSV
 
 
@@ -43,3 +43,36 @@ def test_engine_defaults_are_the_default_engines_row():
     for i in plan.INPUTS:
         if i.group == "engine":
             assert i.name in csv_row or i.name in ("nccl_bytes",), i.name
+
+
+def _gpu_row(gpu_id):
+    return next(r for r in _rows(catalog.GPUS_CSV) if r["id"] == gpu_id)
+
+
+def test_default_inputs_are_the_default_model_on_the_default_gpu():
+    """No input default is a hand copy of a catalog row: every input the catalog fills defaults to resolving the
+    default model (llama-3.1-70b) on the default GPU (h100-sxm), and `plan` with neither is that plan's numbers."""
+    assert (catalog_facts.DEFAULT_MODEL, catalog_facts.DEFAULT_GPU) == ("llama-3.1-70b", "h100-sxm")
+    resolved = resolve.plan_inputs(catalog_facts.DEFAULT_MODEL, catalog_facts.DEFAULT_GPU)
+    assert plan.defaults() == resolved
+    # and through the resolver with its rules and the engine: every input but the kernel tables' measured figures
+    # (a bare plan has no model to look them up for: roofline, kernel_tables 0)
+    full = resolve.resolve(catalog_facts.DEFAULT_MODEL, catalog_facts.DEFAULT_GPU, numbers={"tp": 4}).inputs
+    kernel = {i.name for i in plan.INPUTS if i.group == "kernel"}
+    assert {k for k, v in plan.defaults().items() if full[k] != v} <= kernel
+    # the GPU's figures as data/gpus.csv writes them (read here as text, not through the catalog code)
+    row = _gpu_row("h100-sxm")
+    d = plan.defaults()
+    assert d["price_per_gpu_hour"] == float(row["price_per_gpu_hour"]) == 3.78       # not the old hand-typed 2.50
+    assert d["gpu_memory_bytes"] == float(row["memory_runtime_bytes"]) == 79.1875 * 2**30
+    for name in ("hbm_bw", "interconnect_bw", "gpus_per_node", "scaleout_bw"):
+        assert d[name] == float(row[name]), name
+    assert d["peak_flops"] == float(row["bf16_flops"])                                # a BF16 checkpoint
+    # the model's: Llama-3.1-70B's config.json (80 layers, 8 KV heads of 128, hidden 8192, MLP 28672, vocab 128256)
+    # and its parameter count (70.55e9 with both embedding tables), not a round 70e9 that describes no model
+    assert (d["num_layers"], d["kv_heads"], d["head_dim"], d["hidden_size"], d["intermediate_size"],
+            d["vocab_size"]) == (80, 8, 128, 8192, 28672, 128256)
+    assert d["num_params"] == catalog.get_model("llama-3.1-70b").num_params != 70e9
+    assert 70.5e9 < d["num_params"] < 70.6e9
+    # the engine defaults follow the same GPU (its runtime memory and NVLink)
+    assert plan.DEFAULT_GPU_MEMORY == d["gpu_memory_bytes"] and plan.DEFAULT_INTERCONNECT == d["interconnect_bw"]

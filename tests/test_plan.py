@@ -8,9 +8,13 @@ from inference_ledger import plan, resolve, serving
 from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import PORTABLE_FUNCTIONS
 
+#: The seed article's round 70B (70e9 parameters, all active, all in linear layers) on the default GPU: the plan's
+#: defaults are Llama-3.1-70B's catalog row (70.55e9), so the hand derivations below state the round figure they use.
+SEED_70B = {"num_params": 70e9, "active_params": 70e9, "quantized_params": 70e9, "active_quantized_params": 70e9}
+
 
 def test_default_plan_llama70b_on_4x_h100_hand_derived():
-    v = plan.evaluate(plan.defaults())
+    v = plan.evaluate(plan.defaults() | SEED_70B)
     assert v["weights_bytes"] == 140e9                       # 70e9 x 2 B
     assert v["weights_bytes_per_gpu"] == 35e9                # / TP 4
     assert v["kv_bytes_per_token"] == 327_680                # 2 x 80 x 8 x 128 x 2
@@ -28,7 +32,7 @@ def test_default_plan_llama70b_on_4x_h100_hand_derived():
 
 def test_default_plan_steady_state_by_hand():
     """Continuous batching, 16 in flight, 1,024 in + 512 out: every serving line worked by hand."""
-    v = plan.evaluate(plan.defaults())
+    v = plan.evaluate(plan.defaults() | SEED_70B)
     assert v["effective_concurrency"] == 16                   # 16 < KV limit and < max_num_seqs 1,024
     # each of the 15 other sequences starts a 1,024-token prompt every 512 steps: 2 prompt tokens per step each
     assert v["prefill_tokens_per_step"] == 30 and v["step_tokens"] == 46
@@ -55,7 +59,7 @@ def test_default_plan_steady_state_by_hand():
 
 
 def test_static_batching_mixes_no_prompt_and_waits_for_the_whole_batch():
-    v = plan.evaluate(plan.defaults() | {"batching": 2})
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"batching": 2})
     assert v["prefill_tokens_per_step"] == 0 and v["step_tokens"] == 16
     # TTFT: 16 x 1,024 = 16,384 prompt tokens in 2 chunks of 8,192, compute-bound
     assert v["prefill_batch_tokens"] == 16_384 and v["prefill_chunks"] == 2
@@ -111,14 +115,24 @@ def test_sliding_window_caps_kv_per_sequence():
 def test_every_line_renders_portably_with_inputs_defined_first():
     """The graph comes from the lines' signatures: evaluated in that order, every quantity is known when used."""
     assert sorted(l.name for l in plan.EVALUATION_ORDER) == sorted(l.name for l in plan.LINES)
+    assert [s.name for s in plan.STEPS if s.name in plan.FAMILY_BY_NAME] == [f.name for f in plan.FAMILIES]
     known = {i.name for i in plan.INPUTS}
-    for line in plan.EVALUATION_ORDER:
-        formula, used = plan.render(line, lambda n: n)
-        assert formula.startswith("=")
-        assert set(used) <= known, f"{line.name} uses a quantity defined after it"
-        for fn in re.findall(r"([A-Z][A-Z0-9.]*)\(", formula):
-            assert fn in PORTABLE_FUNCTIONS, f"{line.name}: {fn} is not portable"
-        known.add(line.name)
+    cands = {f.name: f.candidates(8) for f in plan.FAMILIES}
+    for step in plan.STEPS:
+        fam = plan.FAMILY_BY_NAME.get(step.name)
+        if fam is None:
+            rendered = [plan.render(step, lambda n: n, cands)]
+        else:   # each member at each candidate: its fellow members and the candidate are the family's own cells
+            assert set(fam.params) <= known, f"{fam.name} uses a quantity defined after it"
+            rendered = [plan.render_member(fam.flat_name(c, m), lambda n: n) for c in cands[fam.name]
+                        for m in fam.member_names]
+        for formula, used in rendered:
+            assert formula.startswith("=")
+            assert set(used) <= known | ({fam.param, *fam.member_names} if fam else set()), \
+                f"{step.name} uses a quantity defined after it"
+            for fn in re.findall(r"([A-Z][A-Z0-9.]*)\(", formula):
+                assert fn in PORTABLE_FUNCTIONS, f"{step.name}: {fn} is not portable"
+        known.add(step.name)
 
 
 @pytest.mark.parametrize("name,value", [("tp", 0), ("concurrency", -1), ("gpu_memory_utilization", 1.5),

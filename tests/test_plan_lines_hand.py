@@ -19,8 +19,11 @@ def plan_of(model, gpu, **numbers):
 def test_what_if_tp_columns_are_the_plan_at_that_tp(model, gpu, n):
     at4 = plan_of(model, gpu, tp=4)
     other = plan_of(model, gpu, tp=n)
-    assert at4[f"weights_bytes_per_gpu_tp{n}"] == pytest.approx(other["weights_bytes_per_gpu"], rel=1e-12)
-    assert at4[f"workspace_bytes_per_gpu_tp{n}"] == pytest.approx(other["workspace_bytes_per_gpu"], rel=1e-12)
+    column = at4["tp_candidates"][str(n)]   # the family's column at TP n, from the plan at TP 4
+    assert column["tp"] == n
+    assert column["weights_bytes_per_gpu"] == pytest.approx(other["weights_bytes_per_gpu"], rel=1e-12)
+    assert column["workspace_bytes_per_gpu"] == pytest.approx(other["workspace_bytes_per_gpu"], rel=1e-12)
+    assert column["kv_cache_budget_bytes_per_gpu"] == pytest.approx(other["kv_cache_budget_bytes_per_gpu"], rel=1e-12)
 
 
 def test_flags_and_latency_by_hand():

@@ -101,10 +101,11 @@ def test_a_cycle_or_an_unknown_name_is_refused_with_the_names(monkeypatch):
 
 def test_the_shipped_plan_is_in_evaluation_order():
     seen = {i.name for i in plan.INPUTS}
-    for line in plan.EVALUATION_ORDER:
-        assert all(p in seen for p in line.params), line.name
-        seen.add(line.name)
+    for step in plan.STEPS:   # lines, and each family (of lines over a parameter) once
+        assert all(p in seen for p in step.params), step.name
+        seen.add(step.name)
     assert len(plan.EVALUATION_ORDER) == len(plan.LINES)
+    assert [s for s in plan.STEPS if s.name in plan.LINE_BY_NAME] == list(plan.EVALUATION_ORDER)
 
 
 # --- cross-field rules ------------------------------------------------------------------------------

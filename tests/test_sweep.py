@@ -80,6 +80,11 @@ def test_sweep_recalculated_by_libreoffice_matches_plan_json_row_by_row(tmp_path
         words = exp["verdict"] < 1
         bad = [(k, exp[k], got[k]) for k in (l.name for l in plan.LINES)
                if not (got[k] == "does not fit" if words and k in BILLED else _same(exp[k], got[k]))]
+        # each family's table columns (the fit test at TP 1, 2, 4, 8): the plan's nested keys
+        fam = {f"{f.name}.{c}.{m}": v for f in plan.FAMILIES for c, row in exp[f.name].items()
+               for m, v in row.items() if m != f.param}   # the candidate itself is a formula inside, not a column
+        assert set(fam) <= set(got) and any(k.endswith(".fits") for k in fam)
+        bad += [(k, v, got[k]) for k, v in fam.items() if not _same(v, got[k])]
         assert not bad, (got["model"], got["gpu"], got["tp"], bad[:3], [b[0] for b in bad][-12:])
         # the verdict, from its definition: does not start / queues / misses a target / meets them
         want = 0 if exp["max_concurrency"] < 1 else 1 if not exp["fits"] else 3 if exp["ttft_ok"] and exp["tpot_ok"] else 2

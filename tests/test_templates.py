@@ -96,10 +96,26 @@ def test_every_plan_line_has_its_formula_where_its_name_points(pairs, name):
     shipped, _ = pairs[name]
     wb = load_workbook(shipped)
     diffs = []
+    cells, cands = {}, {}   # each family's table: its grid under the family's name, a row per member
+    for fam in plan.FAMILIES:
+        (sheet, grid), = list(wb.defined_names[named(fam.name)].destinations)
+        rows = list(wb[sheet][grid.replace("$", "")])
+        heads = [c.value for c in rows[0]]
+        cands[fam.name] = [c for c in fam.candidates(2 ** len(heads)) if "=" + fam.candidate_formula(c).text in heads]
+        assert len(cands[fam.name]) == len(heads) >= 4, heads   # the header row: the candidates, in order
+        for name, row in zip((fam.param, *fam.member_names), rows):
+            for c, cell in zip(cands[fam.name], row):
+                cells[fam.flat_name(c, name)] = f"{sheet}!${cell.column_letter}${cell.row}"
+        for k, m in enumerate(fam.member_names):
+            for c, cell in zip(cands[fam.name], rows[1 + k]):
+                want = plan.render_member(fam.flat_name(c, m), lambda n: cells.get(n) or named(n))[0]
+                if cell.value != want:
+                    diffs.append(f"{fam.flat_name(c, m)} at {sheet}!{cell.coordinate}: shipped {cell.value!r}, "
+                                 f"the plan renders {want!r}")
     for line in plan.LINES:
         (sheet, coord), = list(wb.defined_names[named(line.name)].destinations)
         got = wb[sheet][coord.replace("$", "")].value
-        formula = plan.render(line, named)[0]
+        formula = plan.render(line, lambda n: cells.get(n) or named(n), cands)[0]
         want = "=" + (formula.formula() if hasattr(formula, "formula") else str(formula)).lstrip("=")
         if line.name == "verdict":   # the workbook's verdict is the plan's unless a typed input breaks a rule
             want = f"=IF(checks_pass=1,{want[1:]},VERDICT_INVALID)"

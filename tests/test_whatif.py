@@ -4,9 +4,11 @@ Round trip: an inverse's answer fed back into ``inference_ledger.plan.evaluate``
 boundary -- it fits (or meets the target), and one step further does not.
 """
 
+import re
+
 import pytest
 
-from inference_ledger import catalog, plan, resolve, whatif
+from inference_ledger import catalog, plan, report, resolve, whatif
 from inference_ledger.expr import Sym
 
 GIB = 2**30
@@ -18,9 +20,11 @@ KV_SEQ_PER_GPU = 327_680 * 1536 / 4                # 125,829,120 B: 8 KV heads o
 
 
 def test_qps_per_replica_littles_law():
-    # 16 in flight, each lives 0.2 + 512 x 0.03 = 15.56 s
-    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(16 / 15.56, rel=1e-15)
-    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(1.0282776, rel=1e-7)
+    # 16 in flight, each holds its slot for its first token and 511 decode steps: 0.2 + 511 x 0.03 = 15.53 s
+    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(16 / 15.53, rel=1e-15)
+    assert whatif.qps_per_replica(16, 0.2, 512, 0.03) == pytest.approx(1.0302640, rel=1e-7)
+    # one output token: the request is its TTFT alone (no decode step)
+    assert whatif.qps_per_replica(16, 0.2, 1, 0.03) == pytest.approx(80.0, rel=1e-15)
 
 
 def test_plan_qps_replicas_and_cost_follow_littles_law():
@@ -34,7 +38,7 @@ def test_plan_qps_replicas_and_cost_follow_littles_law():
     assert v["qps_capacity"] == pytest.approx(replicas * qps, rel=1e-12)
     assert v["qps_headroom"] == pytest.approx(replicas * qps / 20 - 1, rel=1e-9)
     assert v["monthly_gpu_hours_qps"] == replicas * 4 * 730
-    assert v["monthly_cost_qps"] == pytest.approx(replicas * 4 * 730 * 2.5)
+    assert v["monthly_cost_qps"] == pytest.approx(replicas * 4 * 730 * 3.78)   # the h100-sxm row's $3.78/GPU-h
 
 
 def test_tpot_max_batch_compute_bound_hand_derived():
@@ -94,7 +98,7 @@ def test_inverses_render_to_excel_formulas():
     assert f == "=MAX(INT(MIN((t*bw*e1-w)/kv,t*pk*e2/fl)),0)"
     f = whatif.min_gpus_closed_form(s("W"), s("KV"), s("A"), s("S")).formula()
     assert f == ("=IF(A-KV/S>0,TP_BASE^ROUNDUP(LOG(MAX((W+KV)/A,W/IF(A-KV/S>0,A-KV/S,1),1),TP_BASE),0),0)")
-    assert whatif.qps_per_replica(s("B"), s("ttft"), s("T"), s("tpot")).formula() == "=B/(ttft+T*tpot)"
+    assert whatif.qps_per_replica(s("B"), s("ttft"), s("T"), s("tpot")).formula() == "=B/(ttft+(T-1)*tpot)"
 
 
 # --- round trips through the plan --------------------------------------------------------
@@ -178,24 +182,59 @@ def test_serving_concurrency_is_the_tighter_limit():
 
 
 def test_min_gpus_to_fit_line_tests_each_tp_of_a_node():
-    f, _ = plan.render("min_gpus_to_fit", lambda n: n)
-    # TP 1, 2, 4, 8 in turn, each only within the GPU's node (gpus_per_node, from the GPU catalog)
-    assert f == ("=IF(IF(1<=gpus_per_node,fits_tp1,0)=1,1,IF(IF(TP_BASE<=gpus_per_node,fits_tp2,0)=1,TP_BASE,"
-                 "IF(IF(GPUS_PER_NODE/TP_BASE<=gpus_per_node,fits_tp4,0)=1,GPUS_PER_NODE/TP_BASE,"
-                 "IF(IF(GPUS_PER_NODE<=gpus_per_node,fits_tp8,0)=1,GPUS_PER_NODE,0))))")
+    fam = plan.FAMILY_BY_NAME["tp_candidates"]
+    f, _ = plan.render("min_gpus_to_fit", lambda n: n, {"tp_candidates": (1, 2, 4, 8)})
+    # TP 1, 2, 4, 8 in turn, each cell of the family's table at its own candidate
+    assert f == ("=IF(tp_candidates.1.fits_in_node=1,tp_candidates.1.tp,IF(tp_candidates.2.fits_in_node=1,"
+                 "tp_candidates.2.tp,IF(tp_candidates.4.fits_in_node=1,tp_candidates.4.tp,"
+                 "IF(tp_candidates.8.fits_in_node=1,tp_candidates.8.tp,0))))")
+    # within the node: a candidate beyond gpus_per_node counts as not fitting
+    assert plan.render_member("tp_candidates.8.fits_in_node", lambda n: n)[0] == \
+        "=IF(tp_candidates.8.tp<=gpus_per_node,tp_candidates.8.fits,0)"
     # 70B BF16 at 16 sequences needs 4 H100s; on a 2-GPU node nothing fits
     base = resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"tp": 4}).inputs
     assert plan.evaluate(base)["min_gpus_to_fit"] == 4
     assert plan.evaluate(base | {"gpus_per_node": 2})["min_gpus_to_fit"] == 0
-    # a fits_tpN line is the plan's own fit test with TP replaced by N (no reference to the row's TP)
-    # through named helper lines at that TP: weights, workspace and the KV budget
-    f4, used = plan.render("fits_tp4", lambda n: n)
-    assert "MIN(GPUS_PER_NODE/TP_BASE,kv_heads)" in f4 and "kv_cache_budget_bytes_per_gpu_tp4" in used
-    assert "fits" not in used and "kv_shards" not in used
-    w4, _ = plan.render("weights_bytes_per_gpu_tp4", lambda n: n)
-    assert w4.startswith("=weights_bytes/(GPUS_PER_NODE/TP_BASE)+")
-    b4, used = plan.render("kv_cache_budget_bytes_per_gpu_tp4", lambda n: n)
-    assert {"weights_bytes_per_gpu_tp4", "workspace_bytes_per_gpu_tp4"} <= set(used)
+    # a member is the plan's own fit test with TP replaced by the column's candidate (no reference to the row's TP),
+    # through named members at that TP: weights, workspace and the KV budget
+    f4, used = plan.render_member("tp_candidates.4.fits", lambda n: n)
+    assert "MIN(tp_candidates.4.tp,kv_heads)" in f4 and "tp_candidates.4.kv_cache_budget_bytes_per_gpu" in f4
+    assert "kv_shards" not in used and "tp" not in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", f4)
+    w4, _ = plan.render_member("tp_candidates.4.weights_bytes_per_gpu", lambda n: n)
+    assert w4.startswith("=weights_bytes/tp_candidates.4.tp+")
+    b4, _ = plan.render_member("tp_candidates.4.kv_cache_budget_bytes_per_gpu", lambda n: n)
+    assert b4 == ("=usable_bytes_per_gpu-tp_candidates.4.weights_bytes_per_gpu-tp_candidates.4.workspace_bytes_per_gpu"
+                  "+tp_candidates.4.kv_budget_rule_adjustment_bytes_per_gpu")
+    # each candidate is a formula of named constants (no bare 4 in a cell)
+    assert [fam.candidate_formula(c).text for c in (1, 2, 4, 8)] == ["1", "TP_BASE", "TP_BASE*TP_BASE",
+                                                                     "TP_BASE*TP_BASE*TP_BASE"]
+    # no line per TP degree is left: the family is the one definition
+    assert not [n for n in plan.NAMES if re.search(r"_tp[0-9]+$", n)]
+
+
+def test_tp_candidates_follow_the_gpus_node():
+    """The candidates are the powers of two up to the GPU's gpus_per_node: a 4-GPU node offers 1, 2, 4."""
+    base = resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"tp": 4}).inputs
+    four = plan.evaluate(base | {"gpus_per_node": 4})["tp_candidates"]
+    assert list(four) == ["1", "2", "4"] and [c["tp"] for c in four.values()] == [1, 2, 4]
+    assert list(plan.evaluate(base)["tp_candidates"]) == ["1", "2", "4", "8"]      # an HGX node: 8 GPUs
+    assert list(plan.evaluate(base | {"gpus_per_node": 6})["tp_candidates"]) == ["1", "2", "4"]
+    assert list(plan.evaluate(base | {"gpus_per_node": 1})["tp_candidates"]) == ["1"]
+    # a GB200 NVL72 rack (72 GPUs per NVLink domain in the GPU catalog): up to TP 64
+    gb = resolve.resolve("llama-3.1-70b", "gb200", numbers={"tp": 4}).inputs
+    assert gb["gpus_per_node"] == 72
+    assert list(plan.evaluate(gb)["tp_candidates"]) == ["1", "2", "4", "8", "16", "32", "64"]
+    # each candidate's members are the plan's own figures at that TP: TP 4 of 70B BF16 = 140 GB / 4 per GPU
+    at4 = plan.evaluate(base)["tp_candidates"]["4"]
+    direct = plan.evaluate(base)
+    assert at4["weights_bytes_per_gpu"] == direct["weights_bytes_per_gpu"] == direct["weights_bytes"] / 4
+    assert at4["kv_cache_budget_bytes_per_gpu"] == pytest.approx(direct["kv_cache_budget_bytes_per_gpu"])
+    # plan --json nests them by candidate, 1/0 members as booleans
+    doc = report.plan_json(plan.evaluate(base | {"gpus_per_node": 4}))
+    assert list(doc["tp_candidates"]) == ["1", "2", "4"] and doc["tp_candidates"]["4"]["fits"] is True
+    assert doc["tp_candidates"]["1"]["fits"] is False and doc["units"]["tp_candidates"]["weights_bytes_per_gpu"] == "B"
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        whatif.tp_candidates(0)
 
 
 @pytest.mark.parametrize("model", [m.id for m in catalog.load_models()])

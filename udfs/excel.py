@@ -81,7 +81,7 @@ REGISTRY: tuple[tuple[Callable[..., Any], str, str], ...] = (
     (ledger.monthly_tokens, "MONTHLY_TOKENS", "Output tokens a month of the request forecast generates."),
     (ledger.fits_usable, "FITS_USABLE", "Seed form: 1 when the per-GPU total fits in the usable memory, else 0 (FITS uses the engine's KV budget)."),
     # what QPS, and the closed-form inverses
-    (whatif.qps_per_replica, "QPS_PER_REPLICA", "Requests per second one replica sustains at a concurrency (Little's law): B / (TTFT + T x TPOT)."),
+    (whatif.qps_per_replica, "QPS_PER_REPLICA", "Requests per second one replica sustains at a concurrency (Little's law): B / (TTFT + (T - 1) x TPOT), the plan's qps_per_replica."),
     (whatif.monthly_gpu_hours, "MONTHLY_GPU_HOURS", "GPU-hours a month of provisioned GPUs bills: GPUs x 730 h."),
     (whatif.tpot_max_batch_roofline, "TPOT_MAX_BATCH_ROOFLINE", "Largest batch whose roofline step (no fixed overheads) meets the TPOT target (0 = none)."),
     (whatif.max_context_tokens, "MAX_CONTEXT_TOKENS", "Longest context per sequence whose KV fits the budget at a concurrency (0 = none)."),
@@ -233,6 +233,18 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
     k = "" if key is None else str(key).strip().lower()
     if not k:
         raise LedgerInputError("key is empty: give a plan --json key (fits, verdict, tpot_seconds, ...)")
+    family = k.split(".")
+    if len(family) == 3 and family[0] in plan.FAMILY_BY_NAME:   # a family's member at a candidate: tp_candidates.4.fits
+        fam = plan.FAMILY_BY_NAME[family[0]]
+        if family[2] not in (fam.param, *fam.member_names):
+            raise LedgerInputError(f"unknown plan key {echo(key)}: {fam.name} has {', '.join(fam.member_names)}")
+        values, _ = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
+                                 engine, pp, ep, dp_attention, batching, profile)
+        at = values[fam.name]
+        if family[1] not in at:
+            raise LedgerInputError(f"plan key {echo(key)}: this GPU's node offers {fam.param} "
+                                   f"{', '.join(at)} ({fam.bound} {values[fam.bound]:g})")
+        return float(at[family[1]][family[2]])
     if k not in plan.NAMES and k not in PLAN_LABELS and k not in PLAN_CONCURRENCY:
         close = [n for n in plan.NAMES if k and k in n][:3]
         hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
@@ -294,10 +306,10 @@ PLAN_FUNCTIONS = (
     _choice_function(plan_value, "PLAN", "Any plan line or input by its plan --json key, for a model on a GPU "
                      "(as `inference-ledger plan` computes it).",
                      {"model": _CHOICE_DOCS["model"], "gpu": _CHOICE_DOCS["gpu"],
-                      "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ..."}
+                      "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ... (nested: tp_candidates.4.fits)"}
                      | {n: _CHOICE_DOCS[n] for n in (*_PLAN_ARGS, "pp", "ep", "dp_attention", "batching", "profile")}, 3),
-    _choice_function(min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (TP 1, 2, 4, 8 of one node) whose engine "
-                     "KV budget holds this load: the plan line (0 = none does).",
+    _choice_function(min_gpus_to_fit, "MIN_GPUS_TO_FIT", "Fewest GPUs (TP 1, 2, 4, ... up to the GPU's "
+                     "gpus_per_node) whose engine KV budget holds this load: the plan line (0 = none does).",
                      {n: _CHOICE_DOCS[n] for n in ("model", "gpu", *_PLAN_ARGS)}, 2),
 )
 

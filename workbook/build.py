@@ -156,6 +156,11 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
               scenarios=tuple(scenarios), build_date=build_date(tables), version=__version__, engine=eng.id,
               engine_inputs=tuple(n for n in plan.NAMES if n in _engine_names(eng) and not is_lookup(n, tables)),
               explicit=explicit)
+    # a family's table has a column for each candidate of the largest bound in the GPUs table (e.g. TP 1 ... 64 for a
+    # 72-GPU node): whichever GPU the Plan's dropdown picks, its own candidates are columns (the rest are masked)
+    ctx.family_candidates = {f.name: f.candidates(max([inputs[f.bound]] + [getattr(g, f.bound) for g in
+                                                                         tables["GPUs"].rows]))
+                             for f in plan.FAMILIES}
     ctx.forecast_months, ctx.currency_code, ctx.currency_symbol = finance_options(forecast_months, currency,
                                                                                    currency_symbol)
     st = standing(ctx, ctx.values["verdict"])

@@ -18,7 +18,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import catalog, engines, plan, resolve, serving, verdict
+from inference_ledger import catalog, catalog_facts, engines, plan, resolve, serving, verdict
 from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.expr import Sym, eq, where
 from inference_ledger.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
@@ -31,8 +31,8 @@ from .tables import Table
 #: Defined names of the dropdown choices (workbook.tables.SELECTORS).
 SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype",
                   "engine": "engine_id"}
-DEFAULT_CHOICE = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "weight_dtype": None, "kv_dtype": "bf16",
-                  "engine": engines.DEFAULT_ENGINE}
+DEFAULT_CHOICE = {"model": catalog_facts.DEFAULT_MODEL, "gpu": catalog_facts.DEFAULT_GPU, "weight_dtype": None,
+                  "kv_dtype": "bf16", "engine": engines.DEFAULT_ENGINE}
 
 #: The ledgers that have a sheet of their own: (ledger, sheet title).
 LEDGER_SHEETS = (("memory", "Memory"), ("compute", "Compute"), ("bandwidth", "Bandwidth"), ("cost", "Cost"))
@@ -205,7 +205,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     c0 = ord(col) - ord("A")
     L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
     coord = f"{L(1)}{r}"
-    formula, _ = plan.render(line, named)
+    formula, _ = plan.render(line, ctx.ref, ctx.family_candidates)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = py_value(ctx.values[line.name])
     fmt = quantity_format(line.name, line.unit, value)

@@ -64,6 +64,14 @@ class Ctx:
     forecast_months: int = 36  # columns of the Forecast sheet's timeline
     cached: dict[tuple[str, str], Any] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    #: Each family's columns (plan.FAMILIES: the TP degrees of the largest node in the GPUs table), and where each
+    #: member sits at each candidate (flat name tp_candidates.4.fits -> sheet reference; workbook.ledgers).
+    family_candidates: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    family_cells: dict[str, str] = field(default_factory=dict)
+
+    def ref(self, name: str) -> str:
+        """Where a formula finds a quantity: a family table's cell, else the quantity's defined name."""
+        return self.family_cells.get(name) or xname(name)
 
     @property
     def verdict_code(self) -> float:

@@ -35,7 +35,7 @@ from inference_ledger.args import LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.files import check_name, write_with
 from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
-                                    build_sweep, columns, evaluate_block)
+                                    build_sweep, columns, evaluate_block, family_candidates)
 from inference_ledger.units import CONSTANTS
 
 from .cells import bill, billed, build_date
@@ -220,13 +220,13 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     cols = columns(table)
     letters = [col_letter(j) for j in range(len(cols))]
     col_of = {c.key: letters[j] for j, c in enumerate(cols)}
-    fixed = set(table.fixed)
+    fixed, cands = set(table.fixed), family_candidates(table)
 
     def ref(name: str) -> str:
         return name if name in fixed else f"${col_of[name]}{_ROW_MARK}"
 
     formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
-                        else plan.render(c.key, ref)[0])[1:] for c in cols if c.kind == "line"}
+                        else plan.render_key(c.key, ref, cands))[1:] for c in cols if c.kind == "line"}
     # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
     bills = billed([c.key for c in cols if c.kind == "line"])
     for key in bills:

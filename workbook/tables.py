@@ -185,7 +185,7 @@ _DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquant
 #: Kernel inputs looked up on the Kernels sheet (workbook.kernels_sheet) by model|gpu|tp|ep|weight dtype|KV
 #: dtype|engine, in its column order (kernel_tables first).
 KERNEL_INPUTS = ("kernel_tables", *(n for op in kernels.OPS for n in kernels.op_input_names(op)),
-                 "moe_kernel_launch_seconds")
+                 "moe_kernel_launch_seconds", "moe_kernel_table")
 KERNEL_PREFIX = "KERNEL"
 
 

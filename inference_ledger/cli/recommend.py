@@ -5,7 +5,7 @@ The deployments that meet a QPS, TTFT and TPOT target, cheapest per month first.
 For each GPU, TP degree and format the plan already knows the answer in closed form:
 the most sequences in flight that fit in memory *and* keep TPOT within its target
 (``serving_concurrency`` = min(``max_concurrency``, ``tpot_max_batch``)).  QPS per replica,
-B / (TTFT + T x TPOT(B)), grows with B, so that concurrency needs the fewest replicas.
+B / (TTFT + (T - 1) x TPOT(B)), grows with B, so that concurrency needs the fewest replicas.
 The plan is evaluated a second time at it (vectorized over every candidate) to get the
 QPS per replica, the replicas and GPUs for the target, the headroom and the monthly bill.
 """

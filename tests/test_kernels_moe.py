@@ -1,0 +1,140 @@
+"""The fused-MoE kernel table (data/kernels/moe.csv) and the MoE layers priced from it (inference_ledger.kernels).
+
+Expected values are read straight from the shipped CSV with the csv module and derived by hand (the distinct-expert
+count E (1 - (1 - k/E)^T) and the three-point line written out here), not through the module's own loader.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inference_ledger import kernels, kernels_fused, plan, resolve, step_lines
+
+DATA = Path(kernels.__file__).with_name("data") / "kernels"
+US = 1e-6
+TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def _rows():
+    with (DATA / "moe.csv").open() as fh:
+        return list(csv.DictReader(ln for ln in fh if not ln.startswith("#")))
+
+
+def _row(gpu, engine, dtype, hidden, inter, topk, experts, tp, ep):
+    got = [r for r in _rows() if gpu in r["gpu_ids"].split("|") and r["engine"] == engine and r["dtype"] == dtype
+           and (int(r["hidden"]), int(r["inter"]), int(r["topk"]), int(r["experts"]), int(r["tp"]), int(r["ep"]))
+           == (hidden, inter, topk, experts, tp, ep)]
+    assert len(got) == 1, got
+    return got[0]
+
+
+def test_the_moe_table_names_its_source_and_version_and_stays_small():
+    head = (DATA / "moe.csv").read_text().split("\n", 2)[:2]
+    assert "aiconfigurator-core 0.12.0" in head[0] and "Apache-2.0" in head[0]
+    rows = _rows()
+    assert rows and all(r["source"].endswith("/moe_perf.parquet") and r["version"] for r in rows)
+    assert all(f"/{r['engine']}/{r['version']}/" in r["source"] for r in rows)
+    assert (DATA / "moe.csv").stat().st_size < 400_000
+    assert "moe.csv" in (DATA / "NOTICE").read_text()
+    # only the catalog's MoE shapes: DeepSeek-V3 (7,168 x 2,048, top-8 of 256), Qwen3-235B, Mixtral, gpt-oss, Llama 4
+    shapes = {(int(r["hidden"]), int(r["inter"]), int(r["topk"]), int(r["experts"])) for r in rows}
+    assert {(7168, 2048, 8, 256), (4096, 1536, 8, 128), (4096, 14336, 2, 8), (2880, 2880, 4, 128),
+            (5120, 8192, 1, 16), (5120, 8192, 1, 128)} <= shapes
+
+
+def test_moe_lookup_equals_the_table_at_grid_points_and_interpolates_log_log():
+    r = _row("h200", "trtllm", "fp8", 4096, 1536, 8, 128, 8, 1)
+    for t in TOKENS:
+        s, src = kernels_fused.moe_seconds("h200", "trtllm", "fp8", t, 4096, 1536, 8, 128, 8, 1)
+        assert s == pytest.approx(float(r[f"t{t}"]) * US, rel=1e-12)
+        assert "h200_sxm/moe/trtllm/" in src and "moe_perf.parquet" in src
+    # 362 tokens lie between the grid's 256 and 512: linear in log latency over log tokens
+    f = (math.log(362) - math.log(256)) / (math.log(512) - math.log(256))
+    lo, hi = float(r["t256"]), float(r["t512"])
+    s, _ = kernels_fused.moe_seconds("h200", "trtllm", "fp8", 362, 4096, 1536, 8, 128, 8, 1)
+    assert s == pytest.approx(math.exp(math.log(lo) + f * (math.log(hi) - math.log(lo))) * US, rel=1e-9)
+    # expert parallelism reads the table's EP rows
+    e = _row("h100-sxm", "vllm", "bfloat16", 4096, 1536, 8, 128, 1, 8)
+    s, _ = kernels_fused.moe_seconds("h100-sxm", "vllm", "bf16", 64, 4096, 1536, 8, 128, 8, 8)
+    assert s == pytest.approx(float(e["t64"]) * US, rel=1e-12)
+    with pytest.raises(KeyError):   # GLM-4.5's shape is not measured
+        kernels_fused.moe_seconds("h200", "vllm", "bf16", 64, 5120, 1536, 8, 160, 8, 1)
+
+
+def _distinct(experts, topk, tokens):
+    return experts * (1 - (1 - topk / experts) ** tokens)
+
+
+def test_one_moe_decode_step_by_hand_from_the_table():
+    # Qwen3-235B-A22B, FP8, TP 8 on H200 under TensorRT-LLM, 16 static sequences (no prompt chunks): 94 MoE layers of
+    # a fused top-8-of-128 MoE, 4,096 x 1,536 per expert, each expert split over 8 GPUs
+    r = resolve.resolve("qwen3-235b-a22b", "h200", weight_dtype="fp8", engine="trtllm", batching="static",
+                        numbers={"tp": 8, "concurrency": 16, "input_tokens": 1024, "output_tokens": 256})
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 1 and v["moe_kernel_table"] == 1 and v["step_tokens"] == 16
+    row = _row("h200", "trtllm", "fp8", 4096, 1536, 8, 128, 8, 1)
+    t = {n: float(row[f"t{n}"]) * US for n in TOKENS}
+    # the line L + n (f + r x - L) through the table at T = 1, at the first grid T touching 95% of the experts
+    # (E (1 - (1 - 8/128)^T) >= 121.6: T = 64) and at T = 16,384 (n = distinct experts, x = T k / distinct)
+    mid = next(n for n in TOKENS if n > 1 and _distinct(128, 8, n) >= 0.95 * 128)
+    assert mid == 64
+    e = (t[mid] - t[1]) / (_distinct(128, 8, mid) - 8)
+    launch = t[1] - 8 * e
+    f = launch + e
+    x_big = 16384 * 8 / _distinct(128, 8, 16384)
+    r_tok = (launch + (t[16384] - launch) / _distinct(128, 8, 16384) - f) / x_big
+    assert v["moe_kernel_launch_seconds"] == pytest.approx(launch, rel=1e-9)
+    assert v["moe_expert_kernel_floor_seconds"] == pytest.approx(f, rel=1e-9)
+    assert v["moe_expert_kernel_seconds_per_token"] == pytest.approx(r_tok, rel=1e-9)
+    d = _distinct(128, 8, 16)
+    layer = launch + d * (f + r_tok * 16 * 8 / d - launch)
+    assert v["decode_mlp_seconds"] == pytest.approx(94 * layer, rel=1e-9)
+    # and the line stays near the measured curve at this step's 16 tokens (a grid point it was not fitted on)
+    assert layer == pytest.approx(t[16], rel=0.2)
+
+
+def test_the_moe_line_passes_through_the_table_at_one_token_and_at_its_largest():
+    r = resolve.resolve("mixtral-8x7b", "h100-sxm", weight_dtype="fp8", engine="trtllm", batching="static",
+                        numbers={"tp": 2, "concurrency": 1, "input_tokens": 1024, "output_tokens": 256})
+    v = plan.evaluate(r.inputs)
+    row = _row("h100-sxm", "trtllm", "fp8", 4096, 14336, 2, 8, 2, 1)
+    # one token: a launch + 2 experts' floors (+ their one token's time per token, well under 1%)
+    assert v["decode_mlp_seconds"] / 32 == pytest.approx(float(row["t1"]) * US, rel=0.01)
+    # 16,384 tokens touch all 8 experts (x = 4,096 tokens each): the MoE layer's lines meet the table there exactly
+    n = step_lines.decode_experts_per_gpu(_distinct(8, 2, 16384), 1, 2)
+    x = step_lines.decode_expert_tokens(16384, 2, _distinct(8, 2, 16384))
+    extra = step_lines.decode_expert_seconds(x, v["moe_expert_kernel_floor_seconds"],
+                                             v["moe_expert_kernel_seconds_per_token"], v["moe_kernel_launch_seconds"],
+                                             v["moe_kernel_table"])
+    layer = step_lines.decode_mlp_seconds(32, 32, 16384, 0, 0, v["moe_kernel_launch_seconds"], n, extra) / 32
+    assert n == pytest.approx(8) and x == pytest.approx(4096)
+    assert layer == pytest.approx(float(row["t16384"]) * US, rel=1e-9)
+
+
+def test_a_moe_shape_without_a_table_keeps_the_gemm_tables():
+    # GLM-4.5 (5,120 x 1,536, top-8 of 160) is not in the MoE table: one expert's GEMMs from the GEMM table, as before
+    r = resolve.resolve("glm-4.5", "h200", numbers={"tp": 8, "concurrency": 8})
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 1 and v["moe_kernel_table"] == 0
+    assert v["moe_expert_kernel_floor_seconds"] == v["mlp_kernel_floor_seconds"]
+    assert v["moe_expert_kernel_seconds_per_token"] == v["mlp_kernel_seconds_per_token"]
+    # a dense model has no MoE figures from the MoE table either
+    d = plan.evaluate(resolve.resolve("llama-3.1-8b", "h200", numbers={"tp": 1}).inputs)
+    assert d["moe_kernel_table"] == 0
+
+
+def test_plan_json_names_the_fused_moe_table_as_the_mlp_source():
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "qwen3-235b-a22b", "--gpu",
+                          "h200", "--tp", "8", "--weight-dtype", "fp8", "--engine", "sglang", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    d = json.loads(out)
+    assert d["kernel_source"] == "measured tables"
+    assert "h200_sxm/moe/sglang/" in d["decode_ops"]["mlp"]["source"]
+    assert "h200_sxm/moe/sglang/" in d["prefill_ops"]["mlp"]["source"]
