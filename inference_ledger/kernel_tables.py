@@ -80,6 +80,31 @@ def _extend(arr: np.ndarray, work: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------
 
 
+def latency_tables(name: str, decode: bool, key_of, inner_of) -> dict:
+    """A decode or prefill latency CSV as tables: outer key ``key_of(gpu_id, row)`` -> inner key ``inner_of(row)`` ->
+    :class:`Table` (decode over (batch, context), prefill over prompt length, extended past the grid by the work)."""
+    rows = list(_rows(name))
+    cols, xs = _grid(list(rows[0]), "ctx" if decode else "isl")
+    groups: dict = {}
+    for r in rows:
+        for gid in r["gpu_ids"].split("|"):
+            groups.setdefault(key_of(gid, r), {}).setdefault(inner_of(r), []).append(r)
+    out: dict = {}
+    for key, inner in groups.items():
+        out[key] = {}
+        for k, rs in inner.items():
+            src = f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})"
+            if decode:
+                bs = np.array(sorted({float(r["batch"]) for r in rs}))
+                arr = np.full((len(bs), len(xs)), np.nan)
+                for r in rs:
+                    arr[np.searchsorted(bs, float(r["batch"]))] = [_cell(r[c]) for c in cols]
+                out[key][k] = Table((bs, xs), _extend(arr, xs), src)
+            else:
+                out[key][k] = Table((xs,), _extend(np.array([[_cell(rs[0][c]) for c in cols]]), xs ** 2)[0], src)
+    return out
+
+
 def _axis(grid: np.ndarray, x: float) -> tuple[int, float, float]:
     """(lower index, log-fraction to the next point, factor beyond the top) of x on a sorted grid."""
     if len(grid) == 1 or x <= grid[0]:

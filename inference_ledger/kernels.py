@@ -34,8 +34,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger import kernels_fused
-from inference_ledger.kernel_tables import FAMILIES, US, Table, _extend, _family, _fill_nearest, _cell, _grid, \
-    _rows, interpolate, kv_table_dtype
+from inference_ledger.kernel_tables import FAMILIES, US, Table, _family, _fill_nearest, _grid, \
+    _rows, interpolate, kv_table_dtype, latency_tables
 
 MEASURED, FALLBACK = "measured tables", "roofline fallback"
 #: kernel_tables codes (the plan input of that name) and their words
@@ -65,28 +65,9 @@ def _gemm() -> dict[tuple[str, str, str], Table]:
 
 @functools.lru_cache(maxsize=None)
 def _attention(which: str) -> dict[tuple, dict[tuple[int, int], Table]]:
-    name = "decode_attention.csv" if which == "decode" else "prefill_attention.csv"
-    rows = list(_rows(name))
-    cols, xs = _grid(list(rows[0]), "ctx" if which == "decode" else "isl")
-    groups: dict = {}
-    for r in rows:
-        for gid in r["gpu_ids"].split("|"):
-            key = (gid, r["engine"], r["kv_dtype"], int(r["head_dim"]))
-            groups.setdefault(key, {}).setdefault((int(r["heads"]), int(r["kv_heads"])), []).append(r)
-    out: dict = {}
-    for key, pairs in groups.items():
-        out[key] = {}
-        for hk, rs in pairs.items():
-            src = f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})"
-            if which == "decode":
-                bs = np.array(sorted({float(r["batch"]) for r in rs}))
-                arr = np.full((len(bs), len(xs)), np.nan)
-                for r in rs:
-                    arr[np.searchsorted(bs, float(r["batch"]))] = [_cell(r[c]) for c in cols]
-                out[key][hk] = Table((bs, xs), _extend(arr, xs), src)
-            else:
-                out[key][hk] = Table((xs,), _extend(np.array([[_cell(rs[0][c]) for c in cols]]), xs ** 2)[0], src)
-    return out
+    return latency_tables("decode_attention.csv" if which == "decode" else "prefill_attention.csv", which == "decode",
+                          lambda gid, r: (gid, r["engine"], r["kv_dtype"], int(r["head_dim"])),
+                          lambda r: (int(r["heads"]), int(r["kv_heads"])))
 
 
 @functools.lru_cache(maxsize=None)

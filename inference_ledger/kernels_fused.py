@@ -27,8 +27,8 @@ from typing import Optional
 import numpy as np
 
 from inference_ledger import serving
-from inference_ledger.kernel_tables import FAMILIES, US, Table, _cell, _extend, _family, _grid, _rows, interpolate, \
-    kv_table_dtype
+from inference_ledger.kernel_tables import FAMILIES, US, Table, _family, _grid, _rows, interpolate, \
+    kv_table_dtype, latency_tables
 
 
 @functools.lru_cache(maxsize=None)
@@ -49,27 +49,8 @@ def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
 def _mla(which: str) -> dict[tuple, dict[int, Table]]:
     """(gpu, engine, kv dtype, GEMM dtype) -> {heads per GPU: the MLA module's latency} (decode over (batch, KV
     length), prefill over prompt length)."""
-    rows = list(_rows("mla_decode.csv" if which == "decode" else "mla_prefill.csv"))
-    cols, xs = _grid(list(rows[0]), "ctx" if which == "decode" else "isl")
-    groups: dict = {}
-    for r in rows:
-        for gid in r["gpu_ids"].split("|"):
-            key = (gid, r["engine"], r["kv_dtype"], r["gemm_dtype"])
-            groups.setdefault(key, {}).setdefault(int(r["heads"]), []).append(r)
-    out: dict = {}
-    for key, by_h in groups.items():
-        out[key] = {}
-        for h, rs in by_h.items():
-            src = f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})"
-            if which == "decode":
-                bs = np.array(sorted({float(r["batch"]) for r in rs}))
-                arr = np.full((len(bs), len(xs)), np.nan)
-                for r in rs:
-                    arr[np.searchsorted(bs, float(r["batch"]))] = [_cell(r[c]) for c in cols]
-                out[key][h] = Table((bs, xs), _extend(arr, xs), src)
-            else:
-                out[key][h] = Table((xs,), _extend(np.array([[_cell(rs[0][c]) for c in cols]]), xs ** 2)[0], src)
-    return out
+    return latency_tables("mla_decode.csv" if which == "decode" else "mla_prefill.csv", which == "decode",
+                          lambda gid, r: (gid, r["engine"], r["kv_dtype"], r["gemm_dtype"]), lambda r: int(r["heads"]))
 
 
 def moe_dtypes(weight_dtype: str) -> tuple[str, ...]:
