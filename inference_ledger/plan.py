@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, parallel_lines, plan_lines, \
-    serving_lines, step_inverse_lines, step_lines, whatif_lines
+from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, kernels, parallel_lines, \
+    plan_lines, serving_lines, step_inverse_lines, step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
 from inference_ledger.expr import Sym
 from inference_ledger.line import Family, Line, lines_of
@@ -47,6 +47,20 @@ class Input:
 CATALOG_DEFAULTS = catalog_facts.default_facts()
 #: An input's default that is the default model's or GPU's catalog fact of the same name.
 CATALOG = object()
+
+
+def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
+    """Each operation's two measured-curve inputs (:func:`inference_ledger.kernels.op_input_names`): its floor and
+    its time per unit, read by the resolver from data/kernels (0 and unused without tables)."""
+    out = []
+    for op, what, per in ops:
+        floor, rate = kernels.op_input_names(op)
+        where = " (M) at large M" if per == "token" else ""   # a GEMM's time per token is its slope at large M
+        out += [_inp(floor, f"{what}: floor", "s", 0, f"Measured latency of the {what} at its smallest size "
+                     "(data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+                _inp(rate, f"{what}: time per {per}", "s", 0, f"Measured time of the {what} per {per}{where} "
+                     "(data/kernels; 0 without tables).", "kernel", lo=0, hi=10)]
+    return out
 
 
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
@@ -150,25 +164,18 @@ INPUTS: tuple[Input, ...] = (
     # and dtypes, from data/kernels/*.csv; read by the resolver for GPUs with tables, 0 and unused otherwise)
     _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
     _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", 1, "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off; engines.csv).", "engine", lo=0, hi=1, integer=True),
-    _inp("qkv_kernel_floor_seconds", "QKV GEMM: floor", "s", 0, "Measured latency of the QKV GEMM at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("qkv_kernel_seconds_per_token", "QKV GEMM: time per token", "s", 0, "Measured time of the QKV GEMM per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("o_kernel_floor_seconds", "attention output GEMM: floor", "s", 0, "Measured latency of the attention output GEMM at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("o_kernel_seconds_per_token", "attention output GEMM: time per token", "s", 0, "Measured time of the attention output GEMM per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("mlp_kernel_floor_seconds", "MLP gate/up + down GEMMs (one expert's for a MoE): floor", "s", 0, "Measured latency of the MLP gate/up + down GEMMs (one expert's for a MoE) at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("mlp_kernel_seconds_per_token", "MLP gate/up + down GEMMs (one expert's for a MoE): time per token", "s", 0, "Measured time of the MLP gate/up + down GEMMs (one expert's for a MoE) per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("lm_head_kernel_floor_seconds", "LM-head GEMM: floor", "s", 0, "Measured latency of the LM-head GEMM at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("lm_head_kernel_seconds_per_token", "LM-head GEMM: time per token", "s", 0, "Measured time of the LM-head GEMM per token (M) at large M (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("decode_attention_kernel_floor_seconds", "decode attention of one layer: floor", "s", 0, "Measured latency of the decode attention of one layer at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("decode_attention_kernel_seconds_per_kv_token", "decode attention of one layer: time per KV token read", "s", 0, "Measured time of the decode attention of one layer per KV token read (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("prefill_attention_kernel_floor_seconds", "causal attention of one prompt, one layer: floor", "s", 0, "Measured latency of the causal attention of one prompt, one layer at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("prefill_attention_kernel_seconds_per_token_squared", "causal attention of one prompt, one layer: time per prompt length squared", "s", 0, "Measured time of the causal attention of one prompt, one layer per prompt length squared (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
+                          ("o", "attention output GEMM", "token"),
+                          ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
+                          ("lm_head", "LM-head GEMM", "token"),
+                          ("decode_attention", "decode attention of one layer", "KV token read"),
+                          ("prefill_attention", "causal attention of one prompt, one layer", "prompt length squared")),
     _inp("kernel_layer_overhead_seconds", "Element-wise work per layer (kernel tables)", "s", EFF["kernel_layer_overhead_seconds"], "Per layer per forward pass, the kernels the measured tables do not hold (norms, rotary, activation, residual adds): the table-priced step's counterpart of the per-layer overhead. Source: data/efficiencies.csv.", "efficiency", lo=0, hi=1),
     _inp("moe_kernel_launch_seconds", "Fused MoE kernel: one launch", "s", 0, "What a fused MoE kernel pays once per layer rather than once per expert: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the smallest measured GEMM pair's latency (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("moe_kernel_table", "MoE experts priced from the fused-MoE table (1) or the GEMM table (0)", "code", 0, "1: the MoE layers' launch and expert figures are read off the measured fused-MoE curve of data/kernels/moe.csv (NVIDIA aiconfigurator-core) and an expert's pair grows linearly in its tokens; 0: one expert's GEMMs from the GEMM table (a model shape, layout or dtype the MoE table lacks).", "kernel", lo=0, hi=1, integer=True),
     _inp("moe_expert_kernel_floor_seconds", "MoE: one touched expert's GEMM pair: floor", "s", 0, "One touched expert's gate/up + down GEMMs at one token, launch included: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the GEMM table's at one expert's shapes (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
     _inp("moe_expert_kernel_seconds_per_token", "MoE: one touched expert's GEMM pair: time per token", "s", 0, "One touched expert's gate/up + down GEMMs per token routed to it at large batch: read off the measured fused-MoE curve (data/kernels/moe.csv) where it holds the model's shape, else the GEMM table's (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("allreduce_kernel_floor_seconds", "TP all-reduce: floor", "s", 0, "Measured latency of the TP all-reduce at its smallest size (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-    _inp("allreduce_kernel_seconds_per_byte", "TP all-reduce: time per message byte", "s", 0, "Measured time of the TP all-reduce per message byte (data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
+    *_kernel_curve_inputs(("allreduce", "TP all-reduce", "message byte")),
     # accuracy: the band multipliers of the plan's segment (inference_ledger/bands.py)
     *(_inp(name, f"Band {side} multiplier: {what}", "x", BAND[name], _BAND_DOC.format(what=what, q=q), "accuracy",
            lo=0, hi=1e6, lo_inclusive=False, arg="efficiency")
