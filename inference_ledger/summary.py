@@ -114,9 +114,10 @@ def _ttft(q, cur):
 
 
 def _ttft_benchmark(q, cur):
-    return concat("A benchmark of ", count(q.concurrency), " clients started together would report TTFT ",
-                  seconds(q.ttft_seconds), " (band ", seconds(q.ttft_seconds_low), " to ",
-                  seconds(q.ttft_seconds_high), ").")
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No benchmark TTFT: the plan does not fit.",
+                 concat("A benchmark at concurrency ", count(q.concurrency), " (clients start together) reports TTFT ",
+                        seconds(q.ttft_seconds), " (band ",
+                        seconds(q.ttft_seconds_low), " to ", seconds(q.ttft_seconds_high), ")."))
 
 
 def _tpot(q, cur):
