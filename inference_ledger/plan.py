@@ -310,9 +310,22 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
     return vals
 
 
+def _reference(r: Any) -> Sym:
+    """What ``ref`` gives for a quantity: a reference expression, or the text of one (a defined name, a cell)."""
+    return r if isinstance(r, Sym) else Sym(r)
+
+
 def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
            inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text (with leading '=') of a line, and the quantities it uses.
+    """Excel formula text (with leading '=') of a line, and the quantities it uses (:func:`expression`'s)."""
+    line = LINE_BY_NAME[line] if isinstance(line, str) else line
+    return expression(line, ref, candidates, inline_candidate).formula(), list(line.params)
+
+
+def expression(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
+               inline_candidate: bool = False, value: Any = None) -> Sym:
+    """The Excel expression of a line over the references ``ref`` gives (``value``: the line's value from the
+    plan's evaluation, which the expression then carries: the cached value of a workbook cell).
 
     A family the line reads (``tp_candidates``) is a table: ``candidates[family]`` lists its columns, and each
     member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
@@ -324,21 +337,28 @@ def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Map
     for p in line.params:
         fam = FAMILY_BY_NAME.get(p)
         if fam is None:
-            args.append(Sym(ref(p)))
+            args.append(_reference(ref(p)))
         elif candidates is None or p not in candidates:
             raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
         else:
             args.append({fam.key(c): {fam.param: fam.candidate_formula(c) if inline_candidate
-                                      else Sym(ref(fam.flat_name(c, fam.param)))}
-                         | {m: Sym(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
+                                      else _reference(ref(fam.flat_name(c, fam.param)))}
+                         | {m: _reference(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
     expr = line.fn(*args)
     if not isinstance(expr, Sym):
         raise TypeError(f"line {line.name} did not render to a formula")
-    return expr.formula(), list(line.params)
+    return expr if value is None else expr.at(value)
 
 
 def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text of one family cell, ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
+    """Excel formula text (with leading '=') of one family cell and the quantities it uses (:func:`member_expression`'s)."""
+    expr, params = member_expression(name, ref, inline_candidate)
+    return expr.formula(), params
+
+
+def member_expression(name: str, ref: Callable[[str], str], inline_candidate: bool = False,
+                      value: Any = None) -> tuple[Sym, list[str]]:
+    """The Excel expression of one family cell (carrying ``value``, the plan's, when given), ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
     it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
     (the same candidate's column) and every other quantity at ``ref(quantity)``; ``inline_candidate``: the candidate
     as its formula of named constants (a table without a cell for it, e.g. a sweep's)."""
@@ -350,19 +370,24 @@ def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool =
     def arg(p):
         if p == fam.param and inline_candidate:
             return fam.candidate_formula(float(cand))
-        return Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
+        return _reference(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
 
     expr = m.fn(*(arg(p) for p in m.params))
     if not isinstance(expr, Sym):
         raise TypeError(f"family member {name} did not render to a formula")
-    return expr.formula(), list(m.params)
+    return (expr if value is None else expr.at(value)), list(m.params)
 
 
 def render_key(key: str, ref: Callable[[str], str], candidates: Mapping[str, Iterable[float]]) -> str:
     """The formula of a table column by its key: a line (:func:`render`) or a family cell (:func:`render_member`,
     its candidate inline)."""
-    return (render_member(key, ref, inline_candidate=True) if "." in key
-            else render(key, ref, candidates, inline_candidate=True))[0]
+    return key_expression(key, ref, candidates).formula()
+
+
+def key_expression(key: str, ref: Callable[[str], Any], candidates: Mapping[str, Iterable[float]]) -> Sym:
+    """The expression of a table column by its key (:func:`render_key`)."""
+    return (member_expression(key, ref, inline_candidate=True)[0] if "." in key
+            else expression(key, ref, candidates, inline_candidate=True))
 
 
 def dependencies(line: Line | str) -> list[str]:

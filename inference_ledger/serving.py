@@ -45,7 +45,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
+from .expr import eq, literal, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
                     LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER,
                     TINY_SECONDS_SQUARED)
@@ -147,7 +147,7 @@ def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_seq
 def gemm_curve(tokens, floor_seconds, seconds_per_token):
     """A GEMM at M tokens: (a^p + (r M)^p)^(1/p), a its measured floor, r its measured time per token at large M,
     p = KERNEL_GEMM_POWER (inference_ledger.kernels)."""
-    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
+    root = literal(1) / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
     return (floor_seconds ** KERNEL_GEMM_POWER + (seconds_per_token * tokens) ** KERNEL_GEMM_POWER) ** root
 
 
@@ -323,7 +323,7 @@ def soft_batch_a0(floor_seconds, seconds_per_token, budget_seconds, prompt_per_s
 def soft_step_batch(floor_seconds, budget_seconds, a2, h, a0):
     """-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it
     finite where every kernel figure is 0)."""
-    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
+    root = literal(1) / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
     return where(gt(budget_seconds, floor_seconds), -a0 / (h + maximum(h * h - a2 * a0, 0) ** root
                                                              + TINY_SECONDS_SQUARED), 0)
 

@@ -24,7 +24,7 @@ fits while one step further does not.
 
 from __future__ import annotations
 
-from .expr import Sym, ceil, eq, floor, gt, le, log, maximum, minimum, where
+from .expr import ceil, literal, name, eq, floor, gt, le, log, maximum, minimum, where
 from .serving import cycle_seconds
 from .units import HOURS_PER_MONTH, TP_BASE
 
@@ -136,9 +136,9 @@ def tp_candidates(gpus_per_node):
 
 def tp_candidate_formula(tp):
     """A TP candidate as a formula of named constants: 1, TP_BASE, TP_BASE*TP_BASE, ... (no bare numbers)."""
-    out, c = Sym("1"), 1.0
+    out, c = literal(1), 1.0
     while c < float(tp):
-        out, c = (Sym(TP_BASE.name) if c == 1.0 else out * TP_BASE), c * float(TP_BASE)
+        out, c = (name(TP_BASE.name, float(TP_BASE)) if c == 1.0 else out * TP_BASE), c * float(TP_BASE)
     if c != float(tp):
         raise ValueError(f"TP candidate {tp!r} is not a power of {TP_BASE:g}")
     return out

@@ -20,7 +20,8 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from inference_ledger import catalog, catalog_facts, engines, plan, resolve, serving, verdict
 from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import Sym, eq, where
+from inference_ledger import expr as E
+from inference_ledger.expr import Sym, concat, eq, ge, lt, where
 from inference_ledger.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
                                     VERDICT_MEETS)
 
@@ -90,8 +91,7 @@ def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:
     """The words of the code in ``at`` written into ``coord`` (a live formula), if the code has words."""
     fn = CODE_WORDS.get(name)
     if fn is not None:
-        v = ctx.values.get(name, ctx.inputs.get(name))
-        ctx.formula(ws, coord, fn(Sym(at)), fn(py_value(v)), style.FORMULA)
+        ctx.formula(ws, coord, fn(ctx.at(ws, at)), style.FORMULA)
 
 
 @functools.lru_cache(maxsize=None)
@@ -205,11 +205,10 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     c0 = ord(col) - ord("A")
     L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
     coord = f"{L(1)}{r}"
-    formula, _ = plan.render(line, ctx.ref, ctx.family_candidates)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = py_value(ctx.values[line.name])
     fmt = quantity_format(line.name, line.unit, value)
-    ctx.formula(ws, coord, formula, value, style.FORMULA, fmt)
+    ctx.formula(ws, coord, line_expression(ctx, line), style.FORMULA, fmt)
     ctx.put(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
     also = second_view(line.unit, scale(line.name, line.unit, value))
     if line.unit == "code" and line.name in CODE_WORDS:   # the words where the unit and second view would be
@@ -218,11 +217,18 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
         ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")
     elif also:
         conv, unit = also
-        ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), py_value(conv(ctx.values[line.name])), style.FORMULA,
-                    style.number_format(unit))
+        ctx.formula(ws, f"{L(3)}{r}", conv(ctx.at(ws, coord)), style.FORMULA, style.number_format(unit))
     ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord
+
+
+def line_expression(ctx: Ctx, line: plan.Line | str, ref=None, values=None) -> Sym:
+    """A plan line's expression over the workbook's references (``ref``: the Plan's names unless given), carrying
+    its value from the plan's evaluation of the same line (``values``: the plan's unless given)."""
+    line = plan.LINE_BY_NAME[line] if isinstance(line, str) else line
+    v = (ctx.values if values is None else values)[line.name]
+    return plan.expression(line, ctx.ref if ref is None else ref, ctx.family_candidates, value=py_value(v))
 
 
 #: Units of a bill: money and fleet sizes.
@@ -251,21 +257,20 @@ def bill(code, value):
     """A bill's cell: the number when the plan starts (verdict >= 1), else the verdict's words ("does not fit";
     "invalid input" for the workbook's -1).  A Sym code renders the IF (Excel evaluates only the branch taken)."""
     if isinstance(code, Sym) or isinstance(value, Sym):
-        return Sym(f'IF({code.text}>=1,{_text(value)},IF({code.text}<0,"{verdict.INVALID_WORDS}",'
-                   f'"{verdict.WORDS[verdict.DOES_NOT_FIT]}"))')
+        return where(ge(code, 1), value, where(lt(code, 0), verdict.INVALID_WORDS, verdict.WORDS[verdict.DOES_NOT_FIT]))
     return value if float(code) >= 1 else verdict.words_of(float(code))
 
 
-def verdict_words(ctx: Ctx) -> tuple[Sym, str]:
-    """The Plan's verdict in words (formula, value): the invalid-input words name the first broken rule."""
-    code = Sym(named("verdict"))
-    words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
-    value = verdict.words_of(ctx.verdict_code) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
-    return words, value
+def verdict_code(ctx: Ctx) -> Sym:
+    """The Plan's verdict code as the workbook computes it (-1 when a rule is broken)."""
+    return E.name(named("verdict"), ctx.verdict_code)
 
 
-def _text(x) -> str:
-    return x.text if isinstance(x, Sym) else Sym(str(x)).text
+def verdict_words(ctx: Ctx) -> Sym:
+    """The Plan's verdict in words: the invalid-input words name the first broken rule."""
+    code = verdict_code(ctx)
+    return where(lt(code, 0), concat(verdict.INVALID_WORDS + ": ", ctx.name("rule_broken", ctx.rule_broken)),
+                 verdict.words(code))
 
 
 def verdict_rules(ws, rng: str, code: str) -> None:

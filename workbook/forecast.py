@@ -27,7 +27,7 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger import finance
 from inference_ledger import ledger, plan
-from inference_ledger.expr import Sym, isblank, lt, where
+from inference_ledger.expr import isblank, lt, sum_of, sumproduct, where
 from inference_ledger.units import SECONDS_PER_DAY
 
 from . import style
@@ -144,59 +144,19 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
             "are bought for the average load (whole servers, after the lead time) and kept; the peak above them is "
             "rented on demand. Change the inputs on Plan (Finance group); every cell here is a formula.", style.NOTE)
     ws.merge_cells("A3:N3")
-    p_sym, p_num = _Names(), _Names(ctx.values)
-    t = timeline_values(ctx.values, n)
-    s = summary_values(t)
-    rows = _rows(Sym("forecast_months"))
-    row_of = {key: HEAD + i for i, (key, *_r) in enumerate(rows)}
-    first, last = col(0), col(n - 1)
-
-    def span(key: str) -> str:
-        return f"{first}{row_of[key]}:{last}{row_of[key]}"
-
-    # --- summary (top) ----------------------------------------------------------------------
     ctx.put(ws, "A5", "Summary", style.SECTION)
     ctx.put(ws, "A6", "Months in the timeline")
     ctx.put(ws, "B6", n, style.CONSTANT, "0")
     ctx.put(ws, "C6", "set at build: --forecast-months N", style.NOTE)
     ws.merge_cells("C6:F6")
     ctx.define("forecast_months", ws, "B6")
-    money = style.number_format("$")
-    disc_last = Sym(f"{last}{row_of['discount']}")
-    summary = (
-        ("forecast_gpus_end", "GPUs needed in the last month", Sym(f"{last}{row_of['gpus_needed']}"), s["gpus_end"], "0"),
-        ("forecast_servers_bought", "Servers bought over the timeline", Sym(f"SUM({span('servers_bought')})"),
-         s["servers_bought"], "0"),
-        ("forecast_cash_total", "Cash out over the timeline", Sym(f"{last}{row_of['cumulative']}"), s["cash_total"], money),
-        ("forecast_residual", "Book value of the servers at the end", Sym(f"SUMPRODUCT({span('capex')},{span('book_share')})"),
-         s["residual"], money),
-        ("forecast_npv_buy", "NPV of cash out: buy the base, rent the peak", Sym(f"SUM({span('pv')})")
-         - Sym("forecast_residual") * disc_last, s["npv_buy"], money),
-        ("forecast_npv_rent", NPV_RENT_LABEL, Sym(f"SUM({span('rent_all_pv')})"), s["npv_rent"],
-         money),
-        ("forecast_saving", "NPV saved by buying (negative: renting is cheaper)",
-         Sym("forecast_npv_rent") - Sym("forecast_npv_buy"), s["saving"], money),
-        ("forecast_verdict", "Verdict", where(lt(Sym("forecast_npv_buy"), Sym("forecast_npv_rent")), VERDICT_BUY,
-                                                VERDICT_RENT), s["verdict"], None),
-    )
-    r = 6
-    for name, label, expr, value, fmt in summary:
-        r += 1
-        ctx.put(ws, f"A{r}", label)
-        ctx.formula(ws, f"B{r}", expr, value, style.CHECK if name == "forecast_verdict" else style.FORMULA, fmt)
-        ctx.define(name, ws, f"B{r}")
-    ws.merge_cells(f"B{r}:F{r}")
-    # --- what it reads from Plan (right of the summary) ---------------------------------------------
-    ctx.put(ws, "H5", "Plan quantities the timeline uses (change them on Plan)", style.SECTION)
-    for k, name in enumerate(USES):
-        q = plan.INPUT_BY_NAME.get(name) or plan.LINE_BY_NAME[name]
-        rr = 6 + k
-        ctx.put(ws, f"H{rr}", q.label)
-        ws.merge_cells(f"H{rr}:K{rr}")
-        ctx.formula(ws, f"L{rr}", Sym(name), _plain(ctx.values[name]), style.FORMULA, style.number_format(q.unit))
-    # --- the timeline -----------------------------------------------------------------------------
+    rows = _rows(ctx.name("forecast_months"))
+    row_of = {key: HEAD + i for i, (key, *_r) in enumerate(rows)}
+    first, last = col(0), col(n - 1)
+    # --- the timeline (written first: the summary above it reads its cells) -------------------------
     ctx.put(ws, f"A{HEAD - 1}", "Timeline (one column per month)", style.SECTION)
-    prev_sym: Optional[dict] = None
+    p = ctx.q
+    prev: Optional[dict] = None
     for k in range(n):
         c: dict[str, Any] = {}
         for key, label, unit, fn in rows:
@@ -210,10 +170,48 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
             elif fn is None:  # a row of optional inputs
                 ctx.put(ws, coord, None, style.INPUT, fmt)
             else:
-                ctx.formula(ws, coord, fn(p_sym, c, prev_sym), t[key][k], style.HEADER if key == "month" else style.FORMULA,
-                            fmt)
-            c[key] = Sym(coord)
-        prev_sym = c
+                ctx.formula(ws, coord, fn(p, c, prev), style.HEADER if key == "month" else style.FORMULA, fmt)
+            c[key] = ctx.at(ws, coord)
+        prev = c
+
+    def span(key: str):
+        return ctx.span(ws, f"{first}{row_of[key]}", f"{last}{row_of[key]}")
+
+    def end(key: str):
+        return ctx.at(ws, f"{last}{row_of[key]}")
+
+    # --- summary (top) ----------------------------------------------------------------------
+    money = style.number_format("$")
+    summary = (
+        ("forecast_gpus_end", "GPUs needed in the last month", lambda: end("gpus_needed"), "0"),
+        ("forecast_servers_bought", "Servers bought over the timeline", lambda: sum_of(span("servers_bought")), "0"),
+        ("forecast_cash_total", "Cash out over the timeline", lambda: end("cumulative"), money),
+        ("forecast_residual", "Book value of the servers at the end",
+         lambda: sumproduct(span("capex"), span("book_share")), money),
+        ("forecast_npv_buy", "NPV of cash out: buy the base, rent the peak",
+         lambda: sum_of(span("pv")) - ctx.name("forecast_residual") * end("discount"), money),
+        ("forecast_npv_rent", NPV_RENT_LABEL, lambda: sum_of(span("rent_all_pv")), money),
+        ("forecast_saving", "NPV saved by buying (negative: renting is cheaper)",
+         lambda: ctx.name("forecast_npv_rent") - ctx.name("forecast_npv_buy"), money),
+        ("forecast_verdict", "Verdict",
+         lambda: where(lt(ctx.name("forecast_npv_buy"), ctx.name("forecast_npv_rent")), VERDICT_BUY, VERDICT_RENT),
+         None),
+    )
+    r = 6
+    for name, label, expr, fmt in summary:
+        r += 1
+        ctx.put(ws, f"A{r}", label)
+        ctx.formula(ws, f"B{r}", expr(), style.CHECK if name == "forecast_verdict" else style.FORMULA, fmt)
+        ctx.define(name, ws, f"B{r}")
+    ws.merge_cells(f"B{r}:F{r}")
+    # --- what it reads from Plan (right of the summary) ---------------------------------------------
+    ctx.put(ws, "H5", "Plan quantities the timeline uses (change them on Plan)", style.SECTION)
+    for k, name in enumerate(USES):
+        q = plan.INPUT_BY_NAME.get(name) or plan.LINE_BY_NAME[name]
+        rr = 6 + k
+        ctx.put(ws, f"H{rr}", q.label)
+        ws.merge_cells(f"H{rr}:K{rr}")
+        ctx.formula(ws, f"L{rr}", ctx.name(name), style.FORMULA, style.number_format(q.unit))
     ws.freeze_panes = f"{first}{HEAD + 1}"
     _charts(ws, n, row_of, CHART_ROW)
     ws.print_area = f"A1:{last}{HEAD + len(rows) - 1}"

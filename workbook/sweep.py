@@ -32,6 +32,7 @@ import numpy as np
 
 from inference_ledger import __version__, plan, verdict
 from inference_ledger.args import LedgerInputError
+from inference_ledger import expr as E
 from inference_ledger.expr import Sym
 from inference_ledger.files import check_name, write_with
 from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
@@ -84,7 +85,7 @@ BUILTIN_FORMATS = {"General": 0, "0": 1, "0.00": 2, "#,##0": 3, "#,##0.00": 4, "
 _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _NS_R = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 _XML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-_ROW_MARK = "\x00"   # stands for the row number inside a rendered formula
+_ROW_MARK = E.ROW_MARK   # stands for the row number inside a rendered formula
 
 
 def format_ids(formats: list[str]) -> list[int]:
@@ -222,15 +223,16 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     col_of = {c.key: letters[j] for j, c in enumerate(cols)}
     fixed, cands = set(table.fixed), family_candidates(table)
 
-    def ref(name: str) -> str:
-        return name if name in fixed else f"${col_of[name]}{_ROW_MARK}"
+    def ref(name: str) -> Sym:
+        return E.name(name) if name in fixed else E.template_cell(col_of[name])
 
-    formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
-                        else plan.render_key(c.key, ref, cands))[1:] for c in cols if c.kind == "line"}
+    exprs = {c.key: (verdict.words(ref("verdict")) if c.key == VERDICT_WORDS else plan.key_expression(c.key, ref, cands))
+             for c in cols if c.kind == "line"}
     # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
     bills = billed([c.key for c in cols if c.kind == "line"])
     for key in bills:
-        formulas[key] = bill(Sym(ref("verdict")), Sym(formulas[key])).text
+        exprs[key] = bill(ref("verdict"), exprs[key])
+    formulas = {k: e.text for k, e in exprs.items()}
     formats = list(dict.fromkeys(number_format(c.unit) for c in cols))
     style = {c.key: (2 + formats.index(number_format(c.unit))) if c.kind != "label" else 0 for c in cols}
 

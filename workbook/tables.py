@@ -37,7 +37,8 @@ from typing import Any, Callable, Optional
 
 from inference_ledger import catalog, engines, kernels, ledger
 from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.expr import Sym, gt, maximum, where
+from inference_ledger import expr as E
+from inference_ledger.expr import NOVALUE, Sym, concat, iferror, index, match, maximum
 from inference_ledger.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
@@ -99,9 +100,35 @@ class Table:
             return self.formulas[field](lambda f: _py(getattr(row, f)))
         return cell_value(getattr(self.entry(key), field))
 
-    def index_match(self, key_ref: str, field: str | Sym) -> Sym:
-        col = f'"{field}"' if isinstance(field, str) else field.text
-        return Sym(f"INDEX({self.table},MATCH({key_ref},{self.ids},0),MATCH({col},{self.fields_name},0))")
+    def index_match(self, key_ref: str | Sym, field: str | Sym) -> Sym:
+        """INDEX(table, MATCH(key, ids), MATCH(field, fields)): one cell of the chosen row, carrying its value when the
+        key and the field carry theirs (an id not in the table: #N/A)."""
+        key = key_of(key_ref)
+        expr = index(E.name(self.table), match(key, E.name(self.ids)), match(field, E.name(self.fields_name)))
+        k, f = key.value, field.value if isinstance(field, Sym) else field
+        if k is NOVALUE or f is NOVALUE:
+            return expr
+        try:
+            return expr.at(self.value(k, f) if f and self.has(f) else E.NA)
+        except KeyError:
+            return expr.at(E.NA)
+
+    def ids_expr(self) -> Sym:
+        """The ids column (its defined name), carrying the ids of the table's rows."""
+        return E.name(self.ids, [e.id for e in self.rows])
+
+    def column_span(self, field: str, first: int, rows: int) -> Sym:
+        """One column of the table's sheet over its reserved rows ($C$7:$C$506), carrying the rows' values."""
+        from openpyxl.utils import get_column_letter
+        col = get_column_letter(self.field_index(field) + 1)
+        vals = [cell_value(getattr(e, field)) for e in self.rows] + [None] * (rows - len(self.rows))
+        return E.span(E.cell(f"{col}{first}", sheet=self.sheet, fix="both"),
+                      E.cell(f"{col}{first + rows - 1}", fix="both"), vals)
+
+
+def key_of(ref: str | Sym) -> Sym:
+    """A chosen id's reference: a Sym as given, a defined name's text as its name."""
+    return ref if isinstance(ref, Sym) else E.name(ref)
 
 
 def _py(v):
@@ -189,17 +216,20 @@ KERNEL_INPUTS = ("kernel_tables", *(n for op in kernels.OPS for n in kernels.op_
 KERNEL_PREFIX = "KERNEL"
 
 
-def kernel_key_formula(refs: dict[str, str]) -> Sym:
+def kernel_key_formula(refs: dict[str, str | Sym]) -> Sym:
     """model|gpu|tp|ep|weight dtype|KV dtype|engine, from the cells (or names) holding each choice."""
-    parts = [refs["model"], refs["gpu"], refs.get("tp", "tp"), refs.get("ep", "ep"), refs["weight_dtype"],
-             refs["kv_dtype"], refs["engine"]]
-    return Sym('&"|"&'.join(parts))
+    parts = [key_of(refs[k]) if k in refs else E.name(k)
+             for k in ("model", "gpu", "tp", "ep", "weight_dtype", "kv_dtype", "engine")]
+    joined: list = []
+    for p in parts:
+        joined += ([] if not joined else ["|"]) + [p]
+    return concat(*joined)
 
 
-def kernel_lookup_formula(name: str, refs: dict[str, str]) -> Sym:
+def kernel_lookup_formula(name: str, refs: dict[str, str | Sym]) -> Sym:
     """The kernel input ``name`` of the chosen row, 0 where no row has the key (the roofline)."""
-    return Sym(f'IFERROR(INDEX({KERNEL_PREFIX}_TABLE,MATCH({kernel_key_formula(refs).text},{KERNEL_PREFIX}_IDS,0),'
-               f'MATCH("{name}",{KERNEL_PREFIX}_FIELDS,0)),0)')
+    return iferror(index(E.name(f"{KERNEL_PREFIX}_TABLE"), match(kernel_key_formula(refs), E.name(f"{KERNEL_PREFIX}_IDS")),
+                         match(name, E.name(f"{KERNEL_PREFIX}_FIELDS"))), 0)
 
 
 def is_lookup(name: str, tables: dict[str, Table]) -> bool:
@@ -238,21 +268,23 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
     if src[0] == "field":
         _, sheet, key, field = src
         t = tables[sheet]
-        return t.index_match(keys[key], field), _py(t.value(choice[key], field))
+        value = _py(t.value(choice[key], field))
+        return t.index_match(keys[key], field).at(value), value
     if src[0] == "dtype":
         key = src[1]
         if key is None:  # unquantized modules: BF16, or the weight format where it is wider (an FP32 checkpoint)
             wd = "weight_dtype"
+            value = max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element"))
             return (maximum(dtypes.index_match(keys[wd], "bytes_per_element"),
-                            dtypes.index_match(f'"{UNQUANTIZED_DTYPE}"', "bytes_per_element")),
-                    max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element")))
-        return dtypes.index_match(keys[key], "bytes_per_element"), dtypes.value(choice[key], "bytes_per_element")
+                            dtypes.index_match(E.literal(UNQUANTIZED_DTYPE), "bytes_per_element")).at(value), value)
+        value = dtypes.value(choice[key], "bytes_per_element")
+        return dtypes.index_match(keys[key], "bytes_per_element").at(value), value
     # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
     field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
     at_field = gpus.index_match(keys["gpu"], field_sym)
     fallback = gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)
-    formula = maximum(at_field, fallback)  # a blank unit reads as 0, so BF16 stands in (resolve.peak_flops)
     field = dtypes.value(choice["weight_dtype"], "compute_field")
     v = gpus.value(choice["gpu"], field) if field and gpus.has(field) else None
     value = max(v or 0, gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD))
+    formula = maximum(at_field, fallback).at(value)  # a blank unit reads as 0, so BF16 stands in (resolve.peak_flops)
     return formula, value
