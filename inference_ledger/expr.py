@@ -74,6 +74,8 @@ __all__ = [
     "one_zero",
     "literal",
     "template_cell",
+    "reference",
+    "bound",
     "ROW_MARK",
     "ExpressionHasNoValue",
 ]
@@ -605,9 +607,32 @@ def _array(values: Any) -> np.ndarray:
     return np.asarray(vals, dtype=object)
 
 
-def absolute(sheet: str, coord: str) -> str:
+def absolute(sheet: str, coord: str, always_quote: bool = False) -> str:
     """The '$'-absolute reference text of a cell or range on a sheet (a defined name's target): 'Plan'!$B$5."""
-    return _quoted(sheet) + "!" + ":".join(_coord_text(c, "both") for c in coord.split(":"))
+    quoted = "'" + sheet.replace("'", "''") + "'" if always_quote else _quoted(sheet)
+    return quoted + "!" + ":".join(_coord_text(c, "both") for c in coord.split(":"))
+
+
+_REFERENCE = re.compile(r"^(?:(?:'[^']+'|[A-Za-z_][\w.]*)!)?\$?[A-Z]{1,3}\$?[0-9]+(?::\$?[A-Z]{1,3}\$?[0-9]+)?$")
+
+
+def reference(ref: Any, value: Any = NOVALUE) -> Sym:
+    """A reference given as an expression (returned as it is) or as the text of one: a defined name (tpot_seconds),
+    a cell or range (B5, $C9, 'Plan'!$B$5:$B$9); anything else is refused (a reference is never a formula)."""
+    if isinstance(ref, Sym):
+        return ref
+    if not isinstance(ref, str) or not (_NAME.match(ref) or _REFERENCE.match(ref)):
+        raise ValueError(f"reference(): {ref!r} is not a defined name or a cell reference")
+    return Sym(ref, value=_plain(value))
+
+
+def bound(x: float) -> Sym:
+    """A number typed into a rule that states a range, not into a plan formula (a data validation's bound: the
+    argument's own lo and hi); plan formulas refuse bare numbers (:class:`HardCodedConstant`)."""
+    v = float(x)
+    if not math.isfinite(v):
+        raise ValueError(f"bound(): {x!r} is not a finite number")
+    return Sym(f"{v:.15G}", value=v)
 
 
 # --- lookups and errors --------------------------------------------------------------------------------------

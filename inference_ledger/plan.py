@@ -23,7 +23,7 @@ import numpy as np
 from inference_ledger import band_lines, bands, catalog_facts, engines, finance_lines, kernels, parallel_lines, \
     plan_lines, serving_lines, step_inverse_lines, step_lines, whatif_lines
 from inference_ledger.args import ARGS, Arg, LedgerInputError
-from inference_ledger.expr import Sym
+from inference_ledger.expr import Sym, reference
 from inference_ledger.line import Family, Line, lines_of
 from inference_ledger.serving import load_efficiencies
 from inference_ledger.units import BYTES_PER_GIB
@@ -312,7 +312,7 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
 
 def _reference(r: Any) -> Sym:
     """What ``ref`` gives for a quantity: a reference expression, or the text of one (a defined name, a cell)."""
-    return r if isinstance(r, Sym) else Sym(r)
+    return reference(r)
 
 
 def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,

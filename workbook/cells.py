@@ -21,7 +21,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from inference_ledger import catalog, catalog_facts, engines, plan, resolve, serving, verdict
 from inference_ledger.args import LedgerInputError, echo
 from inference_ledger import expr as E
-from inference_ledger.expr import Sym, concat, eq, ge, lt, where
+from inference_ledger.expr import Sym, and_, concat, eq, ge, gt, isnumber, le, lt, where
 from inference_ledger.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
                                     VERDICT_MEETS)
 
@@ -176,10 +176,11 @@ def numeric_validation(inp: plan.Input, coord: str) -> DataValidation:
     if a.lo_inclusive or a.integer:
         lo = a.lo if a.lo_inclusive else a.lo + 1
         dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
-                            formula1=f"{lo:.15G}", formula2=f"{a.hi:.15G}", allow_blank=True)
+                            formula1=E.bound(lo).text, formula2=E.bound(a.hi).text, allow_blank=True)
     else:
+        c = E.reference(coord)
         dv = DataValidation(type="custom", allow_blank=True,
-                            formula1=f"AND(ISNUMBER({coord}),{coord}>{a.lo:.15G},{coord}<={a.hi:.15G})")
+                            formula1=and_(isnumber(c), gt(c, E.bound(a.lo)), le(c, E.bound(a.hi))).text)
     dv.showInputMessage = dv.showErrorMessage = True
     dv.promptTitle = short_title(inp.label)
     full = "" if dv.promptTitle == inp.label else f"{inp.label}. "
@@ -276,19 +277,20 @@ def verdict_words(ctx: Ctx) -> Sym:
 def verdict_rules(ws, rng: str, code: str) -> None:
     """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 (does
     not fit) or below (invalid input) red."""
-    meets = VERDICT_MEETS.name
-    for cond, c in ((f"{code}={meets}", style.GREEN),
-                    (f"AND(ISNUMBER({code}),{code}>=1,{code}<{meets})", style.AMBER),
-                    (f"AND(ISNUMBER({code}),{code}<1)", style.RED)):
-        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
+    code = E.reference(code)
+    for cond, c in ((eq(code, VERDICT_MEETS), style.GREEN),
+                    (and_(isnumber(code), ge(code, 1), lt(code, VERDICT_MEETS)), style.AMBER),
+                    (and_(isnumber(code), lt(code, 1)), style.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond.text], stopIfTrue=True,
                                                        fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))
 
 
 def flag_rules(ws, rng: str, first: str) -> None:
     """A 1/0 fit line: green at 1, red at 0."""
-    for cond, c in ((f"{first}=1", style.GREEN), (f"AND(ISNUMBER({first}),{first}=0)", style.RED)):
-        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+    first = E.reference(first)
+    for cond, c in ((eq(first, 1), style.GREEN), (and_(isnumber(first), eq(first, 0)), style.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                         bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))
 

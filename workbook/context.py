@@ -177,7 +177,7 @@ class Ctx:
         if fam is not None:
             sheet, c = fam.rsplit("!", 1)
             sheet = sheet[1:-1].replace("''", "'") if sheet.startswith("'") else sheet
-            return Sym(fam, value=self.held(sheet, c.replace("$", "")))
+            return E.reference(fam, self.held(sheet, c.replace("$", "")))
         for source in (self.values, self.inputs):
             if name in source:
                 return E.name(xname(name), source[name])
@@ -192,7 +192,7 @@ class Ctx:
         """A plan quantity's reference (ref: its family table cell, else its defined name) with the plan's value."""
         v = self.values.get(name, self.inputs.get(name, NOVALUE))
         fam = self.family_cells.get(name)
-        return Sym(fam, value=v) if fam else E.name(xname(name), v)
+        return E.reference(fam, v) if fam else E.name(xname(name), v)
 
     def define(self, name: str, ws: Worksheet, coord: str) -> str:
         """A workbook-scoped defined name for one cell or range ('$'-absolute)."""

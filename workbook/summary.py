@@ -20,6 +20,7 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 
 from inference_ledger import plan, serving, summary, verdict
+from inference_ledger import expr as E
 from inference_ledger.expr import (NOVALUE, Sym, ceil, concat, count_of, eq, gt, iferror, index, match, min_of,
                                    where)
 from inference_ledger.units import MS_PER_S
@@ -103,8 +104,8 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
 
 def _status(ws, coord: str, ok: str) -> None:
     """Pass/fail colours on a status cell, from a 1/0 condition."""
-    for cond, c in ((f"{ok}=1", style.GREEN), (f"{ok}=0", style.RED)):
-        ws.conditional_formatting.add(coord, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+    for cond, c in ((eq(E.reference(ok), 1), style.GREEN), (eq(E.reference(ok), 0), style.RED)):
+        ws.conditional_formatting.add(coord, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                            bgColor=c[0]),
                                                          font=Font(color=c[1], bold=True)))
 

@@ -304,12 +304,12 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     for name, value in table.fixed.items():
         i = plan.INPUT_BY_NAME[name]
         inputs_rows.append([("t", i.label), ("n", value), ("t", i.unit), ("t", name)])
-        defined.append((name, f"Inputs!$B${len(inputs_rows)}"))
+        defined.append((name, E.absolute("Inputs", f"B{len(inputs_rows)}")))
     inputs_rows.append([])
     inputs_rows.append([("t", "Named constants", 1), ("t", "Value", 1), ("t", "Unit", 1), ("t", "Name", 1)])
     for k in CONSTANTS:
         inputs_rows.append([("t", k.doc), ("n", float(k)), ("t", k.unit), ("t", k.name)])
-        defined.append((k.name, f"Inputs!$B${len(inputs_rows)}"))
+        defined.append((k.name, E.absolute("Inputs", f"B{len(inputs_rows)}")))
 
     notes = [[("t", "Combinations that cannot run (not in the sheet)", 1), ("t", "Setting", 1), ("t", "Reason", 1),
               ("t", "Rows skipped", 1)]]
@@ -321,12 +321,12 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
               [], [("t", "Column", 1), ("t", "Name", 1), ("t", "Unit", 1), ("t", "Meaning", 1)]]
     notes += [[("t", c.header), ("t", c.key), ("t", c.unit), ("t", c.doc)] for c in cols if c.kind != "label"]
 
-    sheet_name = escape(sheets[0], {'"': "&quot;"})
     workbook_xml = (_XML + f'<workbook {_NS} {_NS_R}><bookViews><workbookView activeTab="0"/></bookViews><sheets>'
                     + "".join(f'<sheet name="{escape(s)}" sheetId="{k + 1}" r:id="rId{k + 1}"/>' for k, s in enumerate(sheets))
                     + '</sheets><definedNames>'
                     + f'<definedName name="_xlnm._FilterDatabase" localSheetId="0" hidden="1">'
-                      f"'{sheet_name}'!$A$1:${letters[-1]}${last_row}</definedName>"
+                      f"{escape(E.absolute(sheets[0], f'A1:{letters[-1]}{last_row}', always_quote=True), {chr(34): '&quot;'})}"
+                      "</definedName>"
                     + "".join(f'<definedName name="{n}">{t}</definedName>' for n, t in sorted(defined))
                     + "</definedNames>"
                     + ('<calcPr calcId="191029"/>' if cached else '<calcPr calcId="191029" fullCalcOnLoad="1"/>')

@@ -224,7 +224,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ctx.formula(ws, f"F{rr}", where(and_(eq(ctx.at(ws, f"D{rr}"), 1), eq(ctx.at(ws, f"C{rr}"), low)), CHEAPEST, ""),
                     style.CHECK)
     fill = PatternFill("solid", fgColor=style.GREEN[0], bgColor=style.GREEN[0])
-    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[f'$F{first}="{CHEAPEST}"'], fill=fill,
+    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[eq(E.cell(f"F{first}", fix="col"), CHEAPEST).text], fill=fill,
                                                                    font=Font(color=style.GREEN[1], bold=True)))
     # below the utilization chart above them (charts on a grid, never over each other)
     row = max(top, last_row_under(ws, max([chart_box(ws, c)[3] for c in ws._charts], default=0.0)) + 1)
