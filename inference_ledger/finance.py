@@ -40,8 +40,9 @@ import numpy as np
 
 from inference_ledger import ledger
 from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import and_, ceil, eq, ge, gt, is_sym, maximum, minimum, where
-from inference_ledger.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, W_PER_KW
+from inference_ledger.expr import (and_, ceil, eq, ge, gt, is_sym, isblank, lt, maximum, minimum, sum_of, sumproduct,
+                                   where)
+from inference_ledger.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, SECONDS_PER_DAY, W_PER_KW
 
 GPU_COSTS_CSV = Path(__file__).resolve().parent / "data" / "gpu_costs.csv"
 
@@ -169,6 +170,127 @@ def discount_factor(rate, month):
 def remaining_value_share(month, horizon, depreciation_years):
     """Straight-line book value left at the end of the horizon of a server bought in a month."""
     return maximum(1 - (horizon - month + 1) / (depreciation_years * MONTHS_PER_YEAR), 0)
+
+
+# --- the forecast: a monthly timeline of demand, purchases and cash, and its NPV ------------------------------
+
+#: The forecast's verdicts (the Forecast sheet's, and ``plan --json``'s ``forecast_verdict``).
+VERDICT_BUY, VERDICT_RENT = "Buy servers for the base load, rent the peak", "Rent every GPU on demand"
+#: Renting everything runs the same fleet as buying (the peak + headroom, every hour): requests per day size only
+#: the base the buy option owns, so this alternative does not move with them (at 0 requests a day the two agree).
+RENT_ALL_LABEL = "Alternative: the same peak fleet, every GPU on demand (requests per day do not enter)"
+NPV_RENT_LABEL = "NPV of cash out: everything on demand (the peak fleet every hour; requests per day do not enter)"
+
+
+def forecast_rows(months) -> list[tuple[str, str, str, Any]]:
+    """(key, label, unit, fn(p, c, prev)) of every timeline row, one definition for the Forecast sheet's cells and
+    :func:`forecast`: ``p`` the plan's quantities by attribute, ``c`` this month's rows above, ``prev`` the month
+    before's (None in the first); fn None: a row of optional typed cells (a peak QPS typed over the growth)."""
+    def before(prev, key, start):
+        return start if prev is None else prev[key]
+
+    return [
+        ("month", "Month", "month", lambda p, c, prev: before(prev, "month", 0) + 1),
+        ("typed_qps", "Peak QPS typed (optional: overrides the growth)", "requests/s", None),
+        ("peak_qps", "Peak QPS", "requests/s",
+         lambda p, c, prev: where(isblank(c["typed_qps"]), grown(p.target_qps, p.growth, c["month"]), c["typed_qps"])),
+        ("avg_qps", "Average QPS (peak x the Plan's average / peak)", "requests/s",
+         lambda p, c, prev: c["peak_qps"] * (p.requests_per_day / SECONDS_PER_DAY) / p.target_qps),
+        ("gpus_needed", "GPUs needed (peak + headroom)", "GPUs",
+         lambda p, c, prev: gpus_for_load(c["peak_qps"], p.headroom_target, p.qps_per_replica, p.gpus_per_replica)),
+        ("base_gpus", "GPUs for the average load", "GPUs",
+         lambda p, c, prev: gpus_for_load(c["avg_qps"], 0, p.qps_per_replica, p.gpus_per_replica)),
+        ("servers_target", "Servers for the average load", "servers",
+         lambda p, c, prev: servers_for(c["base_gpus"], p.gpus_per_server)),
+        ("servers_owned", "Servers in service", "servers",
+         lambda p, c, prev: servers_owned(before(prev, "servers_owned", p.servers_owned_start), c["servers_target"],
+                                          c["month"], p.lead_time_months, p.servers_owned_start)),
+        ("servers_bought", "Servers arriving", "servers",
+         lambda p, c, prev: c["servers_owned"] - before(prev, "servers_owned", p.servers_owned_start)),
+        ("owned_gpus", "GPUs owned", "GPUs", lambda p, c, prev: c["servers_owned"] * p.gpus_per_server),
+        ("rented_gpus", "GPUs rented on demand (the peak)", "GPUs",
+         lambda p, c, prev: rented_gpus(c["gpus_needed"], c["owned_gpus"])),
+        ("capex", "Capex (servers arriving)", "$/month",
+         lambda p, c, prev: c["servers_bought"] * p.gpus_per_server * p.server_price_per_gpu),
+        ("running", "Running cash of owned GPUs", "$/month",
+         lambda p, c, prev: c["owned_gpus"] * p.owned_running_cost_per_gpu_month),
+        ("rent", "Rent on demand", "$/month",
+         lambda p, c, prev: ledger.monthly_cost(p.price_per_gpu_hour, c["rented_gpus"])),
+        ("cash", "Cash out", "$/month", lambda p, c, prev: c["capex"] + c["running"] + c["rent"]),
+        ("cumulative", "Cumulative cash out", "$", lambda p, c, prev: before(prev, "cumulative", 0) + c["cash"]),
+        ("discount", "Discount factor", "x", lambda p, c, prev: discount_factor(p.cost_of_capital, c["month"])),
+        ("pv", "Present value of the cash out", "$", lambda p, c, prev: c["cash"] * c["discount"]),
+        ("book_share", "Book value left at the end (share of its capex)", "fraction",
+         lambda p, c, prev: remaining_value_share(c["month"], months, p.depreciation_years)),
+        ("rent_all", RENT_ALL_LABEL, "$/month", lambda p, c, prev: ledger.monthly_cost(p.price_per_gpu_hour,
+                                                                                      c["gpus_needed"])),
+        ("rent_all_pv", "Alternative: its present value", "$", lambda p, c, prev: c["rent_all"] * c["discount"]),
+    ]
+
+
+#: The forecast's conclusions: (name, label, unit, fn(row, end, q)), each over the timeline (``row(key)``: a row's
+#: months, a range in the workbook; ``end(key)``: its last month) and the conclusions above it (``q(name)``). The
+#: names are the Forecast sheet's defined names and ``plan --json``'s keys.
+FORECAST_SUMMARY: tuple[tuple[str, str, str, Any], ...] = (
+    ("forecast_gpus_end", "GPUs needed in the last month", "GPUs", lambda row, end, q: end("gpus_needed")),
+    ("forecast_servers_bought", "Servers bought over the timeline", "servers",
+     lambda row, end, q: sum_of(row("servers_bought"))),
+    ("forecast_cash_total", "Cash out over the timeline", "$", lambda row, end, q: end("cumulative")),
+    ("forecast_residual", "Book value of the servers at the end", "$",
+     lambda row, end, q: sumproduct(row("capex"), row("book_share"))),
+    ("forecast_npv_buy", "NPV of cash out: buy the base, rent the peak", "$",
+     lambda row, end, q: sum_of(row("pv")) - q("forecast_residual") * end("discount")),
+    ("forecast_npv_rent", NPV_RENT_LABEL, "$", lambda row, end, q: sum_of(row("rent_all_pv"))),
+    ("forecast_saving", "NPV saved by buying (negative: renting is cheaper)", "$",
+     lambda row, end, q: q("forecast_npv_rent") - q("forecast_npv_buy")),
+    ("forecast_verdict", "Verdict", "text",
+     lambda row, end, q: where(lt(q("forecast_npv_buy"), q("forecast_npv_rent")), VERDICT_BUY, VERDICT_RENT)),
+)
+
+
+class _Quantities:
+    """A mapping's values by attribute (the numeric side of ``p.target_qps``)."""
+
+    def __init__(self, values: Any):
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._values[name]
+
+
+def forecast_timeline(values: Any, months: int) -> dict[str, list]:
+    """Every timeline row over ``months`` months, from the plan's values (no peak typed over the growth)."""
+    p = _Quantities(values)
+    rows = forecast_rows(months)
+    out: dict[str, list] = {k: [] for k, *_ in rows}
+    prev: Optional[dict] = None
+    for _ in range(months):
+        c: dict[str, Any] = {}
+        for key, _label, _unit, fn in rows:
+            v = None if fn is None else fn(p, c, prev)
+            c[key] = v.item() if hasattr(v, "item") else v
+            out[key].append(c[key])
+        prev = c
+    return out
+
+
+def forecast(values: Any, months: int = 0) -> dict[str, Any]:
+    """The forecast's conclusions for a plan's values (``months``: the timeline's length, DEFAULT_MONTHS unless
+    given): ``forecast_months`` and every :data:`FORECAST_SUMMARY` name, e.g. ``forecast_npv_buy``."""
+    n = int(months or DEFAULT_MONTHS)
+    t = forecast_timeline(values, n)
+    out: dict[str, Any] = {"forecast_months": n}
+    for name, _label, _unit, fn in FORECAST_SUMMARY:
+        v = fn(lambda k: t[k], lambda k: t[k][-1], out.__getitem__)
+        out[name] = v.item() if hasattr(v, "item") else v
+    return out
+
+
+def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, gpus_per_replica):
+    """GPUs needed in the last month of the forecast (the timeline's gpus_needed row at its last month)."""
+    return gpus_for_load(grown(target_qps, growth, months), headroom, qps_per_replica, gpus_per_replica)
 
 
 # --- build options of the finance view (checked here: the CLI stays light) ------------------------

@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-from . import catalog, concurrency, kernels, serving, step_lines, verdict
+import numpy as np
+
+from . import catalog, concurrency, finance, kernels, serving, step_lines, verdict
 from .plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -75,10 +77,29 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     if "tpot_seconds" in values and "kernel_tables" in values:
         out.update(step_ops(values, model=model, gpu=gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             engine=engine))
+    fc = forecast_of(values)
+    out.update({k: v if isinstance(v, str) else _json_value(k, v, FORECAST_UNITS[k]) for k, v in fc.items()})
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
+    out["units"] |= {k: FORECAST_UNITS[k] for k in fc}
     out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
                      for f in FAMILIES if f.name in values}
     return out
+
+
+#: The units of the forecast's keys (inference_ledger.finance.FORECAST_SUMMARY), forecast_months first.
+FORECAST_UNITS = {"forecast_months": "months"} | {name: unit for name, _l, unit, _f in finance.FORECAST_SUMMARY}
+
+
+def forecast_of(values: Mapping[str, Any], months: int = 0) -> dict[str, Any]:
+    """The forecast's conclusions (the Forecast sheet's summary: NPV of buying and of renting, the verdict ...) of one
+    plan (scalar values with every input the timeline reads), else nothing."""
+    try:
+        if any(np.ndim(values[k]) for k in ("target_qps", "qps_per_replica", "gpus_per_replica")):
+            return {}
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return finance.forecast(values, months)
+    except KeyError:
+        return {}
 
 
 def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,

@@ -233,3 +233,41 @@ def test_build_options_set_the_timeline_and_the_currency(soffice, tmp_path):
                                  "--forecast-months", "0"], capture_output=True, text=True, cwd=ROOT)
     assert bad_months.returncode == 2 and "--forecast-months" in bad_months.stderr
     assert not (tmp_path / "x.xlsx").exists()
+
+
+def _plan_json(*argv: str) -> dict:
+    run = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", *argv, "--json"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_plan_json_carries_the_forecast_and_its_npv_derived_by_hand():
+    """No growth: the peak fleet is the same every month, so renting it all is a level monthly bill, discounted."""
+    d = _plan_json("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--growth", "0")
+    assert d["forecast_months"] == 36 and d["units"]["forecast_npv_rent"] == "$"
+    # GPUs for the peak + headroom, in whole replicas of the plan's QPS per replica, every month
+    gpus = d["gpus_per_replica"] * math.ceil(d["target_qps"] * (1 + d["headroom_target"]) / d["qps_per_replica"])
+    assert d["forecast_gpus_end"] == gpus
+    # 730 h a month (8,760 h / 12) at the on-demand price, paid at the end of month m, discounted at
+    # (1 + cost of capital)^(m / 12)
+    rent = d["price_per_gpu_hour"] * 730 * gpus
+    npv_rent = sum(rent / (1 + d["cost_of_capital"]) ** (m / 12) for m in range(1, 37))
+    assert d["forecast_npv_rent"] == pytest.approx(npv_rent, rel=1e-12)
+    assert d["forecast_saving"] == pytest.approx(d["forecast_npv_rent"] - d["forecast_npv_buy"], rel=1e-12)
+    buy_wins = d["forecast_npv_buy"] < d["forecast_npv_rent"]
+    assert d["forecast_verdict"] == (finance.VERDICT_BUY if buy_wins else finance.VERDICT_RENT)
+
+
+@pytest.mark.libreoffice
+def test_plan_json_forecast_equals_the_forecast_sheet_as_libreoffice_computes_it(built, soffice, tmp_path):
+    from inference_ledger.report import forecast_of
+
+    got = load_workbook(recalculate(built[0], tmp_path), data_only=True)
+    want = forecast_of(built[1])
+    assert len(want) == 9
+    for key, v in want.items():
+        if isinstance(v, str):
+            assert _cell(got, key).value == v, key
+        else:
+            assert _cell(got, key).value == pytest.approx(v, rel=1e-9), key

@@ -60,10 +60,8 @@ def grid_lines() -> list[str]:
             if any(plan.depends_on(n, k) for k in KEY_INPUTS)]
 
 
-def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, gpus_per_replica):
-    """GPUs needed in the last month of the forecast (the Forecast sheet's formula, at its last month)."""
-    return finance.gpus_for_load(finance.grown(target_qps, growth, months), headroom, qps_per_replica,
-                                 gpus_per_replica)
+#: GPUs needed in the last month of the forecast (the timeline's formula at its last month: the library's).
+horizon_gpus = finance.horizon_gpus
 
 
 def case_values(values: dict, name: str, factor: float, months: int) -> dict[str, Any]:
