@@ -40,8 +40,8 @@ import numpy as np
 
 from inference_ledger import ledger
 from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import (and_, ceil, eq, ge, gt, is_sym, isblank, lt, maximum, minimum, sum_of, sumproduct,
-                                   where)
+from inference_ledger.expr import (abs_, and_, ceil, eq, ge, gt, is_sym, isblank, lt, maximum, minimum, sum_of,
+                                   sumproduct, where)
 from inference_ledger.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, SECONDS_PER_DAY, W_PER_KW
 
 GPU_COSTS_CSV = Path(__file__).resolve().parent / "data" / "gpu_costs.csv"
@@ -291,6 +291,58 @@ def forecast(values: Any, months: int = 0) -> dict[str, Any]:
 def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, gpus_per_replica):
     """GPUs needed in the last month of the forecast (the timeline's gpus_needed row at its last month)."""
     return gpus_for_load(grown(target_qps, growth, months), headroom, qps_per_replica, gpus_per_replica)
+
+
+# --- sensitivity: what drives the cost and the GPU count -------------------------------------------------------
+
+#: The key inputs, each moved down and up by the step (one case each way), and the outputs watched.
+SENSITIVITY_INPUTS = ("bw_efficiency", "output_tokens", "input_tokens", "concurrency", "price_per_gpu_hour",
+                      "utilization", "growth")
+SENSITIVITY_STEP = 0.2
+#: (key, label, unit); gpus_at_horizon is the forecast's last month (forecast_gpus_end at the plan's months).
+SENSITIVITY_OUTPUTS = (("best_cost_per_million_output_tokens", "Cheapest $/Mtok", "$/Mtok"),
+                       ("gpus_for_qps", "GPUs for the target QPS", "GPUs"),
+                       ("gpus_at_horizon", "GPUs needed in the last forecast month", "GPUs"))
+
+
+def sensitivity_outputs(values: Any, months) -> dict[str, Any]:
+    """The watched outputs of one evaluated plan (``months``: the forecast's horizon, a number or a reference)."""
+    out = {k: values[k] for k, _l, _u in SENSITIVITY_OUTPUTS if k != "gpus_at_horizon"}
+    out["gpus_at_horizon"] = horizon_gpus(values["target_qps"], values["growth"], months, values["headroom_target"],
+                                          values["qps_per_replica"], values["gpus_per_replica"])
+    return out
+
+
+def sensitivity_case(values: Any, evaluate: Any, input_names, name: str, factor: float) -> dict[str, Any]:
+    """The plan with one input multiplied by ``factor``: its inputs and every line (``evaluate``: the plan's own
+    evaluation, inference_ledger.plan.evaluate, passed in: the finance formulas sit below the plan)."""
+    inputs = {i: values[i] for i in input_names}
+    inputs[name] = values[name] * factor
+    return evaluate(inputs, validate=False)
+
+
+def swing_rank(swings, swings_to_here, swing):
+    """A swing's rank, 1 the largest: the swings above it, plus the equal ones up to it (ties in order); ``swings``
+    every swing, ``swings_to_here`` those up to this one (ranges on the Sensitivity sheet)."""
+    return sumproduct(gt(swings, swing) * 1) + sumproduct(eq(swings_to_here, swing) * 1)
+
+
+def sensitivity(values: Any, evaluate: Any, input_names, months: int = 0) -> dict[str, Any]:
+    """Every key input moved down and up by :data:`SENSITIVITY_STEP`: per output, per input, the output at -step and
+    at +step, the swing |high - low| and its rank among the inputs (the Sensitivity sheet's tornado tables)."""
+    n = int(months or DEFAULT_MONTHS)
+    cases = {(name, sign): sensitivity_outputs(sensitivity_case(values, evaluate, input_names, name,
+                                                                1 + sign * SENSITIVITY_STEP), n)
+             for name in SENSITIVITY_INPUTS for sign in (-1, 1)}
+    out: dict[str, Any] = {"step": SENSITIVITY_STEP, "months": n}
+    for key, _label, _unit in SENSITIVITY_OUTPUTS:
+        lo = [float(cases[(name, -1)][key]) for name in SENSITIVITY_INPUTS]
+        hi = [float(cases[(name, 1)][key]) for name in SENSITIVITY_INPUTS]
+        swings = [abs_(h - l) for l, h in zip(lo, hi)]
+        out[key] = {name: {"low": lo[i], "high": hi[i], "swing": swings[i],
+                           "rank": int(swing_rank(swings, swings[:i + 1], swings[i]))}
+                    for i, name in enumerate(SENSITIVITY_INPUTS)}
+    return out
 
 
 # --- build options of the finance view (checked here: the CLI stays light) ------------------------

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from . import catalog, concurrency, finance, kernels, serving, step_lines, verdict
-from .plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
+from .plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
 from .units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
@@ -79,8 +79,18 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
                             engine=engine))
     fc = forecast_of(values)
     out.update({k: v if isinstance(v, str) else _json_value(k, v, FORECAST_UNITS[k]) for k, v in fc.items()})
+    if fc:   # the sensitivity grid: {output: {input: {"low", "high", "swing", "rank"}}}, the Sensitivity sheet's
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            grid = finance.sensitivity(values, evaluate, [i.name for i in INPUTS])
+        out["sensitivity"] = {k: (v if not isinstance(v, dict) else
+                                  {i: {m: (_json_value(k, x, "") if m != "rank" else x) for m, x in row.items()}
+                                   for i, row in v.items()})
+                              for k, v in grid.items()}
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
     out["units"] |= {k: FORECAST_UNITS[k] for k in fc}
+    if fc:
+        out["units"]["sensitivity"] = {"step": "fraction", "months": "months"} | {
+            k: unit for k, _l, unit in finance.SENSITIVITY_OUTPUTS}
     out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
                      for f in FAMILIES if f.name in values}
     return out

@@ -194,7 +194,13 @@ def forecast_reference() -> str:
         lines.append(f"| `{key}` | {_cell(label)} | {_cell(unit)} | `{_cell(fn(row, end, name).text)}` |")
     rows = ", ".join(f"`{k}`" for k, *_ in finance.forecast_rows(name("forecast_months")))
     lines += ["", _cell(f"Timeline rows (one value a month; `<row>_months` above is the row over the months, "
-                        f"`<row>_last` its last month): {rows}.")]
+                        f"`<row>_last` its last month): {rows}."), ""]
+    outputs = ", ".join(f"`{k}` ({_cell(label)}, {_cell(unit)})" for k, label, unit in finance.SENSITIVITY_OUTPUTS)
+    inputs = ", ".join(f"`{k}`" for k in finance.SENSITIVITY_INPUTS)
+    lines.append(f"`sensitivity` (the Sensitivity sheet's grid, `finance.sensitivity`): `step` "
+                 f"({finance.SENSITIVITY_STEP:g}), `months`, and for each output, {outputs}, each key input, {inputs}: "
+                 "`{\"low\": output at -step, \"high\": at +step, \"swing\": |high - low|, \"rank\": 1 the largest "
+                 "swing, ties in input order}`.")
     return "\n".join(lines)
 
 

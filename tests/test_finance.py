@@ -260,8 +260,8 @@ def test_plan_json_carries_the_forecast_and_its_npv_derived_by_hand():
 
 
 @pytest.mark.libreoffice
-def test_plan_json_forecast_equals_the_forecast_sheet_as_libreoffice_computes_it(built, soffice, tmp_path):
-    from inference_ledger.report import forecast_of
+def test_plan_json_forecast_and_sensitivity_equal_the_sheets_as_libreoffice_computes_them(built, soffice, tmp_path):
+    from inference_ledger.report import forecast_of, plan_json
 
     got = load_workbook(recalculate(built[0], tmp_path), data_only=True)
     want = forecast_of(built[1])
@@ -271,3 +271,15 @@ def test_plan_json_forecast_equals_the_forecast_sheet_as_libreoffice_computes_it
             assert _cell(got, key).value == v, key
         else:
             assert _cell(got, key).value == pytest.approx(v, rel=1e-9), key
+    # the swing tables of the Sensitivity sheet: input label | output at -step | at +step | swing | rank
+    grid, ws = plan_json(built[1])["sensitivity"], got["Sensitivity"]
+    for key, label, _unit in finance.SENSITIVITY_OUTPUTS:
+        if key not in ("best_cost_per_million_output_tokens", "gpus_at_horizon"):
+            continue   # the tornado's outputs
+        top = _row(ws, f"Swings: {label}") + 1
+        for i in range(1, len(finance.SENSITIVITY_INPUTS) + 1):
+            name = next(n for n in finance.SENSITIVITY_INPUTS if plan.INPUT_BY_NAME[n].label == ws.cell(top + i, 1).value)
+            row = grid[key][name]
+            assert [ws.cell(top + i, c).value for c in (2, 3, 4)] == pytest.approx(
+                [row["low"], row["high"], row["swing"]], rel=1e-9, abs=1e-12), (key, name)
+            assert ws.cell(top + i, 5).value == row["rank"], (key, name)

@@ -23,20 +23,17 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger import finance
 from inference_ledger import plan
-from inference_ledger.expr import Sym, abs_, eq, gt, index, match, sumproduct
+from inference_ledger.expr import Sym, abs_, index, match
 
 from . import style
 from .cells import line_expression
 from .context import Ctx
 
 SHEET = "Sensitivity"
-KEY_INPUTS = ("bw_efficiency", "output_tokens", "input_tokens", "concurrency", "price_per_gpu_hour", "utilization",
-              "growth")
-STEP = 0.2
+#: The key inputs, the step and the outputs (the library's: plan --json has the same grid).
+KEY_INPUTS, STEP = finance.SENSITIVITY_INPUTS, finance.SENSITIVITY_STEP
 #: (key, label, unit) of the outputs; the first and the last get a tornado chart.
-OUTPUTS = (("best_cost_per_million_output_tokens", "Cheapest $/Mtok", "$/Mtok"),
-           ("gpus_for_qps", "GPUs for the target QPS", "GPUs"),
-           ("gpus_at_horizon", "GPUs needed in the last forecast month", "GPUs"))
+OUTPUTS = finance.SENSITIVITY_OUTPUTS
 TORNADO = ("best_cost_per_million_output_tokens", "gpus_at_horizon")
 FIRST_CASE_COL = 4  # D; C holds the base case
 
@@ -60,21 +57,10 @@ def grid_lines() -> list[str]:
             if any(plan.depends_on(n, k) for k in KEY_INPUTS)]
 
 
-#: GPUs needed in the last month of the forecast (the timeline's formula at its last month: the library's).
-horizon_gpus = finance.horizon_gpus
-
-
 def case_values(values: dict, name: str, factor: float, months: int) -> dict[str, Any]:
-    """The outputs with one input multiplied by factor (the plan re-evaluated in Python)."""
-    inputs = {i.name: values[i.name] for i in plan.INPUTS}
-    inputs[name] = values[name] * factor
-    v = plan.evaluate(inputs, validate=False)
-    out = {k: _num(v[k]) for k, _l, _u in OUTPUTS if k in v}
-    out["gpus_at_horizon"] = _num(horizon_gpus(v["target_qps"], v["growth"], months, v["headroom_target"],
-                                               v["qps_per_replica"], v["gpus_per_replica"]))
-    out["moved"] = inputs[name]
-    out["lines"] = {n: _num(v[n]) for n in grid_lines()}
-    return out
+    """The plan's lines with one input multiplied by factor (inference_ledger.finance.sensitivity_case)."""
+    v = finance.sensitivity_case(values, plan.evaluate, [i.name for i in plan.INPUTS], name, factor)
+    return {"lines": {n: _num(v[n]) for n in grid_lines()}}
 
 
 def _num(v):
@@ -147,12 +133,19 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
             r = _tornado(ctx, ws, r, k, label, unit, out_row[k]) + 3
 
 
+class _ByName:
+    """A reference function as a mapping (the formula side of finance.sensitivity_outputs)."""
+
+    def __init__(self, ref):
+        self._ref = ref
+
+    def __getitem__(self, name: str) -> Sym:
+        return self._ref(name)
+
+
 def _output(key: str, ref, months: Sym) -> Sym:
-    """An output's formula with quantities from ref (a name -> Sym)."""
-    if key == "gpus_at_horizon":
-        return horizon_gpus(ref("target_qps"), ref("growth"), months, ref("headroom_target"),
-                            ref("qps_per_replica"), ref("gpus_per_replica"))
-    return ref(key)
+    """An output's formula with quantities from ref (a name -> Sym): the library's outputs of the grid."""
+    return finance.sensitivity_outputs(_ByName(ref), months)[key]
 
 
 def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int) -> int:
@@ -175,10 +168,9 @@ def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int
     for i in range(len(KEY_INPUTS)):
         rr = first + i
         # the rank: swings above this one, plus the equal ones up to it (ties in sheet order)
-        d = ctx.at(ws, f"D{rr}")
-        above = sumproduct(gt(ctx.span(ws, f"D{first}", f"D{last}", fix="both"), d) * 1)
-        ties = sumproduct(eq(ctx.span(ws, f"D{first}", f"D{rr}", fix="both", fix_last=""), d) * 1)
-        ctx.formula(ws, f"E{rr}", above + ties, style.FORMULA, "0")
+        rank = finance.swing_rank(ctx.span(ws, f"D{first}", f"D{last}", fix="both"),
+                                  ctx.span(ws, f"D{first}", f"D{rr}", fix="both", fix_last=""), ctx.at(ws, f"D{rr}"))
+        ctx.formula(ws, f"E{rr}", rank, style.FORMULA, "0")
     # sorted for the chart: largest swing first (rank k found with INDEX/MATCH)
     r = last + 2
     for k, h in enumerate(("Input (sorted by swing)", "Change at -step", "Change at +step", "Rank")):
