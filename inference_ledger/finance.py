@@ -40,8 +40,8 @@ import numpy as np
 
 from inference_ledger import ledger
 from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import (abs_, and_, ceil, eq, ge, gt, is_sym, isblank, lt, maximum, minimum, sum_of,
-                                   sumproduct, where)
+from inference_ledger.expr import (abs_, and_, ceil, eq, ge, gt, iferror, index, is_sym, isblank, lt, match, maximum,
+                                   min_of, minimum, sum_of, sumproduct, where)
 from inference_ledger.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, SECONDS_PER_DAY, W_PER_KW
 
 GPU_COSTS_CSV = Path(__file__).resolve().parent / "data" / "gpu_costs.csv"
@@ -291,6 +291,28 @@ def forecast(values: Any, months: int = 0) -> dict[str, Any]:
 def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, gpus_per_replica):
     """GPUs needed in the last month of the forecast (the timeline's gpus_needed row at its last month)."""
     return gpus_for_load(grown(target_qps, growth, months), headroom, qps_per_replica, gpus_per_replica)
+
+
+# --- the cheapest deployment that meets the targets (the TCO sheet's comparison of the Scenarios rows) -----------
+
+#: The mark of the cheapest deployment that meets the targets.
+CHEAPEST = "cheapest meeting the targets"
+
+
+def cost_if_meets(meets, monthly_cost):
+    """A deployment's monthly cost when it meets the targets (meets 1/0), else "" (left out of the minimum)."""
+    return where(eq(meets, 1), monthly_cost, "")
+
+
+def cheapest_mark(meets, monthly_cost, costs_if_meets):
+    """CHEAPEST on the deployment that meets the targets at the lowest monthly cost (``costs_if_meets``: every
+    deployment's :func:`cost_if_meets`), else "" (ties: each cheapest one)."""
+    return where(and_(eq(meets, 1), eq(monthly_cost, min_of(costs_if_meets))), CHEAPEST, "")
+
+
+def cheapest_of(labels, marks):
+    """The label of the first deployment marked CHEAPEST, "" when none meets the targets."""
+    return iferror(index(labels, match(CHEAPEST, marks)), "")
 
 
 # --- sensitivity: what drives the cost and the GPU count -------------------------------------------------------

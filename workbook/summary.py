@@ -19,7 +19,7 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 
-from inference_ledger import plan, serving, summary, verdict
+from inference_ledger import finance, plan, serving, summary, verdict
 from inference_ledger import expr as E
 from inference_ledger.expr import (NOVALUE, Sym, ceil, concat, count_of, eq, gt, iferror, index, match, min_of,
                                    where)
@@ -30,7 +30,7 @@ from .cells import bill, fit_rows, header, named, section, verdict_code, verdict
 from .context import Ctx
 from .load_chart import X_RANGE
 from .printing import chart_box, last_row_under
-from .tco import CHEAPEST, SHEET as TCO, scenario_columns
+from .tco import SHEET as TCO, scenario_columns
 
 SHEET = "Summary"
 #: Rows of the failing checks the sheet lists (the rest are counted).
@@ -94,7 +94,7 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
     """The cheapest Scenarios row that meets the targets (TCO's comparison), in a sentence."""
     if TCO not in wb.sheetnames or "scenario_cheapest" not in ctx.names:
         return r - 1
-    label = iferror(index(ctx.name("scenario_labels"), match(CHEAPEST, ctx.name("scenario_cheapest"))), "")
+    label = finance.cheapest_of(ctx.name("scenario_labels"), ctx.name("scenario_cheapest"))
     ctx.put(ws, f"T{r}", "Cheapest scenario that meets the targets", style.NOTE)
     ctx.formula(ws, f"U{r}", label, style.FORMULA)
     ctx.formula(ws, f"V{r}", min_of(ctx.name("scenario_meets_cost")), style.FORMULA, style.number_format("$/month"))

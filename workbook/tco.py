@@ -23,7 +23,7 @@ from openpyxl.utils import get_column_letter
 from inference_ledger import finance
 from inference_ledger import plan
 from inference_ledger import expr as E
-from inference_ledger.expr import Sym, and_, concat, eq, ge, isnumber, match, min_of, one_zero, where
+from inference_ledger.expr import Sym, concat, eq, ge, isnumber, match, one_zero, where
 from inference_ledger.units import VERDICT_MEETS
 from inference_ledger.verdict import DOES_NOT_FIT
 
@@ -33,7 +33,7 @@ from .context import Ctx
 from .printing import chart_box, last_row_under
 
 SHEET = "TCO"
-CHEAPEST = "cheapest meeting the targets"
+CHEAPEST = finance.CHEAPEST
 #: Rows the cheapest-row test looks at: room for Scenarios rows copied down after the build.
 ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
@@ -207,7 +207,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), style.FORMULA, style.number_format("$/month"))
         # the one verdict: fits, meets targets
         ctx.formula(ws, f"D{r}", one_zero(ge(ref("verdict"), VERDICT_MEETS)), style.CHECK, "0")
-        ctx.formula(ws, f"E{r}", where(eq(ctx.at(ws, f"D{r}"), 1), ctx.at(ws, f"C{r}"), ""), style.FORMULA,
+        ctx.formula(ws, f"E{r}", finance.cost_if_meets(ctx.at(ws, f"D{r}"), ctx.at(ws, f"C{r}")), style.FORMULA,
                     style.number_format("$/month"))
         cached.append(r)
         # the charts: a scenario that does not fit gets no bar (its cost would dwarf the rest) and says so
@@ -220,8 +220,8 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     for name, col in (("scenario_labels", "A"), ("scenario_meets_cost", "E"), ("scenario_cheapest", "F")):
         ctx.define(name, ws, f"{col}{first}:{col}{first + ROOM}")   # the Summary's cheapest alternative
     for rr in cached:
-        low = min_of(ctx.span(ws, f"E{first}", f"E{first + ROOM}", fix="both"))
-        ctx.formula(ws, f"F{rr}", where(and_(eq(ctx.at(ws, f"D{rr}"), 1), eq(ctx.at(ws, f"C{rr}"), low)), CHEAPEST, ""),
+        ctx.formula(ws, f"F{rr}", finance.cheapest_mark(ctx.at(ws, f"D{rr}"), ctx.at(ws, f"C{rr}"),
+                                                        ctx.span(ws, f"E{first}", f"E{first + ROOM}", fix="both")),
                     style.CHECK)
     fill = PatternFill("solid", fgColor=style.GREEN[0], bgColor=style.GREEN[0])
     ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[eq(E.cell(f"F{first}", fix="col"), CHEAPEST).text], fill=fill,
