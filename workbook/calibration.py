@@ -28,10 +28,11 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import engine_ledger, engines
-from inference_ledger import ledger
+from inference_ledger import engines
 from inference_ledger import plan
-from inference_ledger.expr import abs_, and_, count_of, eq, gt, isnumber, median_of, where
+from inference_ledger.calibrate import (bw_fraction, calibrated, median_or_blank, overhead_ms, prefill_efficiency,
+                                        step_bytes, tpot_predicted_ms, ttft_predicted_ms)
+from inference_ledger.expr import abs_, count_of, isnumber, where
 from inference_ledger.units import MS_PER_S
 
 from . import style
@@ -77,41 +78,6 @@ class _Names:
 
 
 # --- one row: every formula written once, evaluated or rendered --------------------------
-
-
-def step_bytes(p, batch, context):
-    """Weights once per GPU + each sequence's KV at its context, split over the KV shards."""
-    kv_seq = ledger.kv_sequence_bytes(p.kv_elements_per_token_layer, p.kv_bytes, p.num_layers, context,
-                                 p.sliding_layers, p.window)
-    return p.weights_read_bytes / p.tp + batch * kv_seq / p.kv_shards
-
-
-def overhead_ms(p, batch):
-    """The plan's off-roofline time at this batch: TP all-reduces + per-layer and per-step overhead."""
-    ar = engine_ledger.allreduce_seconds(p.tp, p.num_layers, p.allreduce_latency_seconds,
-                             batch * p.hidden_size * p.unquantized_bytes, p.interconnect_bw)
-    return (ar + p.decode_overhead_seconds) * MS_PER_S
-
-
-def bw_fraction(p, bytes_, overhead, tpot_ms):
-    """Bandwidth fraction that reproduces the measured TPOT: bytes / (BW x (TPOT - overhead))."""
-    return bytes_ / (p.hbm_bw * (tpot_ms - overhead) / MS_PER_S)
-
-
-def tpot_predicted_ms(p, bytes_, overhead, batch):
-    flops = ledger.forward_flops(p.active_params, batch) / p.tp
-    return ledger.decode_step_seconds(bytes_, flops, p.hbm_bw, p.peak_flops, p.bw_efficiency,
-                                 p.decode_compute_efficiency) * MS_PER_S + overhead
-
-
-def prefill_efficiency(p, prompt, ttft_ms):
-    """Compute efficiency that reproduces the measured TTFT: FLOPs / (peak x TP x TTFT)."""
-    return ledger.prefill_flops(p.active_params, prompt) / (p.peak_flops * p.tp * ttft_ms / MS_PER_S)
-
-
-def ttft_predicted_ms(p, prompt):
-    return ledger.compute_seconds(ledger.prefill_flops(p.active_params, prompt), p.peak_flops, p.prefill_efficiency,
-                             p.tp) * MS_PER_S
 
 
 def _row_cells(p, c: dict) -> dict[str, tuple[str, Callable[[], Any]]]:
@@ -186,7 +152,7 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: list[str]) -> None:
     rng = {col: ctx.span(ws, f"{col}{FIRST}", f"{col}{last}") for col in computed}
 
     def median(col: str):
-        return where(gt(count_of(rng[col]), 0), median_of(rng[col]), "")
+        return median_or_blank(rng[col])
 
     rows = [("Measured runs with TPOT", count_of(rng["J"]), "General", None),
             ("Median bandwidth fraction (back-solved)", median("J"), "0.0%", "calibrated_bw_fraction_median"),
@@ -220,7 +186,7 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: list[str]) -> None:
                           f"{default:g}: {plan.INPUT_BY_NAME[default_input].doc})")
         r += 1
         ctx.put(ws, f"A{r}", f"{label}, for Plan")
-        formula = where(and_(eq(ctx.name("use_calibration"), 1), gt(count_of(rng[col]), 0)), median_of(rng[col]), uncal)
+        formula = calibrated(ctx.name("use_calibration"), rng[col], uncal)
         name = "calibrated_bw_efficiency" if key == "bw" else "calibrated_prefill_efficiency"
         ctx.formula(ws, f"B{r}", formula, style.FORMULA, "0.0%")
         ctx.define(name, ws, f"B{r}")
