@@ -47,7 +47,7 @@ def cli_reference() -> str:
     are listed once, under ``plan``."""
     import click
 
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
     from inference_ledger.cli import COMMANDS, main
 
     root = click.Context(main, info_name="inference-ledger")
@@ -137,7 +137,7 @@ def _number(v: float) -> str:
 
 def inputs_reference() -> str:
     """Every plan input by group: name (the JSON key and workbook name), label, unit, default, allowed range, doc."""
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
 
     lines = []
     for group in dict.fromkeys(i.group for i in plan.INPUTS):
@@ -151,7 +151,7 @@ def inputs_reference() -> str:
 
 def lines_reference() -> str:
     """Every plan line by ledger: name, label, unit, doc and its Excel formula over the named quantities."""
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
 
     lines = []
     defaults = plan.defaults()
