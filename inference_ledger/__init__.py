@@ -5,7 +5,6 @@ ground floor first, are :data:`LAYERS`.  ``docs/architecture.md`` says what live
 """
 
 import importlib
-import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -34,9 +33,10 @@ LAYERS = (
 _CARD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workbook")
 if not os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "workbook")) and os.path.isdir(_CARD) \
         and f"{__name__}.workbook" not in sys.modules:
-    _spec = importlib.machinery.ModuleSpec(f"{__name__}.workbook", None, is_package=True)
-    _spec.submodule_search_locations = [_CARD]
+    _spec = importlib.util.spec_from_file_location(f"{__name__}.workbook", os.path.join(_CARD, "__init__.py"),
+                                                   submodule_search_locations=[_CARD])
     workbook = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(workbook)
 
 
 def __getattr__(name: str):
