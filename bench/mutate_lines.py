@@ -46,7 +46,7 @@ PROBES = (("llama-3.1-70b", "h100-sxm", {"tp": 4}), ("llama-3.1-70b", "h100-sxm"
           ("llama-3.1-405b", "h100-sxm", {"tp": 8, "pp": 2, "concurrency": 600}),
           ("gpt-oss-120b", "h100-sxm", {"tp": 1, "concurrency": 2000}))
 PROBE = ("import json, sys\n"
-         "from inference_ledger import plan, resolve\n"
+         "from inference_ledger.graph import plan, resolve\n"
          "out = []\n"
          "for m, g, n in json.loads(sys.argv[1]):\n"
          "    v = plan.evaluate(resolve.resolve(m, g, numbers=n).inputs)\n"
