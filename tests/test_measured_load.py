@@ -190,6 +190,20 @@ def test_trtllm_configdb_throughput_is_concurrency_over_the_request_time(rows):
         assert r.kv_dtype == "fp8" and r.model_id == "glm-4.5" and r.model_match == "same-shapes", r.id
 
 
+def test_atom_dashboard_throughput_is_concurrency_over_the_request_time(rows):
+    """ROCm/ATOM's dashboard prints output throughput, mean TTFT and mean TPOT of each closed-loop point as separate
+    benches: C x OSL / (TTFT + (OSL - 1) x TPOT) must land within 5% below the printed throughput (requests run to their
+    full length; the 2-4% gap is the time between a request's end and the next one's start), a hand check that the
+    three cells were read from the same point."""
+    atom = [r for r in rows if r.source_key == "rocm-atom-benchmark-dashboard"]
+    assert len(atom) == 39
+    assert {r.gpu_id for r in atom} == {"mi355x"}
+    for r in atom:
+        request_s = (r.ttft_ms + (r.output_tokens - 1) * r.tpot_ms) / 1000
+        ratio = r.deployment_tok_s / (r.batch * r.output_tokens / request_s)
+        assert 0.95 <= ratio <= 1.0, (r.id, ratio)
+
+
 def test_per_gpu_throughput_is_scaled_to_the_deployment(rows):
     by_id = {r.id: r for r in rows}
     # TensorRT-LLM 0.9.0, H100 FP8, Llama-2-70B TP4, batch 512, 128 -> 2048: '2,725' per GPU x 4 GPUs
