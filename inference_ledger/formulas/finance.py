@@ -2,7 +2,8 @@
 
 Every formula here is written once with the :mod:`inference_ledger.core.expr` helpers, so it computes on
 numbers and numpy arrays (the CLI, the cached values) and renders as a portable Excel
-formula (the TCO, Forecast and Sensitivity sheets, and the plan's finance lines).
+formula (the TCO, Forecast and Sensitivity sheets).  The plan's finance lines are the formulas themselves
+(``@line``, :mod:`inference_ledger.core.line`): ``plan --json`` and the sheets read them by name.
 
 Owning one GPU for a year costs (a standard levelised-cost / TCO split, as in the
 ICAEW/FAST modelling convention of separating capital from operating cost):
@@ -41,6 +42,7 @@ import numpy as np
 from inference_ledger.formulas import ledger
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.expr import and_, ceil, eq, ge, gt, is_sym, maximum, minimum, where
+from inference_ledger.core.line import FINANCE, line
 from inference_ledger.core.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, W_PER_KW
 
 GPU_COSTS_CSV = Path(__file__).resolve().parents[1] / "data" / "gpu_costs.csv"
@@ -54,53 +56,87 @@ def _f(x):
 # --- owning ------------------------------------------------------------------------------------
 
 
-def capital_recovery_factor(rate, years):
-    """The annuity per 1 of capital: r / (1 - (1 + r)^-n) per year (r > 0)."""
-    r = _f(rate)
-    return r / (1 - (1 + r) ** (-years))
-
-
-def power_kw(gpu_power_w, server_power_w_per_gpu):
+@line("IT power per GPU", "kW", FINANCE,
+      "GPU TDP + its share of the server, in kW.")
+def power_kw_per_gpu(gpu_power_w, server_power_w_per_gpu):
     """IT power of one GPU and its share of the server, kW."""
     return (gpu_power_w + server_power_w_per_gpu) / W_PER_KW
 
 
-def owned_fixed_cost_per_year(server_price_per_gpu, crf, support_fraction, kw, hosting_per_kw_month):
+@line("Capital recovery factor", "1/year", FINANCE,
+      "Annuity per 1 of capex: r / (1 - (1 + r)^-years).")
+def capital_recovery_factor(cost_of_capital, depreciation_years):
+    """The annuity per 1 of capital: r / (1 - (1 + r)^-n) per year (r > 0)."""
+    r = _f(cost_of_capital)
+    return r / (1 - (1 + r) ** (-depreciation_years))
+
+
+@line("Owned GPU: fixed cost per year", "$/GPU-year", FINANCE,
+      "Capex x CRF + capex x support share + kW x hosting x 12: paid whether the GPU works or not.")
+def owned_fixed_cost_per_gpu_year(server_price_per_gpu, capital_recovery_factor, support_fraction, power_kw_per_gpu,
+                                  hosting_per_kw_month):
     """What one owned GPU costs per year whether it works or not: capital + support + hosting."""
-    return server_price_per_gpu * crf + server_price_per_gpu * support_fraction + kw * hosting_per_kw_month * MONTHS_PER_YEAR
+    return server_price_per_gpu * capital_recovery_factor + server_price_per_gpu * support_fraction \
+        + power_kw_per_gpu * hosting_per_kw_month * MONTHS_PER_YEAR
 
 
-def energy_cost_per_hour(kw, pue, electricity_price):
+@line("Owned GPU: energy per working hour", "$/GPU-h", FINANCE,
+      "kW x PUE x price per kWh.")
+def owned_energy_cost_per_gpu_hour(power_kw_per_gpu, pue, electricity_price):
     """Energy of one working GPU-hour: IT kW x PUE x price per kWh."""
-    return kw * pue * electricity_price
+    return power_kw_per_gpu * pue * electricity_price
 
 
-def owned_cost_per_gpu_hour(fixed_per_year, energy_per_hour, utilization):
+@line("Owned cost per used GPU-hour", "$/GPU-h", FINANCE,
+      "Fixed cost / (8760 h x utilization) + energy.")
+def owned_cost_per_gpu_hour(owned_fixed_cost_per_gpu_year, owned_energy_cost_per_gpu_hour, utilization):
     """Cost of a used GPU-hour when owned: fixed cost over the hours used + energy."""
-    return fixed_per_year / MONTHS_PER_YEAR / HOURS_PER_MONTH / _f(utilization) + energy_per_hour
+    return owned_fixed_cost_per_gpu_year / MONTHS_PER_YEAR / HOURS_PER_MONTH / _f(utilization) \
+        + owned_energy_cost_per_gpu_hour
 
 
-def breakeven_utilization(fixed_per_year, energy_per_hour, rent_per_hour):
-    """Utilization above which owning beats renting at rent_per_hour (negative or > 1: never)."""
-    return fixed_per_year / MONTHS_PER_YEAR / HOURS_PER_MONTH / (_f(rent_per_hour) - energy_per_hour)
+def cost_per_million_tokens(cost_per_gpu_hour, tp, tokens_per_second):
+    """$ per million output tokens at a cost per used GPU-hour (the plan's formula, another rate)."""
+    return ledger.cost_per_million_output_tokens(cost_per_gpu_hour, tp, _f(tokens_per_second))
 
 
-def own_beats_rent(utilization, breakeven):
+@line("Owned cost per million output tokens", "$/Mtok", FINANCE,
+      "The plan's $/Mtok at the owned cost per used GPU-hour.")
+def owned_cost_per_million_output_tokens(owned_cost_per_gpu_hour, gpus_per_replica, tokens_per_second):
+    return cost_per_million_tokens(owned_cost_per_gpu_hour, gpus_per_replica, tokens_per_second)
+
+
+@line("Break-even utilization (own vs on demand)", "fraction", FINANCE,
+      "Utilization above which owning costs less per used hour than on demand; negative or over 100%: never.")
+def breakeven_utilization(owned_fixed_cost_per_gpu_year, owned_energy_cost_per_gpu_hour, price_per_gpu_hour):
+    """Utilization above which owning beats renting at price_per_gpu_hour (negative or > 1: never)."""
+    return owned_fixed_cost_per_gpu_year / MONTHS_PER_YEAR / HOURS_PER_MONTH \
+        / (_f(price_per_gpu_hour) - owned_energy_cost_per_gpu_hour)
+
+
+@line("Owning beats on demand", "1/0", FINANCE,
+      "1 when the utilization reaches the break-even.")
+def owned_beats_rent(utilization, breakeven_utilization):
     """1 when the utilization reaches a break-even that exists (0 < break-even <= utilization)."""
-    return where(and_(gt(breakeven, 0), ge(utilization, breakeven)), 1, 0)
+    return where(and_(gt(breakeven_utilization, 0), ge(utilization, breakeven_utilization)), 1, 0)
 
 
-def running_cost_per_month(server_price_per_gpu, support_fraction, kw, hosting_per_kw_month, energy_per_hour,
-                           utilization):
+@line("Owned GPU: running cash per month", "$/month", FINANCE,
+      "Support / 12 + kW x hosting + energy x 730 h x utilization: what it costs once bought.")
+def owned_running_cost_per_gpu_month(server_price_per_gpu, support_fraction, power_kw_per_gpu, hosting_per_kw_month,
+                                     owned_energy_cost_per_gpu_hour, utilization):
     """Cash one owned GPU costs per month once bought: support, hosting, and energy for the hours used."""
-    return (server_price_per_gpu * support_fraction / MONTHS_PER_YEAR + kw * hosting_per_kw_month
-            + energy_per_hour * HOURS_PER_MONTH * utilization)
+    return (server_price_per_gpu * support_fraction / MONTHS_PER_YEAR + power_kw_per_gpu * hosting_per_kw_month
+            + owned_energy_cost_per_gpu_hour * HOURS_PER_MONTH * utilization)
 
 
-def payback_months(server_price_per_gpu, running_per_month, rent_per_hour, utilization):
+@line("Months of use for owning to pay back", "months", FINANCE,
+      "Server price / (on-demand bill - running cash) per month at this utilization; undiscounted; negative: never.")
+def payback_months(server_price_per_gpu, owned_running_cost_per_gpu_month, price_per_gpu_hour, utilization):
     """Months of use after which buying (price up front, then its running cost) has cost less than renting the
     same used hours on demand: price / (monthly rent - running cost); undiscounted, negative = never."""
-    return server_price_per_gpu / (_f(rent_per_hour) * HOURS_PER_MONTH * utilization - running_per_month)
+    return server_price_per_gpu / (_f(price_per_gpu_hour) * HOURS_PER_MONTH * utilization
+                                   - owned_running_cost_per_gpu_month)
 
 
 # --- renting -----------------------------------------------------------------------------------
@@ -111,25 +147,63 @@ def discounted(price_per_hour, discount):
     return price_per_hour * (1 - discount)
 
 
+@line("1-year reserved rate", "$/GPU-h", FINANCE,
+      "On demand x (1 - 1-year discount), paid for every hour.")
+def reserved_1y_price_per_gpu_hour(price_per_gpu_hour, reserved_1y_discount):
+    return discounted(price_per_gpu_hour, reserved_1y_discount)
+
+
+@line("3-year reserved rate", "$/GPU-h", FINANCE,
+      "On demand x (1 - 3-year discount), paid for every hour.")
+def reserved_3y_price_per_gpu_hour(price_per_gpu_hour, reserved_3y_discount):
+    return discounted(price_per_gpu_hour, reserved_3y_discount)
+
+
+@line("Spot rate", "$/GPU-h", FINANCE,
+      "On demand x (1 - spot discount), paid per used hour; interruptible.")
+def spot_price_per_gpu_hour(price_per_gpu_hour, spot_discount):
+    return discounted(price_per_gpu_hour, spot_discount)
+
+
 def committed_cost_per_used_hour(rate, utilization):
     """Reserved capacity is paid for every hour: its cost per used hour is rate / utilization."""
     return rate / _f(utilization)
 
 
-def cheapest_option(on_demand, reserved_1y, reserved_3y, owned, spot, use_spot):
+@line("1-year reserved per used GPU-hour", "$/GPU-h", FINANCE,
+      "Reserved rate / utilization.")
+def reserved_1y_cost_per_gpu_hour(reserved_1y_price_per_gpu_hour, utilization):
+    return committed_cost_per_used_hour(reserved_1y_price_per_gpu_hour, utilization)
+
+
+@line("3-year reserved per used GPU-hour", "$/GPU-h", FINANCE,
+      "Reserved rate / utilization.")
+def reserved_3y_cost_per_gpu_hour(reserved_3y_price_per_gpu_hour, utilization):
+    return committed_cost_per_used_hour(reserved_3y_price_per_gpu_hour, utilization)
+
+
+@line("Cheapest cost per used GPU-hour", "$/GPU-h", FINANCE,
+      "The least of on demand, 1- and 3-year reserved, owned (and spot when counted).")
+def best_cost_per_gpu_hour(price_per_gpu_hour, reserved_1y_cost_per_gpu_hour, reserved_3y_cost_per_gpu_hour,
+                           owned_cost_per_gpu_hour, spot_price_per_gpu_hour, use_spot):
     """The cheapest cost per used GPU-hour of on demand, reserved and owned; spot too when use_spot is 1."""
-    best = minimum(on_demand, reserved_1y, reserved_3y, owned)
-    return where(eq(use_spot, 1), minimum(best, spot), best)
+    best = minimum(price_per_gpu_hour, reserved_1y_cost_per_gpu_hour, reserved_3y_cost_per_gpu_hour,
+                   owned_cost_per_gpu_hour)
+    return where(eq(use_spot, 1), minimum(best, spot_price_per_gpu_hour), best)
 
 
-def cost_per_million_tokens(cost_per_gpu_hour, tp, tokens_per_second):
-    """$ per million output tokens at a cost per used GPU-hour (the plan's formula, another rate)."""
-    return ledger.cost_per_million_output_tokens(cost_per_gpu_hour, tp, _f(tokens_per_second))
+@line("Cheapest cost per million output tokens", "$/Mtok", FINANCE,
+      "The plan's $/Mtok at the cheapest cost per used GPU-hour.")
+def best_cost_per_million_output_tokens(best_cost_per_gpu_hour, gpus_per_replica, tokens_per_second):
+    return cost_per_million_tokens(best_cost_per_gpu_hour, gpus_per_replica, tokens_per_second)
 
 
-def monthly_fleet_cost(gpus, fixed_per_year, energy_per_hour, utilization):
+@line("Monthly cost of owning the QPS fleet", "$/month", FINANCE,
+      "GPUs for the target QPS x (fixed cost / 12 + energy x 730 h x utilization).")
+def owned_monthly_cost_qps(gpus_for_qps, owned_fixed_cost_per_gpu_year, owned_energy_cost_per_gpu_hour, utilization):
     """A month of an owned fleet: fixed cost / 12 + energy for the hours used."""
-    return gpus * (fixed_per_year / MONTHS_PER_YEAR + energy_per_hour * HOURS_PER_MONTH * utilization)
+    return gpus_for_qps * (owned_fixed_cost_per_gpu_year / MONTHS_PER_YEAR
+                           + owned_energy_cost_per_gpu_hour * HOURS_PER_MONTH * utilization)
 
 
 # --- the capacity timeline (one column per month on the Forecast sheet) --------------------------

@@ -22,8 +22,8 @@ import numpy as np
 
 from inference_ledger.graph import band_lines, plan_lines
 from inference_ledger.catalogs import bands, catalog_facts, engines
-from inference_ledger.formulas import (finance_lines, kernels, parallel_lines, serving_lines, step_inverse_lines,
-                                       step_lines, whatif_lines)
+from inference_ledger.formulas import (finance, kernels, parallel, serving_lines, step_inverse_lines, step_lines,
+                                       whatif_lines)
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.line import Family, Line, lines_of
@@ -220,12 +220,12 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
 #: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
-#: function in plan_lines / serving_lines / step_lines / parallel_lines / whatif_lines / finance_lines.
+#: function in plan_lines / serving_lines / step_lines / parallel / whatif_lines / finance.
 LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) \
     + lines_of(step_inverse_lines) \
-    + lines_of(parallel_lines) \
+    + lines_of(parallel) \
     + lines_of(whatif_lines) \
-    + lines_of(finance_lines) \
+    + lines_of(finance) \
     + lines_of(band_lines)
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
