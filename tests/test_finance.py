@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog
-from inference_ledger import finance
-from inference_ledger import plan
-from workbook.build import build_workbook, check_rows, make_context
-from workbook.context import xname
-from workbook.recalc import recalculate
+from inference_ledger.catalogs import catalog
+from inference_ledger.formulas import finance
+from inference_ledger.graph import plan
+from inference_ledger.workbook.build import build_workbook, check_rows, make_context
+from inference_ledger.workbook.context import xname
+from inference_ledger.workbook.recalc import recalculate
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -261,7 +261,7 @@ def test_plan_json_carries_the_forecast_and_its_npv_derived_by_hand():
 
 @pytest.mark.libreoffice
 def test_plan_json_forecast_and_sensitivity_equal_the_sheets_as_libreoffice_computes_them(built, soffice, tmp_path):
-    from inference_ledger.report import forecast_of, plan_json
+    from inference_ledger.io.report import forecast_of, plan_json
 
     got = load_workbook(recalculate(built[0], tmp_path), data_only=True)
     want = forecast_of(built[1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from openpyxl.styles import Font, PatternFill
 
-from inference_ledger import verdict
+from inference_ledger.graph import verdict
 
 from . import style
 from .cells import section

@@ -1,11 +1,11 @@
 """The TCO sheet: own vs rent per used GPU-hour, by utilization, and the scenarios compared.
 
-* The plan's finance lines (``inference_ledger.plan``, ledger ``finance``; formulas in
-  :mod:`inference_ledger.finance`) side by side: on demand, 1- and 3-year reserved, spot, owned, the
+* The plan's finance lines (``inference_ledger.graph.plan``, ledger ``finance``; formulas in
+  :mod:`inference_ledger.formulas.finance`) side by side: on demand, 1- and 3-year reserved, spot, owned, the
   cheapest, in $ per used GPU-hour and $ per million output tokens; the break-even
   utilization and the months of use for owning to pay back.
 * A utilization table (20% to 100%): the cost per used GPU-hour of each source at that
-  utilization, the same :mod:`inference_ledger.finance` formulas with the utilization a cell of the
+  utilization, the same :mod:`inference_ledger.formulas.finance` formulas with the utilization a cell of the
   row; charted as lines that cross at the break-even.
 * Scenario comparison: each Scenarios row's $/Mtok and monthly cost, whether it meets the
   targets, and the cheapest row that does (a formula), charted per row.
@@ -20,12 +20,12 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import finance
-from inference_ledger import plan
-from inference_ledger import expr as E
-from inference_ledger.expr import Sym, concat, eq, ge, isnumber, match, one_zero, where
-from inference_ledger.units import VERDICT_MEETS
-from inference_ledger.verdict import DOES_NOT_FIT
+from inference_ledger.formulas import finance
+from inference_ledger.graph import plan
+from inference_ledger.core import expr as E
+from inference_ledger.core.expr import Sym, concat, eq, ge, isnumber, match, one_zero, where
+from inference_ledger.core.units import VERDICT_MEETS
+from inference_ledger.graph.verdict import DOES_NOT_FIT
 
 from . import style
 from .cells import bill, is_bill, verdict_code
@@ -112,7 +112,7 @@ def _sources(ctx: Ctx, ws, r: int) -> int:
         r += 1
         ctx.put(ws, f"A{r}", label)
         ctx.formula(ws, f"B{r}", ctx.quantity(hour), style.FORMULA, style.number_format("$/GPU-h"))
-        # $ per output token is a bill: a plan that does not start shows the verdict's words (workbook.cells.bill)
+        # $ per output token is a bill: a plan that does not start shows the verdict's words (inference_ledger.workbook.cells.bill)
         code = verdict_code(ctx)
         if mtok:
             ctx.formula(ws, f"C{r}", bill(code, ctx.quantity(mtok)), style.FORMULA, style.number_format("$/Mtok"))
