@@ -22,7 +22,7 @@ from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.formulas import serving
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import bound, name as defined_name, reference
 from inference_ledger.core.expr import Sym, and_, concat, eq, ge, gt, isnumber, le, lt, where
 from inference_ledger.core.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
                                     VERDICT_MEETS)
@@ -179,11 +179,11 @@ def numeric_validation(inp: plan.Input, coord: str) -> DataValidation:
     if a.lo_inclusive or a.integer:
         lo = a.lo if a.lo_inclusive else a.lo + 1
         dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
-                            formula1=E.bound(lo).text, formula2=E.bound(a.hi).text, allow_blank=True)
+                            formula1=bound(lo).text, formula2=bound(a.hi).text, allow_blank=True)
     else:
-        c = E.reference(coord)
+        c = reference(coord)
         dv = DataValidation(type="custom", allow_blank=True,
-                            formula1=and_(isnumber(c), gt(c, E.bound(a.lo)), le(c, E.bound(a.hi))).text)
+                            formula1=and_(isnumber(c), gt(c, bound(a.lo)), le(c, bound(a.hi))).text)
     dv.showInputMessage = dv.showErrorMessage = True
     dv.promptTitle = short_title(inp.label)
     full = "" if dv.promptTitle == inp.label else f"{inp.label}. "
@@ -267,7 +267,7 @@ def bill(code, value):
 
 def verdict_code(ctx: Ctx) -> Sym:
     """The Plan's verdict code as the workbook computes it (-1 when a rule is broken)."""
-    return E.name(named("verdict"), ctx.verdict_code)
+    return defined_name(named("verdict"), ctx.verdict_code)
 
 
 def verdict_words(ctx: Ctx) -> Sym:
@@ -280,7 +280,7 @@ def verdict_words(ctx: Ctx) -> Sym:
 def verdict_rules(ws, rng: str, code: str) -> None:
     """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 (does
     not fit) or below (invalid input) red."""
-    code = E.reference(code)
+    code = reference(code)
     for cond, c in ((eq(code, VERDICT_MEETS), style.GREEN),
                     (and_(isnumber(code), ge(code, 1), lt(code, VERDICT_MEETS)), style.AMBER),
                     (and_(isnumber(code), lt(code, 1)), style.RED)):
@@ -291,7 +291,7 @@ def verdict_rules(ws, rng: str, code: str) -> None:
 
 def flag_rules(ws, rng: str, first: str) -> None:
     """A 1/0 fit line: green at 1, red at 0."""
-    first = E.reference(first)
+    first = reference(first)
     for cond, c in ((eq(first, 1), style.GREEN), (and_(isnumber(first), eq(first, 0)), style.RED)):
         ws.conditional_formatting.add(rng, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                         bgColor=c[0]),

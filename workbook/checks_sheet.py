@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from inference_ledger.graph import plan
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import name as defined_name
 from inference_ledger.core.expr import Sym, concat, count_of, eq, iferror, index, isnumber, match, min_of, one_zero, where
 from inference_ledger.core.units import VERDICT_MEETS
 
@@ -30,7 +30,7 @@ def choice_rows(ctx: Ctx) -> list[tuple[str, str, Sym, int]]:
     rows = []
     for key, _label, sheet in SELECTORS:
         t = ctx.tables[sheet]
-        found = one_zero(isnumber(match(E.name(SELECTOR_NAMES[key], ctx.choice[key]), t.ids_expr())))
+        found = one_zero(isnumber(match(defined_name(SELECTOR_NAMES[key], ctx.choice[key]), t.ids_expr())))
         rows.append((SELECTOR_NAMES[key], f"an id of the {sheet} sheet", found,
                      int(any(e.id == ctx.choice[key] for e in t.rows))))
     return rows

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional
 
+from openpyxl.utils import get_column_letter
+from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
 from inference_ledger.graph import verdict
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import ExpressionHasNoValue, cell, name as defined_name, reference, span
 from inference_ledger.core.expr import NOVALUE, Sym, XLError, absolute, eq, where
 
 from . import style
@@ -133,7 +135,7 @@ class Ctx:
         if hasattr(value, "item"):
             value = value.item()
         if value is NOVALUE or value is None or isinstance(value, XLError):
-            raise E.ExpressionHasNoValue(f"{ws.title}!{coord}: no value for {expr.formula()} ({value!r})")
+            raise ExpressionHasNoValue(f"{ws.title}!{coord}: no value for {expr.formula()} ({value!r})")
         self.cached[(ws.title, coord)] = value
         return self.put(ws, coord, expr.formula(), style, fmt, is_formula=True)
 
@@ -148,18 +150,16 @@ class Ctx:
         """A reference to a cell already written (``fix``: '$' on 'col', 'row' or 'both'; ``qualified``: with its
         sheet's name, for a formula on another sheet), carrying the value it holds."""
         sheet = ws if isinstance(ws, str) else ws.title
-        return E.cell(coord, self.held(sheet, coord), sheet=sheet if qualified else None, fix=fix)
+        return cell(coord, self.held(sheet, coord), sheet=sheet if qualified else None, fix=fix)
 
     def span(self, ws: Worksheet | str, first: str, last: str, fix: str = "", fix_last: Optional[str] = None,
              qualified: bool = False) -> Sym:
         """A range of cells already written (first..last, row by row), carrying their values."""
-        from openpyxl.utils.cell import range_boundaries
         sheet = ws if isinstance(ws, str) else ws.title
         c0, r0, c1, r1 = range_boundaries(f"{first}:{last}")
-        from openpyxl.utils import get_column_letter as L
-        vals = [self.held(sheet, f"{L(c)}{r}") for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
-        return E.span(E.cell(first, sheet=sheet if qualified else None, fix=fix),
-                      E.cell(last, fix=fix if fix_last is None else fix_last), vals)
+        vals = [self.held(sheet, f"{get_column_letter(c)}{r}") for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
+        return span(cell(first, sheet=sheet if qualified else None, fix=fix),
+                      cell(last, fix=fix if fix_last is None else fix_last), vals)
 
     def name(self, name: str, value: Any = NOVALUE) -> Sym:
         """A reference to a plan quantity or defined name, carrying its value: the cell(s) it names when already
@@ -174,16 +174,16 @@ class Ctx:
                 got = self.span(sheet, a, b).value
             else:
                 got = self.held(sheet, cells)
-            return E.name(name, got)
+            return defined_name(name, got)
         fam = self.family_cells.get(name)
         if fam is not None:
             sheet, c = fam.rsplit("!", 1)
             sheet = sheet[1:-1].replace("''", "'") if sheet.startswith("'") else sheet
-            return E.reference(fam, self.held(sheet, c.replace("$", "")))
+            return reference(fam, self.held(sheet, c.replace("$", "")))
         for source in (self.values, self.inputs):
             if name in source:
-                return E.name(xname(name), source[name])
-        return E.name(xname(name), value)
+                return defined_name(xname(name), source[name])
+        return defined_name(xname(name), value)
 
     @property
     def q(self) -> "Quantities":
@@ -194,7 +194,7 @@ class Ctx:
         """A plan quantity's reference (ref: its family table cell, else its defined name) with the plan's value."""
         v = self.values.get(name, self.inputs.get(name, NOVALUE))
         fam = self.family_cells.get(name)
-        return E.reference(fam, v) if fam else E.name(xname(name), v)
+        return reference(fam, v) if fam else defined_name(xname(name), v)
 
     def define(self, name: str, ws: Worksheet, coord: str) -> str:
         """A workbook-scoped defined name for one cell or range ('$'-absolute)."""

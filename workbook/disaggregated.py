@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference_ledger.graph import disaggregated, plan
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import cell
 from inference_ledger.core.expr import Sym, maximum
 
 from . import style
@@ -119,7 +119,7 @@ def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[st
     numbers = disaggregated.totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
     # a total that reads another total reads its cell (carrying the value the same totals give it)
     formulas = disaggregated.totals(column("B"), column("C"), column("D"), ctx.quantity,
-                                    cell=lambda name: E.cell(f"B{own[name]}", _num(numbers[name])))
+                                    cell=lambda name: cell(f"B{own[name]}", _num(numbers[name])))
     for name, label, unit in disaggregated.TOTALS:
         k, v = own[name], _num(numbers[name])
         ctx.put(ws, f"A{k}", label)

@@ -16,7 +16,7 @@ from openpyxl.worksheet.properties import Outline
 
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import cell
 from inference_ledger.core.expr import NOVALUE
 
 from . import style
@@ -159,7 +159,7 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
         dv = list_validation(ctx.tables[sheet], label)
         ws.add_data_validation(dv)
         dv.add(f"{sel_cols[sel]}{FIRST}:{sel_cols[sel]}{room}")
-    verdict_rules(ws, f"B{FIRST}:B{room}", E.cell(f"{cols['verdict']}{FIRST}", fix="col"))
+    verdict_rules(ws, f"B{FIRST}:B{room}", cell(f"{cols['verdict']}{FIRST}", fix="col"))
     for name in [l.name for l in plan.LINES if l.ledger == "fit" and l.unit == "1/0" and l.name in cols]:
         col = cols[name]
         flag_rules(ws, f"{col}{FIRST}:{col}{room}", f"{col}{FIRST}")

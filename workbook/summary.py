@@ -21,7 +21,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 
 from inference_ledger.formulas import finance, serving
 from inference_ledger.graph import plan, summary, verdict
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import reference
 from inference_ledger.core.expr import (NOVALUE, Sym, ceil, concat, count_of, eq, gt, iferror, index, match, min_of,
                                    where)
 from inference_ledger.core.units import MS_PER_S
@@ -105,7 +105,7 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
 
 def _status(ws, coord: str, ok: str) -> None:
     """Pass/fail colours on a status cell, from a 1/0 condition."""
-    for cond, c in ((eq(E.reference(ok), 1), style.GREEN), (eq(E.reference(ok), 0), style.RED)):
+    for cond, c in ((eq(reference(ok), 1), style.GREEN), (eq(reference(ok), 0), style.RED)):
         ws.conditional_formatting.add(coord, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                            bgColor=c[0]),
                                                          font=Font(color=c[1], bold=True)))

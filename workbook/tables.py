@@ -35,11 +35,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from openpyxl.utils import get_column_letter
+
 from inference_ledger.catalogs import catalog, engines
 from inference_ledger.formulas import kernels, ledger
 from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.core import expr as E
-from inference_ledger.core.expr import NOVALUE, Sym, concat, iferror, index, match, maximum
+from inference_ledger.core.expr import NA, NOVALUE, Sym, cell, concat, iferror, index, literal, match, maximum, span
+from inference_ledger.core.expr import name as defined_name
 from inference_ledger.formulas.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
@@ -105,31 +107,30 @@ class Table:
         """INDEX(table, MATCH(key, ids), MATCH(field, fields)): one cell of the chosen row, carrying its value when the
         key and the field carry theirs (an id not in the table: #N/A)."""
         key = key_of(key_ref)
-        expr = index(E.name(self.table), match(key, E.name(self.ids)), match(field, E.name(self.fields_name)))
+        expr = index(defined_name(self.table), match(key, defined_name(self.ids)), match(field, defined_name(self.fields_name)))
         k, f = key.value, field.value if isinstance(field, Sym) else field
         if k is NOVALUE or f is NOVALUE:
             return expr
         try:
-            return expr.at(self.value(k, f) if f and self.has(f) else E.NA)
+            return expr.at(self.value(k, f) if f and self.has(f) else NA)
         except KeyError:
-            return expr.at(E.NA)
+            return expr.at(NA)
 
     def ids_expr(self) -> Sym:
         """The ids column (its defined name), carrying the ids of the table's rows."""
-        return E.name(self.ids, [e.id for e in self.rows])
+        return defined_name(self.ids, [e.id for e in self.rows])
 
     def column_span(self, field: str, first: int, rows: int) -> Sym:
         """One column of the table's sheet over its reserved rows ($C$7:$C$506), carrying the rows' values."""
-        from openpyxl.utils import get_column_letter
         col = get_column_letter(self.field_index(field) + 1)
         vals = [cell_value(getattr(e, field)) for e in self.rows] + [None] * (rows - len(self.rows))
-        return E.span(E.cell(f"{col}{first}", sheet=self.sheet, fix="both"),
-                      E.cell(f"{col}{first + rows - 1}", fix="both"), vals)
+        return span(cell(f"{col}{first}", sheet=self.sheet, fix="both"),
+                      cell(f"{col}{first + rows - 1}", fix="both"), vals)
 
 
 def key_of(ref: str | Sym) -> Sym:
     """A chosen id's reference: a Sym as given, a defined name's text as its name."""
-    return ref if isinstance(ref, Sym) else E.name(ref)
+    return ref if isinstance(ref, Sym) else defined_name(ref)
 
 
 def _py(v):
@@ -219,7 +220,7 @@ KERNEL_PREFIX = "KERNEL"
 
 def kernel_key_formula(refs: dict[str, str | Sym]) -> Sym:
     """model|gpu|tp|ep|weight dtype|KV dtype|engine, from the cells (or names) holding each choice."""
-    parts = [key_of(refs[k]) if k in refs else E.name(k)
+    parts = [key_of(refs[k]) if k in refs else defined_name(k)
              for k in ("model", "gpu", "tp", "ep", "weight_dtype", "kv_dtype", "engine")]
     joined: list = []
     for p in parts:
@@ -229,8 +230,8 @@ def kernel_key_formula(refs: dict[str, str | Sym]) -> Sym:
 
 def kernel_lookup_formula(name: str, refs: dict[str, str | Sym]) -> Sym:
     """The kernel input ``name`` of the chosen row, 0 where no row has the key (the roofline)."""
-    return iferror(index(E.name(f"{KERNEL_PREFIX}_TABLE"), match(kernel_key_formula(refs), E.name(f"{KERNEL_PREFIX}_IDS")),
-                         match(name, E.name(f"{KERNEL_PREFIX}_FIELDS"))), 0)
+    return iferror(index(defined_name(f"{KERNEL_PREFIX}_TABLE"), match(kernel_key_formula(refs), defined_name(f"{KERNEL_PREFIX}_IDS")),
+                         match(name, defined_name(f"{KERNEL_PREFIX}_FIELDS"))), 0)
 
 
 def is_lookup(name: str, tables: dict[str, Table]) -> bool:
@@ -277,7 +278,7 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
             wd = "weight_dtype"
             value = max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element"))
             return (maximum(dtypes.index_match(keys[wd], "bytes_per_element"),
-                            dtypes.index_match(E.literal(UNQUANTIZED_DTYPE), "bytes_per_element")).at(value), value)
+                            dtypes.index_match(literal(UNQUANTIZED_DTYPE), "bytes_per_element")).at(value), value)
         value = dtypes.value(choice[key], "bytes_per_element")
         return dtypes.index_match(keys[key], "bytes_per_element").at(value), value
     # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none

@@ -22,7 +22,7 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import finance
 from inference_ledger.graph import plan
-from inference_ledger.core import expr as E
+from inference_ledger.core.expr import cell, name as defined_name
 from inference_ledger.core.expr import Sym, concat, eq, ge, isnumber, match, one_zero, where
 from inference_ledger.core.units import VERDICT_MEETS
 from inference_ledger.graph.verdict import DOES_NOT_FIT
@@ -43,7 +43,7 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
     t = ctx.tables["GPU costs"]
     has = any(e.id == ctx.choice["gpu"] for e in t.rows)
     public = int(has and t.entry(ctx.choice["gpu"]).price_public == 1)
-    gpu = E.name("gpu_id", ctx.choice["gpu"])
+    gpu = defined_name("gpu_id", ctx.choice["gpu"])
     return [
         ("Integrity", "GPU is in the GPU costs catalog", "The chosen GPU has a server price and power row.",
          one_zero(isnumber(match(gpu, t.ids_expr()))), int(has)),
@@ -224,7 +224,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
                                                         ctx.span(ws, f"E{first}", f"E{first + ROOM}", fix="both")),
                     style.CHECK)
     fill = PatternFill("solid", fgColor=style.GREEN[0], bgColor=style.GREEN[0])
-    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[eq(E.cell(f"F{first}", fix="col"), CHEAPEST).text], fill=fill,
+    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[eq(cell(f"F{first}", fix="col"), CHEAPEST).text], fill=fill,
                                                                    font=Font(color=style.GREEN[1], bold=True)))
     # below the utilization chart above them (charts on a grid, never over each other)
     row = max(top, last_row_under(ws, max([chart_box(ws, c)[3] for c in ws._charts], default=0.0)) + 1)
