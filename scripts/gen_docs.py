@@ -180,7 +180,7 @@ def forecast_reference() -> str:
     """The forecast's conclusions (plan --json keys and the Forecast sheet's defined names), each with its formula
     over the timeline's rows (row(key): the row's months; end(key): its last month)."""
     from inference_ledger.formulas import finance
-    from inference_ledger.core.expr import name
+    from inference_ledger.core.refs import name
 
     def row(key):
         return name(f"{key}_months")

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The one module that renders formula text (found wherever the package layout puts it).
-EXPR = {p.resolve() for p in ROOT.rglob("expr.py") if "inference_ledger" in p.parts}
+#: The expression module that renders formula text, with its two siblings (the spreadsheet functions; the
+#: references, lookups and aggregates), found wherever the package layout puts them.
+EXPR_MODULES = ("expr.py", "sheetfuncs.py", "refs.py")
+EXPR = {p.resolve() for f in EXPR_MODULES for p in ROOT.rglob(f) if "inference_ledger" in p.parts}
 
 #: A sheet-qualified reference: Plan!$B, 'My sheet'!A1, or a literal ending in a sheet name and '!'.
 SHEET_REF = re.compile(r"(?:'[^']*'|(?<![#\w])[A-Za-z_][\w.]*)!(?:\$|[A-Z]{1,3}\d|$)")
@@ -91,7 +93,7 @@ def formula_text(source: str, name: str = "<source>") -> list[str]:
 
 
 def test_no_module_outside_the_expression_module_builds_formula_text():
-    assert EXPR, "the expression module (inference_ledger expr.py) was not found"
+    assert len(EXPR) == len(EXPR_MODULES), f"the expression modules (inference_ledger {EXPR_MODULES}) were not found"
     files = sources()
     assert len(files) > 20, files   # the scan found the sheet modules (wherever the layout puts them)
     bad = [f"{p.relative_to(ROOT)}:{hit}" for p in files for hit in formula_text(p.read_text(), str(p))]

@@ -22,7 +22,8 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger.graph import summary
-from inference_ledger.core.expr import Sym, concat, text
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, text
 from inference_ledger.workbook.build import build_workbook
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")

@@ -32,7 +32,8 @@ from inference_ledger.catalogs import engines
 from inference_ledger.graph import plan
 from inference_ledger.validation.calibrate import (bw_fraction, calibrated, median_or_blank, overhead_ms, prefill_efficiency,
                                         step_bytes, tpot_predicted_ms, ttft_predicted_ms)
-from inference_ledger.core.expr import abs_, count_of, isnumber, where
+from inference_ledger.core.sheetfuncs import abs_, isnumber, where
+from inference_ledger.core.refs import count_of
 from inference_ledger.core.units import MS_PER_S
 
 from . import style

@@ -22,8 +22,9 @@ from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.formulas import serving
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core.expr import bound, name as defined_name, reference
-from inference_ledger.core.expr import Sym, and_, concat, eq, ge, gt, isnumber, le, lt, where
+from inference_ledger.core.refs import bound, name as defined_name, reference
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, gt, isnumber, le, lt, where
 from inference_ledger.core.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
                                     VERDICT_MEETS)
 

@@ -26,7 +26,9 @@ from typing import Any, Callable
 
 from inference_ledger.formulas import ledger
 from inference_ledger.graph import plan, rules
-from inference_ledger.core.expr import Const, abs_, and_, count_if, eq, floor, ge, gt, isnumber, le, lt, mod, one_zero, or_
+from inference_ledger.core.expr import Const
+from inference_ledger.core.sheetfuncs import abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, one_zero, or_
+from inference_ledger.core.refs import count_if
 from inference_ledger.core.units import SECONDS_PER_DAY
 
 from .cells import SELECTOR_NAMES

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import name as defined_name
-from inference_ledger.core.expr import Sym, concat, count_of, eq, iferror, index, isnumber, match, min_of, one_zero, where
+from inference_ledger.core.refs import name as defined_name
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, eq, isnumber, one_zero, where
+from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import VERDICT_MEETS
 
 from . import style

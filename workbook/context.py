@@ -23,8 +23,11 @@ from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
 from inference_ledger.graph import verdict
-from inference_ledger.core.expr import ExpressionHasNoValue, cell, name as defined_name, reference, span
-from inference_ledger.core.expr import NOVALUE, Sym, XLError, absolute, eq, where
+from inference_ledger.core.expr import ExpressionHasNoValue
+from inference_ledger.core.refs import cell, name as defined_name, reference, span
+from inference_ledger.core.expr import NOVALUE, Sym, XLError
+from inference_ledger.core.sheetfuncs import eq, where
+from inference_ledger.core.refs import absolute
 
 from . import style
 from .tables import Table

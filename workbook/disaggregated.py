@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from inference_ledger.graph import disaggregated, plan
-from inference_ledger.core.expr import cell
-from inference_ledger.core.expr import Sym, maximum
+from inference_ledger.core.refs import cell
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import maximum
 
 from . import style
 from .cells import line_expression, unit_text

@@ -9,7 +9,7 @@ from __future__ import annotations
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import absolute
+from inference_ledger.core.refs import absolute
 from inference_ledger.core.line import Family
 
 from . import style

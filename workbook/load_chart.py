@@ -26,7 +26,7 @@ from openpyxl.utils import get_column_letter
 from inference_ledger.graph import concurrency as choice
 from inference_ledger.graph import plan
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import max_of
+from inference_ledger.core.refs import max_of
 
 from . import style
 from .context import Ctx

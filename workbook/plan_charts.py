@@ -11,7 +11,7 @@ from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import max_of
+from inference_ledger.core.refs import max_of
 
 from . import style
 from .cells import header, section, shown

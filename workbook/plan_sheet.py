@@ -12,7 +12,8 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import concurrency, plan, verdict
-from inference_ledger.core.expr import NOVALUE, eq, isblank, where
+from inference_ledger.core.expr import NOVALUE
+from inference_ledger.core.sheetfuncs import eq, isblank, where
 from inference_ledger.core.units import CONSTANTS
 
 from . import checks, style

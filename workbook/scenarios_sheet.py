@@ -16,7 +16,7 @@ from openpyxl.worksheet.properties import Outline
 
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core.expr import cell
+from inference_ledger.core.refs import cell
 from inference_ledger.core.expr import NOVALUE
 
 from . import style

@@ -23,7 +23,9 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import finance
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import Sym, abs_, index, match
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import abs_
+from inference_ledger.core.refs import index, match
 
 from . import style
 from .cells import line_expression

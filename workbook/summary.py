@@ -21,9 +21,10 @@ from openpyxl.styles import Alignment, Font, PatternFill
 
 from inference_ledger.formulas import finance, serving
 from inference_ledger.graph import plan, summary, verdict
-from inference_ledger.core.expr import reference
-from inference_ledger.core.expr import (NOVALUE, Sym, ceil, concat, count_of, eq, gt, iferror, index, match, min_of,
-                                   where)
+from inference_ledger.core.refs import reference
+from inference_ledger.core.expr import NOVALUE, Sym
+from inference_ledger.core.sheetfuncs import ceil, concat, eq, gt, where
+from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
 
 from . import style

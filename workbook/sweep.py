@@ -33,7 +33,7 @@ import numpy as np
 from inference_ledger import __version__
 from inference_ledger.graph import plan, verdict
 from inference_ledger.core.args import LedgerInputError
-from inference_ledger.core.expr import ROW_MARK, absolute, name as defined_name, template_cell
+from inference_ledger.core.refs import ROW_MARK, absolute, name as defined_name, template_cell
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.files import check_name, write_with
 from inference_ledger.graph.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401

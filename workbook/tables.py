@@ -40,8 +40,10 @@ from openpyxl.utils import get_column_letter
 from inference_ledger.catalogs import catalog, engines
 from inference_ledger.formulas import kernels, ledger
 from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.core.expr import NA, NOVALUE, Sym, cell, concat, iferror, index, literal, match, maximum, span
-from inference_ledger.core.expr import name as defined_name
+from inference_ledger.core.expr import NA, NOVALUE, Sym
+from inference_ledger.core.sheetfuncs import concat, literal, maximum
+from inference_ledger.core.refs import cell, iferror, index, match, span
+from inference_ledger.core.refs import name as defined_name
 from inference_ledger.formulas.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall

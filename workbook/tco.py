@@ -22,8 +22,10 @@ from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import finance
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import cell, name as defined_name
-from inference_ledger.core.expr import Sym, concat, eq, ge, isnumber, match, one_zero, where
+from inference_ledger.core.refs import cell, name as defined_name
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, eq, ge, isnumber, one_zero, where
+from inference_ledger.core.refs import match
 from inference_ledger.core.units import VERDICT_MEETS
 from inference_ledger.graph.verdict import DOES_NOT_FIT
 

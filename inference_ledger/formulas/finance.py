@@ -41,8 +41,9 @@ import numpy as np
 
 from inference_ledger.formulas import ledger
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core.expr import (abs_, and_, ceil, eq, ge, gt, iferror, index, is_sym, isblank, lt, match,
-                                        maximum, min_of, minimum, sum_of, sumproduct, where)
+from inference_ledger.core.expr import is_sym
+from inference_ledger.core.sheetfuncs import abs_, and_, ceil, eq, ge, gt, isblank, lt, maximum, minimum, where
+from inference_ledger.core.refs import iferror, index, match, min_of, sum_of, sumproduct
 from inference_ledger.core.line import FINANCE, line
 from inference_ledger.core.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, SECONDS_PER_DAY, W_PER_KW
 

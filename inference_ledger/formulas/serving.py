@@ -45,7 +45,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference_ledger.core.expr import eq, floor, ge, gt, is_sym, literal, log10, lt, maximum, minimum, where
+from inference_ledger.core.expr import is_sym
+from inference_ledger.core.sheetfuncs import eq, floor, ge, gt, literal, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
                                          KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED)

@@ -7,7 +7,7 @@ MoE layers reading every expert (a bound).  One plain function per line, like
 from __future__ import annotations
 
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import gt, maximum, where
+from inference_ledger.core.sheetfuncs import gt, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER
 

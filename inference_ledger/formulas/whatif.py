@@ -24,7 +24,8 @@ fits while one step further does not.
 
 from __future__ import annotations
 
-from inference_ledger.core.expr import ceil, eq, floor, gt, le, literal, log, maximum, minimum, name, where
+from inference_ledger.core.sheetfuncs import ceil, eq, floor, gt, le, literal, log, maximum, minimum, where
+from inference_ledger.core.refs import name
 from inference_ledger.formulas.serving import cycle_seconds
 from inference_ledger.core.units import HOURS_PER_MONTH, TP_BASE
 

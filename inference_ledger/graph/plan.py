@@ -25,7 +25,8 @@ from inference_ledger.catalogs import bands, catalog_facts, engines
 from inference_ledger.formulas import (finance, kernels, parallel, serving_lines, step_inverse_lines, step_lines,
                                        whatif_lines)
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError
-from inference_ledger.core.expr import Sym, reference
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.refs import reference
 from inference_ledger.core.line import Family, Line, lines_of
 from inference_ledger.formulas.serving import load_efficiencies
 from inference_ledger.core.units import BYTES_PER_GIB

@@ -37,7 +37,8 @@ from inference_ledger.io.benchfiles import BadFile, Record, Run, Startup
 from inference_ledger.validation.calibrate_fit import (DECLARED, FITTABLE, MEMORY_TOLERANCE, METRICS, PARAM_BY_NAME,
                                                        SHAPES, WEIGHTS, GroupFit, Param, _fit_group)
 from inference_ledger.catalogs.catalog import Model
-from inference_ledger.core.expr import and_, count_of, eq, gt, median_of, where
+from inference_ledger.core.sheetfuncs import and_, eq, gt, where
+from inference_ledger.core.refs import count_of, median_of
 from inference_ledger.core.units import MS_PER_S
 
 __all__ = ["DECLARED", "FITTABLE", "METRICS", "PARAM_BY_NAME", "WEIGHTS", "Param", "Calibration", "CalibrationError",
