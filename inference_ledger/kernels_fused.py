@@ -65,31 +65,48 @@ def moe_layout(tp: float, ep: float) -> tuple[int, int]:
 
 
 def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter: float, topk: float, experts: float,
-              tp: float, ep: float) -> Optional[Table]:
-    """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None."""
+              tp: float, ep: float, version: Optional[str] = None) -> Optional[Table]:
+    """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None.
+
+    Of the engine versions measured, the one an engine version reads (engines.csv kernel_table_version): the newest
+    at or below ``version``, else the oldest measured; the newest when no version is given."""
     t = _moe()
     shape = (int(hidden), int(inter), int(topk), int(experts))
     for e in (_family(engine), *FAMILIES):
         tabs = [tab for dt in moe_dtypes(weight_dtype)
                 if (tab := t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))) is not None]
-        if tabs:  # the newest engine version measured; of its FP8 kernels (per-tensor, block-scaled), the faster
-            newest = max(_version(tab.source) for tab in tabs)
-            return min((tab for tab in tabs if _version(tab.source) == newest),
+        if tabs:  # the version read; of its FP8 kernels (per-tensor, block-scaled), the faster
+            pick = table_version([_version(tab.source) for tab in tabs], version)
+            return min((tab for tab in tabs if _version(tab.source) == pick),
                        key=lambda tab: float(np.sum(np.log(tab.seconds))))
     return None
 
 
+def version_key(text: str) -> tuple[int, ...]:
+    """A version as numbers for ordering: '0.24.0' (0, 24, 0), '1.3.0rc20' (1, 3, 0, 20), '0.5.10.post1'."""
+    return tuple(int(p) if p.isdigit() else 0 for p in text.replace("rc", ".").replace("post", ".").split("."))
+
+
+def table_version(measured: list[tuple[int, ...]], version: Optional[str]) -> tuple[int, ...]:
+    """The measured table version an engine version reads: the newest at or below it, else the oldest measured
+    (the newest of all when ``version`` is None or empty)."""
+    ordered = sorted(set(measured))
+    if not version:
+        return ordered[-1]
+    at_or_below = [v for v in ordered if v <= version_key(version)]
+    return at_or_below[-1] if at_or_below else ordered[0]
+
+
 def _version(source: str) -> tuple[int, ...]:
     """The engine version a table's source names ("... (vllm 0.24.0)"), as numbers for ordering."""
-    v = source.rsplit(" ", 1)[-1].rstrip(")")
-    return tuple(int(p) if p.isdigit() else 0 for p in v.replace("rc", ".").replace("post", ".").split("."))
+    return version_key(source.rsplit(" ", 1)[-1].rstrip(")"))
 
 
 def moe_seconds(gpu_id: str, engine: str, weight_dtype: str, tokens: float, hidden: float, inter: float, topk: float,
-                experts: float, tp: float, ep: float) -> tuple[float, str]:
+                experts: float, tp: float, ep: float, version: Optional[str] = None) -> tuple[float, str]:
     """Measured latency of one fused MoE layer on one GPU at ``tokens`` (the EP group's) and its source;
     KeyError when the table lacks the shape, layout or dtype."""
-    tab = moe_table(gpu_id, engine, weight_dtype, hidden, inter, topk, experts, tp, ep)
+    tab = moe_table(gpu_id, engine, weight_dtype, hidden, inter, topk, experts, tp, ep, version)
     if tab is None:
         raise KeyError(f"no MoE table for {gpu_id} {weight_dtype} {hidden:.0f}x{inter:.0f} top-{topk:.0f} of "
                        f"{experts:.0f}")
