@@ -32,15 +32,16 @@ from inference_ledger.kernel_tables import FAMILIES, US, Table, _family, _grid, 
 
 
 @functools.lru_cache(maxsize=None)
-def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
-    """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): latency over tokens}."""
+def _moe() -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...], Table]]]:
+    """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): {engine version: latency over
+    tokens}}."""
     rows = list(_rows("moe.csv"))
     cols, ts = _grid(list(rows[0]), "t")
     out: dict = {}
     for r in rows:
         for gid in r["gpu_ids"].split("|"):
             key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
-            out.setdefault(key, {})[(int(r["tp"]), int(r["ep"]))] = Table(
+            out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = Table(
                 (ts,), np.array([float(r[c]) * US for c in cols]), f"{r['source']} ({r['engine']} {r['version']})")
     return out
 
@@ -68,16 +69,20 @@ def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter:
               tp: float, ep: float, version: Optional[str] = None) -> Optional[Table]:
     """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None.
 
-    Of the engine versions measured, the one an engine version reads (engines.csv kernel_table_version): the newest
-    at or below ``version``, else the oldest measured; the newest when no version is given."""
+    Per kernel dtype, the engine version an engine version reads where several are measured (engines.csv
+    kernel_table_version): the newest at or below ``version``, else the oldest measured; the newest when no version
+    is given.  Of the FP8 kernels (per-tensor, block-scaled), those of the newest version read, the faster."""
     t = _moe()
     shape = (int(hidden), int(inter), int(topk), int(experts))
     for e in (_family(engine), *FAMILIES):
-        tabs = [tab for dt in moe_dtypes(weight_dtype)
-                if (tab := t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))) is not None]
-        if tabs:  # the version read; of its FP8 kernels (per-tensor, block-scaled), the faster
-            pick = table_version([_version(tab.source) for tab in tabs], version)
-            return min((tab for tab in tabs if _version(tab.source) == pick),
+        tabs = []
+        for dt in moe_dtypes(weight_dtype):
+            by_version = t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))
+            if by_version:
+                tabs.append(by_version[table_version(list(by_version), version)])
+        if tabs:
+            newest = max(_version(tab.source) for tab in tabs)
+            return min((tab for tab in tabs if _version(tab.source) == newest),
                        key=lambda tab: float(np.sum(np.log(tab.seconds))))
     return None
 

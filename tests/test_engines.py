@@ -154,6 +154,24 @@ def test_each_version_reads_its_own_fused_moe_table_version():
     assert kernels_fused.table_version([(1, 3, 0, 10), (1, 3, 0, 20)], "1.3.0rc10") == (1, 3, 0, 10)
 
 
+def test_a_shape_measured_at_two_versions_is_read_at_the_release_s_own(monkeypatch):
+    """Where the MoE table holds one shape at two engine versions, vllm-0.12 (releases to 0.18) reads 0.19.0's (none
+    older), vllm (0.24.0) reads 0.24.0's; the plan's source names the version read."""
+    import numpy as np
+    from inference_ledger import kernels_fused
+    from inference_ledger.kernel_tables import Table
+    ts = np.array([1.0, 16384.0])
+    tab = lambda us, v: Table((ts,), np.array(us) * 1e-6, f"h200_sxm/moe/vllm/{v}/moe_perf.parquet (vllm {v})")
+    key = ("h200", "vllm", "fp8", 4096, 1536, 8, 128)
+    fake = {key: {(4, 1): {(0, 19, 0): tab([100, 9000], "0.19.0"), (0, 24, 0): tab([80, 7000], "0.24.0")}}}
+    monkeypatch.setattr(kernels_fused, "_moe", lambda: fake)
+    read = lambda release: kernels_fused.moe_table("h200", "vllm", "fp8", 4096, 1536, 8, 128, 4, 1,
+                                                   engines.get_engine(release).kernel_table_version).source
+    assert read("vllm-0.13").endswith("(vllm 0.19.0)") and read("vllm").endswith("(vllm 0.24.0)")
+    assert kernels_fused.moe_seconds("h200", "vllm", "fp8", 1, 4096, 1536, 8, 128, 4, 1, "0.20")[0] == \
+        pytest.approx(100e-6)
+
+
 @pytest.mark.parametrize("engine", ["vllm", "vllm-0.9"])
 def test_vllm_batching_defaults_follow_the_gpu(engine):
     h100 = engines.engine_inputs(engine, gpu_memory_bytes=79.1875 * GIB, interconnect_bw=450e9, gpu_id="h100-sxm", tp=2)
