@@ -148,7 +148,7 @@ def test_current_vllm_sglang_and_trtllm_give_different_tpot_for_one_deployment()
 
 
 def test_each_version_reads_its_own_fused_moe_table_version():
-    from inference_ledger import kernels_fused
+    from inference_ledger.formulas import kernels_fused
     assert kernels_fused.table_version([(0, 19, 0), (0, 22, 0), (0, 24, 0)], "0.23") == (0, 22, 0)
     assert kernels_fused.table_version([(0, 19, 0), (0, 24, 0)], "0.18") == (0, 19, 0)   # older: the oldest measured
     assert kernels_fused.table_version([(0, 19, 0), (0, 24, 0)], None) == (0, 24, 0)
@@ -159,8 +159,8 @@ def test_a_shape_measured_at_two_versions_is_read_at_the_release_s_own(monkeypat
     """Where the MoE table holds one shape at two engine versions, vllm-0.12 (releases to 0.18) reads 0.19.0's (none
     older), vllm (0.24.0) reads 0.24.0's; the plan's source names the version read."""
     import numpy as np
-    from inference_ledger import kernels_fused
-    from inference_ledger.kernel_tables import Table
+    from inference_ledger.formulas import kernels_fused
+    from inference_ledger.formulas.kernel_tables import Table
     ts = np.array([1.0, 16384.0])
     tab = lambda us, v: Table((ts,), np.array(us) * 1e-6, f"h200_sxm/moe/vllm/{v}/moe_perf.parquet (vllm {v})")
     key = ("h200", "vllm", "fp8", 4096, 1536, 8, 128)
