@@ -146,6 +146,8 @@ def row_inputs(row: LoadRow) -> dict:
     """The plan's inputs for one load row (its deployment, regime, batch and request shape)."""
     numbers = {"tp": row.tp, "concurrency": row.batch, "input_tokens": row.input_tokens,
                "output_tokens": row.output_tokens}
+    if row.requests is not None:  # the run's N where the source prints it (else the benchmark tools' default)
+        numbers["benchmark_requests"] = row.requests
     return resolve.resolve(row.model_id, row.gpu_id, weight_dtype=row.weight_dtype or None,
                            kv_dtype=row.kv_dtype or "bf16", engine=row.engine_id or engines.DEFAULT_ENGINE,
                            batching=row.regime, numbers=numbers).inputs

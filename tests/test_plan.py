@@ -46,12 +46,18 @@ def test_default_plan_steady_state_by_hand():
     ttft = 2 * 70e9 * 1024 / 4 / (989e12 * 0.5)               # one 1,024-token chunk, compute-bound: 72.5 ms
     assert v["ttft_service_seconds"] == pytest.approx(ttft, rel=1e-12) and v["queue_seconds"] == 0
     # as a benchmark reports it (N = 1,000 requests): the first 16 arrive together, a wave of 16 x 1,024 tokens
-    # (2 chunks of 8,192: the mean request waits max(17/32, 8,192/16,384) of it); the other 984 one by one, each
-    # its own prefill + half a running step
+    # (2 chunks of 8,192: the mean request waits max(17/32, 8,192/16,384) of it); the other 984 arrive in lockstep
+    # groups: a step has room for 8,192 - 16 decode tokens = 8,176 prompt tokens, 7.98 prompts of 1,024, prefilled
+    # together in one step that also runs the 16 decodes (one TPOT)
     wave = 16 * ttft * 17 / 32
     assert v["wave_ttft_seconds"] == pytest.approx(wave, rel=1e-12)
+    assert v["prefill_room_tokens"] == 8176 and v["lockstep_prompts"] == pytest.approx(8176 / 1024, rel=1e-12)
+    group = ttft + (8176 / 1024 - 1) * ttft + tpot     # each further prompt adds its own prefill (compute-bound)
+    assert v["lockstep_ttft_seconds"] == pytest.approx(group, rel=1e-12)
+    assert v["prefill_bound_ttft_seconds"] == 0        # 16 x 1,024 / 8,176 = 2 steps of prompts per 511-step cycle
+    assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * group) / 1000, rel=1e-12)
+    # a service at its target QPS sees arrivals one by one: the prompt's prefill + half a running step
     assert v["ttft_open_seconds"] == pytest.approx(ttft + tpot / 2, rel=1e-12)
-    assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * (ttft + tpot / 2)) / 1000, rel=1e-12)
     qps = 16 / (ttft + 511 * tpot)                            # Little's law over 16 slots
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert v["tokens_per_second"] == pytest.approx(qps * 512, rel=1e-12)
