@@ -101,6 +101,8 @@ _COMPUTE = "share of dense peak a compute-bound decode step reaches (the vendor'
 _PREFILL = "share of dense peak a prefill reaches (the vendor's GEMM and attention kernels)"
 _STEP = "fixed time per decode step outside the layers (scheduler, sampling, launch): the engine's own"
 _LAYER = "time per layer per forward pass of the kernels the measured tables do not hold: the engine's fusion"
+_ROOF_LAYER = ("time per layer per decode step of kernel floors and launches where the GPU has no measured tables (the "
+               "roofline fallback): the vendor's kernel floors")
 #: The declared parameters, fitted in this order.  Physical meaning and range first; never one per row.
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("bw_efficiency", "gpu_vendor", "NVIDIA", _geom(0.35, 0.95, 25), _BW),
@@ -109,6 +111,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("decode_compute_efficiency", "gpu_vendor", "AMD", _geom(0.1, 0.9, 25), _COMPUTE),
     Parameter("prefill_efficiency", "gpu_vendor", "NVIDIA", _geom(0.1, 0.9, 25), _PREFILL),
     Parameter("prefill_efficiency", "gpu_vendor", "AMD", _geom(0.1, 0.9, 25), _PREFILL),
+    Parameter("layer_overhead_seconds", "gpu_vendor", "NVIDIA", _lin(0.0, 3e-4, 25), _ROOF_LAYER),
+    Parameter("layer_overhead_seconds", "gpu_vendor", "AMD", _lin(0.0, 3e-4, 25), _ROOF_LAYER),
     Parameter("step_overhead_seconds", "engine_family", "vllm", _lin(0.0, 6e-3, 25), _STEP),
     Parameter("step_overhead_seconds", "engine_family", "sglang", _lin(0.0, 6e-3, 25), _STEP),
     Parameter("step_overhead_seconds", "engine_family", "trtllm", _lin(0.0, 6e-3, 25), _STEP),
