@@ -15,9 +15,10 @@ source is predicted with them.
   not have are skipped, so the list works on whatever step model the plan runs.
 * **Held out twice**: the plan runs its sourced defaults unless :data:`PLAN_USES_FIT` (not fitted on any load row),
   so its own figures are held out too; ``validate`` prints both, and the plan's ("served") figures set the bands.
-* **Bands** (:mod:`inference_ledger.bands`): per segment (engine family x GPU vendor x dense/MoE, thin segments
-  falling back to a parent) the 10th and 90th percentiles of ``measured / predicted`` (numpy's default linear
-  interpolation between order statistics) over the served figures: about 80% of new measurements should fall inside
+* **Bands** (:mod:`inference_ledger.bands`): per segment (engine family x GPU vendor x dense/MoE, segments with too
+  few figures or a single source falling back to a parent) the 10th and 90th percentiles of ``measured / predicted``
+  over the served figures, each source weighing the same (:func:`accuracy_report.weighted_percentile`): about 80%
+  of new measurements should fall inside
   ``predicted x [low, high]``.  :func:`coverage` checks that on each source with bands drawn from the others.  They
   are data (``inference_ledger/data/error_bands.csv``, written by ``inference-ledger validate --write-bands``), read
   when a plan is resolved: nothing is refitted at plan time.
