@@ -299,14 +299,15 @@ def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room
     return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, group + steps * tpot_seconds)
 
 
-def prefill_bound_ttft_seconds(batching, effective_concurrency, input_tokens, output_tokens, prefill_room_tokens,
-                               tpot_seconds):
-    """TTFT when the prompts need more steps than a cycle has: each cycle the B clients send B x S prompt tokens
-    and a step takes at most the room of them, so a cycle lasts at least B x S / room steps; beyond the T - 1 decode
-    steps of a request the difference is spent waiting for prefill room (Little's law on the closed loop).
-    0 when the room absorbs the prompts (and in static batching)."""
+def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,
+                               prefill_room_tokens, tpot_seconds):
+    """TTFT when a chunking engine's prompts need more steps than a cycle has: each cycle the B clients send B x S
+    prompt tokens and a step takes at most the room of them, so a cycle lasts at least B x S / room steps; beyond
+    the T - 1 decode steps of a request the difference is spent waiting for prefill room (Little's law on the closed
+    loop).  0 when the room absorbs the prompts, in static batching, and for an engine that runs prompts whole in
+    their own iterations (their time is in the decode steps' stalls, prefill_stall_seconds)."""
     steps = effective_concurrency * input_tokens / prefill_room_tokens - (output_tokens - 1)
-    return where(eq(batching, BATCHING_STATIC), 0, maximum(steps, 0) * tpot_seconds)
+    return where(eq(batching, BATCHING_STATIC), 0, chunked_prefill * maximum(steps, 0) * tpot_seconds)
 
 
 def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,

@@ -302,12 +302,13 @@ def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room
 
 
 @line("Wait for prefill room", "s", COMPUTE,
-      "When B x S prompt tokens per cycle need more steps than a request's T - 1 decode steps at room tokens a step, "
-      "the difference in steps x TPOT is spent waiting (Little's law on the closed loop); 0 otherwise.")
-def prefill_bound_ttft_seconds(batching, effective_concurrency, input_tokens, output_tokens, prefill_room_tokens,
-                               tpot_seconds):
-    return serving.prefill_bound_ttft_seconds(batching, effective_concurrency, input_tokens, output_tokens,
-                                              prefill_room_tokens, tpot_seconds)
+      "A chunking engine: when B x S prompt tokens per cycle need more steps than a request's T - 1 decode steps at "
+      "room tokens a step, the difference in steps x TPOT is spent waiting (Little's law on the closed loop); 0 "
+      "otherwise, and for whole-prompt engines (their prefills stall the decode steps instead).")
+def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,
+                               prefill_room_tokens, tpot_seconds):
+    return serving.prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens,
+                                              output_tokens, prefill_room_tokens, tpot_seconds)
 
 
 @line("TTFT of a benchmark's steady state", "s", COMPUTE,

@@ -81,6 +81,18 @@ def test_prompts_that_outrun_the_token_budget_wait_for_room():
     assert v["lockstep_prompts"] == pytest.approx(8128 / 4096, rel=1e-12)
 
 
+def test_a_whole_prompt_engine_prefills_its_lockstep_group_in_one_iteration():
+    """chunked_prefill 0 (TensorRT-LLM's default): a prompt runs whole in an iteration of up to max_num_batched_tokens
+    (8,192) tokens with no decodes in it, so 8 prompts of 1,024 arrive and are prefilled together; the group waits
+    for one running step; nothing waits for room (the prefills stall the decode steps instead, in TPOT)."""
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"chunked_prefill": 0})
+    assert v["prefill_room_tokens"] == 8192 and v["lockstep_prompts"] == 8
+    ttft, tpot = v["ttft_service_seconds"], v["tpot_seconds"]
+    assert v["prefill_seconds_per_extra_prompt"] == pytest.approx(ttft, rel=1e-12)   # roofline, compute-bound
+    assert v["lockstep_ttft_seconds"] == pytest.approx(8 * ttft + tpot, rel=1e-12)
+    assert v["prefill_bound_ttft_seconds"] == 0 and v["prefill_stall_seconds"] > 0
+
+
 def test_static_batching_mixes_no_prompt_and_waits_for_the_whole_batch():
     v = plan.evaluate(plan.defaults() | SEED_70B | {"batching": 2})
     assert v["prefill_tokens_per_step"] == 0 and v["step_tokens"] == 16
