@@ -11,10 +11,11 @@ import dataclasses
 
 import pytest
 
-from inference_ledger import catalog, resolve, verdict
-from inference_ledger.args import LedgerInputError
-from inference_ledger.ledger import bytes_per_element, kv_bytes_windowed
-from inference_ledger.whatif import max_context_tokens
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import resolve, verdict
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.formulas.ledger import bytes_per_element, kv_bytes_windowed
+from inference_ledger.formulas.whatif import max_context_tokens
 
 LLAMA = catalog.get_model("llama-3.1-70b")      # 64 attention heads, 8 KV heads, 131,072 positions
 
@@ -207,7 +208,7 @@ def test_only_mxfp4_moe_kernels_pad_the_experts():
     """Qwen3-235B-A22B in BF16 at TP 8: each expert's 1,536-wide intermediate is 192 rows per GPU, which the BF16
     fused-MoE kernel runs as is (no tile padding): the weights per GPU are the weights over 8. gpt-oss-120b in MXFP4
     keeps its padded experts (2,880 -> 3,072 x 2,944 at TP 1)."""
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
     v = plan.evaluate(resolve.resolve("qwen3-235b-a22b", "h100-sxm", weight_dtype="bf16",
                                       numbers={"tp": 8}).inputs)
     assert v["moe_padding_bytes_per_gpu"] == 0
