@@ -196,12 +196,9 @@ def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
 
 
 @line("QPS per replica", "requests/s", BANDWIDTH,
-      "Little's law over the slots: effective concurrency / (TTFT without queueing + the wait for prefill room where "
-      "the prompts outrun a step's token budget + (output tokens - 1) x TPOT).")
-def qps_per_replica(effective_concurrency, ttft_service_seconds, prefill_bound_ttft_seconds, output_tokens,
-                    tpot_seconds):
-    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds + prefill_bound_ttft_seconds,
-                                  output_tokens, tpot_seconds)
+      "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
+def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
+    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds)
 
 
 @line("Replicas for the target QPS", "replicas", COST,
