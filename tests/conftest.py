@@ -21,6 +21,8 @@ import sys
 
 import pytest
 
+from renders import memoised_renders
+
 XML_BACKEND = os.environ.get("IL_XML_BACKEND", "lxml")
 
 
@@ -95,3 +97,35 @@ def pytest_runtest_call(item):
         return (yield)
     with _office_refused(item):
         return (yield)
+
+
+@pytest.fixture
+def cached_renders():
+    """Builds in this test (in process: build_workbook, or the CLI's build and email) share the session's renders."""
+    with memoised_renders():
+        yield
+
+
+@pytest.fixture(scope="session")
+def workbooks(tmp_path_factory):
+    """``workbooks(name=".xlsx", **options) -> (path, values)``: a workbook built once per session (SOURCE_DATE_EPOCH
+    unset: dated by the catalogs, as templates/ are) and shared read-only (the file is made read-only; values are a
+    copy).  A name ending in .xltx builds the template."""
+    from workbook.build import build_workbook
+
+    folder = tmp_path_factory.mktemp("workbooks")
+    built: dict = {}
+
+    def get(name: str = ".xlsx", **options):
+        key = (name, tuple(sorted(options.items())))
+        if key not in built:
+            path = folder / f"{len(built)}{name}"
+            with pytest.MonkeyPatch.context() as mp, memoised_renders():
+                mp.delenv("SOURCE_DATE_EPOCH", raising=False)
+                path, values = build_workbook(path, **options)
+            path.chmod(0o444)
+            built[key] = (path, values)
+        path, values = built[key]
+        return path, dict(values)
+
+    return get

@@ -292,7 +292,7 @@ def test_E24_bad_sender_echoed_whole(tmp_path):
             "--to: 'bad to' is not an email address")
 
 
-def test_E29_email_without_output_never_replaces_an_earlier_workbook(tmp_path):
+def test_E29_email_without_output_never_replaces_an_earlier_workbook(tmp_path, cached_renders):
     code, out, err = cli(*MAIL, "--eml", tmp_path / "tp4.eml")
     assert code == 0, err
     (first,) = tmp_path.glob("*.xlsx")

@@ -20,7 +20,7 @@ from openpyxl import load_workbook
 from inference_ledger import catalog
 from inference_ledger import finance
 from inference_ledger import plan
-from workbook.build import build_workbook, check_rows, make_context
+from workbook.build import check_rows, make_context
 from workbook.context import xname
 from workbook.recalc import recalculate
 
@@ -117,9 +117,8 @@ def test_an_estimated_price_is_flagged_on_the_checks_sheet():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    path, values = build_workbook(tmp_path_factory.mktemp("fin") / "ledger.xlsx")
-    return path, values
+def built(workbooks):
+    return workbooks()
 
 
 def _cell(wb, name):

@@ -48,9 +48,9 @@ def _cli(args, out: Path, env=None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, workbooks):
     d = tmp_path_factory.mktemp("kinds")
-    return {"workbook": build_workbook(d / "ledger.xlsx")[0], "template": build_workbook(d / "ledger.xltx")[0],
+    return {"workbook": workbooks()[0], "template": workbooks(".xltx")[0],
             "sweep": _cli(SWEEP, d / "sweep.xlsx"), "recommend": _cli(RECOMMEND, d / "recommend.xlsx")}
 
 

@@ -18,7 +18,7 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger import plan
-from workbook.build import build_workbook, named
+from workbook.build import named
 
 from ooxml import formula_cells_without_value
 
@@ -65,15 +65,10 @@ def _message(name: str, diffs: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory):
-    """(shipped path, fresh path) per template, built as `inference-ledger build -o templates/NAME` does."""
-    mp = pytest.MonkeyPatch()
-    mp.delenv("SOURCE_DATE_EPOCH", raising=False)
-    d = tmp_path_factory.mktemp("templates")
-    try:
-        out = {name: (ROOT / "templates" / name, build_workbook(d / name)[0]) for name in TEMPLATES}
-    finally:
-        mp.undo()
+def pairs(workbooks):
+    """(shipped path, fresh path) per template, built as `inference-ledger build -o templates/NAME` does (no
+    SOURCE_DATE_EPOCH: the session's build of the same options)."""
+    out = {name: (ROOT / "templates" / name, workbooks(Path(name).suffix)[0]) for name in TEMPLATES}
     for name, (shipped, _) in out.items():
         assert shipped.exists(), f"templates/{name} is missing: run `inference-ledger build -o templates/{name}`"
     return out

@@ -18,6 +18,9 @@ from openpyxl import load_workbook
 from inference_ledger import catalog
 from workbook.recalc import recalculate
 
+from renders import memoised_renders
+from test_cli_rules import cli
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,8 +55,10 @@ def _all_pass(wb) -> list[tuple[str, str]]:
 
 
 def _build(args, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inference_ledger", "build", *args, "-o", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    """`build ARGS -o OUT`, in process (a workbook of the same options is rendered once per session)."""
+    with memoised_renders():
+        code, stdout, stderr = cli("build", *args, "-o", out)
+    return subprocess.CompletedProcess(["build", *args], code, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
@@ -166,10 +171,9 @@ SAMPLE = {
 
 
 def _plan_json(args) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    code, out, err = cli("plan", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
 
 
 @pytest.mark.libreoffice
