@@ -129,3 +129,25 @@ def workbooks(tmp_path_factory):
         return path, dict(values)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def accuracy_study():
+    """The leave-one-source-out study of the shipped load rows (every parameter), fitted once per session."""
+    from inference_ledger import accuracy
+
+    return accuracy.study()
+
+
+@pytest.fixture
+def shared_study(accuracy_study, monkeypatch):
+    """In this test ``accuracy.study()`` of the shipped rows and parameters (what `validate` runs) is the session's
+    study (a pure function of the shipped data files); other rows or parameters fit afresh."""
+    from inference_ledger import accuracy
+
+    real = accuracy.study
+
+    def study(rows=None, params=None):
+        return accuracy_study if rows is None and params is None else real(rows, params)
+
+    monkeypatch.setattr(accuracy, "study", study)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
+import os
 
 import pytest
 
@@ -63,3 +65,17 @@ def memoised_renders():
         mp.undo()
 
 
+
+
+@functools.lru_cache(maxsize=16)
+def _opened(path: str, mtime_ns: int, size: int, data_only: bool):
+    from openpyxl import load_workbook
+
+    return load_workbook(path, data_only=data_only)
+
+
+def opened(path, data_only: bool = False):
+    """openpyxl's workbook of a file, loaded once while the file is unchanged (a file's formulas or cached values
+    are a function of its bytes): read it, never change it."""
+    st = os.stat(path)
+    return _opened(str(path), st.st_mtime_ns, st.st_size, data_only)
