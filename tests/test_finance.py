@@ -24,6 +24,8 @@ from workbook.build import check_rows, make_context
 from workbook.context import xname
 from workbook.recalc import recalculate
 
+from test_cli_rules import cli
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,10 +79,10 @@ def test_break_even_means_equal_cost_per_used_hour():
 
 
 def test_plan_json_has_the_finance_keys():
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", "--model", "llama-3.1-70b",
-                          "--gpu", "h100-sxm", "--electricity-price", "0.10", "--pue", "1.3", "--support-fraction",
-                          "0.1", "--utilization", "0.6"], capture_output=True, text=True, check=True, cwd=ROOT)
-    d = json.loads(out.stdout)
+    code, out, err = cli("plan", "--json", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--electricity-price", "0.10",
+                         "--pue", "1.3", "--support-fraction", "0.1", "--utilization", "0.6")
+    assert code == 0, err
+    d = json.loads(out)
     for key in ("owned_cost_per_gpu_hour", "owned_cost_per_million_output_tokens", "breakeven_utilization",
                 "reserved_1y_cost_per_gpu_hour", "reserved_3y_cost_per_gpu_hour", "spot_price_per_gpu_hour",
                 "payback_months", "best_cost_per_million_output_tokens"):
