@@ -9,6 +9,10 @@ otherwise (``openpyxl.xml.LXML``, decided at import).  The suite runs with lxml 
 dependency); ``IL_XML_BACKEND=stdlib`` hides lxml before anything imports openpyxl, and
 tests/test_xml_backends.py builds workbooks that way in a subprocess and checks that both
 backends write the same bytes, so both are exercised by every run.
+
+The costly pure steps run once per session and are shared read-only: ``workbooks`` (a built workbook per option
+set), ``cached_renders`` (in-process builds, e.g. through the CLI, reuse a render of the same options:
+tests/renders.py) and ``accuracy_study`` / ``shared_study`` (the leave-one-source-out study of the shipped rows).
 """
 
 from __future__ import annotations
@@ -20,8 +24,6 @@ import shutil
 import sys
 
 import pytest
-
-from renders import memoised_renders
 
 XML_BACKEND = os.environ.get("IL_XML_BACKEND", "lxml")
 
@@ -102,6 +104,8 @@ def pytest_runtest_call(item):
 @pytest.fixture
 def cached_renders():
     """Builds in this test (in process: build_workbook, or the CLI's build and email) share the session's renders."""
+    from renders import memoised_renders
+
     with memoised_renders():
         yield
 
@@ -111,6 +115,7 @@ def workbooks(tmp_path_factory):
     """``workbooks(name=".xlsx", **options) -> (path, values)``: a workbook built once per session (SOURCE_DATE_EPOCH
     unset: dated by the catalogs, as templates/ are) and shared read-only (the file is made read-only; values are a
     copy).  A name ending in .xltx builds the template."""
+    from renders import memoised_renders
     from workbook.build import build_workbook
 
     folder = tmp_path_factory.mktemp("workbooks")
