@@ -337,17 +337,37 @@ def load_dtypes() -> list[Dtype]:
 
 
 def _key(name: str) -> str:
-    return re.sub(r"[\s_]+", "-", str(name).strip().lower())
+    return _text_key(str(name))
 
 
-def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
-    if not isinstance(name, str) or not name.strip():
-        raise UnknownId(f"{kind} must be a name (got {echo(name)})")
+@functools.lru_cache(maxsize=4096)
+def _text_key(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", name.strip().lower())
+
+
+#: per kind: the catalog rows last indexed and their index by every name (a plan resolves its model and GPU by name
+#: many times; the rows are the loaders' cached ones, so the index is rebuilt only when they change)
+_INDEXES: dict[str, tuple[list, dict[str, Any]]] = {}
+
+
+def _index(kind: str, items: Iterable[Any], names_of) -> dict[str, Any]:
+    items = list(items)
+    last = _INDEXES.get(kind)
+    if last is not None and len(last[0]) == len(items) and all(a is b for a, b in zip(last[0], items)):
+        return last[1]
     index: dict[str, Any] = {}
     for it in items:
         for n in names_of(it):
             if n:
                 index.setdefault(_key(n), it)
+    _INDEXES[kind] = (items, index)
+    return index
+
+
+def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownId(f"{kind} must be a name (got {echo(name)})")
+    index = _index(kind, items, names_of)
     k = _key(name)
     if k in index:
         return index[k]
