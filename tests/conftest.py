@@ -1,8 +1,8 @@
 """Shared fixtures.  LibreOffice is required: a missing soffice fails, it never skips.
 
-Every test that starts LibreOffice (the ``soffice`` fixture, ``workbook.recalc``), Gnumeric or poppler is marked
-``libreoffice``, so ``pytest -m "not libreoffice"`` is the fast loop.  An unmarked test that asks for ``soffice``, or
-looks one of those programs up while it sets up or runs, fails and says to mark it.
+Every test that starts LibreOffice (the ``soffice`` fixture, ``inference_ledger.workbook.recalc``), Gnumeric or poppler
+is marked ``libreoffice``, so ``pytest -m "not libreoffice"`` is the fast loop.  An unmarked test that asks for
+``soffice``, or looks one of those programs up while it sets up or runs, fails and says to mark it.
 
 openpyxl writes XML with lxml when it can import it and with the standard library
 otherwise (``openpyxl.xml.LXML``, decided at import).  The suite runs with lxml (a test
@@ -116,7 +116,7 @@ def workbooks(tmp_path_factory):
     unset: dated by the catalogs, as templates/ are) and shared read-only (the file is made read-only; values are a
     copy).  A name ending in .xltx builds the template."""
     from renders import memoised_renders
-    from workbook.build import build_workbook
+    from inference_ledger.workbook.build import build_workbook
 
     folder = tmp_path_factory.mktemp("workbooks")
     built: dict = {}
@@ -139,7 +139,7 @@ def workbooks(tmp_path_factory):
 @pytest.fixture(scope="session")
 def accuracy_study():
     """The leave-one-source-out study of the shipped load rows (every parameter), fitted once per session."""
-    from inference_ledger import accuracy
+    from inference_ledger.validation import accuracy
 
     return accuracy.study()
 
@@ -148,7 +148,7 @@ def accuracy_study():
 def shared_study(accuracy_study, monkeypatch):
     """In this test ``accuracy.study()`` of the shipped rows and parameters (what `validate` runs) is the session's
     study (a pure function of the shipped data files); other rows or parameters fit afresh."""
-    from inference_ledger import accuracy
+    from inference_ledger.validation import accuracy
 
     real = accuracy.study
 

@@ -32,8 +32,8 @@ def _render_key(options: dict):
 
 @contextlib.contextmanager
 def memoised_renders():
-    """Within: workbook.build renders each distinct (options, template, build date) once per session."""
-    from workbook import build
+    """Within: inference_ledger.workbook.build renders each distinct (options, template, build date) once per session."""
+    from inference_ledger.workbook import build
 
     real_context, real_render = build.make_context, build.render_workbook
 

@@ -28,7 +28,7 @@ import trustme
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from inference_ledger import mail
+from inference_ledger.io import mail
 
 from renders import memoised_renders
 from test_cli_rules import cli as run_cli

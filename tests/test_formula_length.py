@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from openpyxl import load_workbook
 
-from workbook import sweep
+from inference_ledger.workbook import sweep
 
 MAX_FORMULA = 300
 

@@ -19,8 +19,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import summary
-from inference_ledger.expr import Sym, concat, text
+from inference_ledger.graph import summary
+from inference_ledger.core.expr import Sym, concat, text
 
 from test_cli_rules import cli
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import plan
-from workbook.build import named
+from inference_ledger.graph import plan
+from inference_ledger.workbook.build import named
 
 from ooxml import formula_cells_without_value
 from renders import opened
