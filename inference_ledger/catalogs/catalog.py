@@ -336,32 +336,20 @@ def load_dtypes() -> list[Dtype]:
 # ----------------------------------------------------------------------------------------
 
 
-def _key(name: str) -> str:
-    return _text_key(str(name))
-
-
 @functools.lru_cache(maxsize=4096)
-def _text_key(name: str) -> str:
+def _key(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().lower())
 
 
-#: per kind: the catalog rows last indexed and their index by every name (a plan resolves its model and GPU by name
-#: many times; the rows are the loaders' cached ones, so the index is rebuilt only when they change)
-_INDEXES: dict[str, tuple[list, dict[str, Any]]] = {}
+_INDEXES: dict[str, tuple[list, dict[str, Any]]] = {}   # per kind: the rows last indexed, and their index by name
 
 
 def _index(kind: str, items: Iterable[Any], names_of) -> dict[str, Any]:
-    items = list(items)
-    last = _INDEXES.get(kind)
-    if last is not None and len(last[0]) == len(items) and all(a is b for a, b in zip(last[0], items)):
-        return last[1]
-    index: dict[str, Any] = {}
-    for it in items:
-        for n in names_of(it):
-            if n:
-                index.setdefault(_key(n), it)
-    _INDEXES[kind] = (items, index)
-    return index
+    """Each name of the rows -> the first row holding it; rebuilt only when the loaded rows change."""
+    items, last = list(items), _INDEXES.get(kind)
+    if last is None or len(last[0]) != len(items) or any(a is not b for a, b in zip(last[0], items)):
+        last = _INDEXES[kind] = (items, {_key(n): it for it in reversed(items) for n in reversed(names_of(it)) if n})
+    return last[1]
 
 
 def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
