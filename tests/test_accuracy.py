@@ -30,8 +30,8 @@ BAND_KEYS = ("tokens_per_second_low", "tokens_per_second_high", "tpot_seconds_lo
 
 
 @pytest.fixture(scope="module")
-def study():
-    return accuracy.study()
+def study(accuracy_study):
+    return accuracy_study
 
 
 def _percentile(pairs, q):

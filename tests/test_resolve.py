@@ -1,6 +1,6 @@
 """The resolver's rules, one by one, with hand-derived expectations.
 
-tests/test_same_refusal.py checks that every entry point repeats the resolver's words; this
+tests/test_resolve_refusals.py checks that every entry point repeats the resolver's words; this
 file checks the words and the inputs themselves: which setting a refusal names, what a
 generic model assumes, which engine defaults follow the GPU, the TP rules at their edges.
 """

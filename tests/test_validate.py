@@ -13,6 +13,11 @@ PUBLIC_COLUMNS = ["model", "gpu", "tp", "pp", "dtype", "kv_dtype", "gpu_mem_util
                   "tpot_ms", "ttft_ms", "batch", "in_len", "out_len", "engine", "row_type", "source", "quote", "notes"]
 
 
+@pytest.fixture(autouse=True)
+def _one_study(shared_study):
+    """`validate` prints the leave-one-source-out study of the shipped rows: fitted once per session."""
+
+
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as e:
         run(list(argv))
