@@ -18,11 +18,13 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger.catalogs import catalog
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance, finance_forecast
 from inference_ledger.graph import plan
-from inference_ledger.workbook.build import build_workbook, check_rows, make_context
+from inference_ledger.workbook.build import check_rows, make_context
 from inference_ledger.workbook.context import xname
 from inference_ledger.workbook.recalc import recalculate
+
+from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -77,10 +79,10 @@ def test_break_even_means_equal_cost_per_used_hour():
 
 
 def test_plan_json_has_the_finance_keys():
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", "--model", "llama-3.1-70b",
-                          "--gpu", "h100-sxm", "--electricity-price", "0.10", "--pue", "1.3", "--support-fraction",
-                          "0.1", "--utilization", "0.6"], capture_output=True, text=True, check=True, cwd=ROOT)
-    d = json.loads(out.stdout)
+    code, out, err = cli("plan", "--json", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--electricity-price", "0.10",
+                         "--pue", "1.3", "--support-fraction", "0.1", "--utilization", "0.6")
+    assert code == 0, err
+    d = json.loads(out)
     for key in ("owned_cost_per_gpu_hour", "owned_cost_per_million_output_tokens", "breakeven_utilization",
                 "reserved_1y_cost_per_gpu_hour", "reserved_3y_cost_per_gpu_hour", "spot_price_per_gpu_hour",
                 "payback_months", "best_cost_per_million_output_tokens"):
@@ -117,9 +119,8 @@ def test_an_estimated_price_is_flagged_on_the_checks_sheet():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    path, values = build_workbook(tmp_path_factory.mktemp("fin") / "ledger.xlsx")
-    return path, values
+def built(workbooks):
+    return workbooks()
 
 
 def _cell(wb, name):
@@ -256,7 +257,7 @@ def test_plan_json_carries_the_forecast_and_its_npv_derived_by_hand():
     assert d["forecast_npv_rent"] == pytest.approx(npv_rent, rel=1e-12)
     assert d["forecast_saving"] == pytest.approx(d["forecast_npv_rent"] - d["forecast_npv_buy"], rel=1e-12)
     buy_wins = d["forecast_npv_buy"] < d["forecast_npv_rent"]
-    assert d["forecast_verdict"] == (finance.VERDICT_BUY if buy_wins else finance.VERDICT_RENT)
+    assert d["forecast_verdict"] == (finance_forecast.VERDICT_BUY if buy_wins else finance_forecast.VERDICT_RENT)
 
 
 @pytest.mark.libreoffice
@@ -273,12 +274,12 @@ def test_plan_json_forecast_and_sensitivity_equal_the_sheets_as_libreoffice_comp
             assert _cell(got, key).value == pytest.approx(v, rel=1e-9), key
     # the swing tables of the Sensitivity sheet: input label | output at -step | at +step | swing | rank
     grid, ws = plan_json(built[1])["sensitivity"], got["Sensitivity"]
-    for key, label, _unit in finance.SENSITIVITY_OUTPUTS:
+    for key, label, _unit in finance_forecast.SENSITIVITY_OUTPUTS:
         if key not in ("best_cost_per_million_output_tokens", "gpus_at_horizon"):
             continue   # the tornado's outputs
         top = _row(ws, f"Swings: {label}") + 1
-        for i in range(1, len(finance.SENSITIVITY_INPUTS) + 1):
-            name = next(n for n in finance.SENSITIVITY_INPUTS if plan.INPUT_BY_NAME[n].label == ws.cell(top + i, 1).value)
+        for i in range(1, len(finance_forecast.SENSITIVITY_INPUTS) + 1):
+            name = next(n for n in finance_forecast.SENSITIVITY_INPUTS if plan.INPUT_BY_NAME[n].label == ws.cell(top + i, 1).value)
             row = grid[key][name]
             assert [ws.cell(top + i, c).value for c in (2, 3, 4)] == pytest.approx(
                 [row["low"], row["high"], row["swing"]], rel=1e-9, abs=1e-12), (key, name)

@@ -25,7 +25,7 @@ from typing import Any, Optional
 from openpyxl.chart import BarChart, LineChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance_forecast
 from inference_ledger.graph import plan
 
 from . import style
@@ -37,8 +37,8 @@ FIRST_COL, HEAD = 3, 43
 #: Row of the charts (under the summary, on the first printed page) and months per printed page width.
 CHART_ROW, MONTHS_PER_PAGE = 22, 12
 #: The timeline and its conclusions are the library's (inference_ledger.finance: plan --json has them too).
-VERDICT_BUY, VERDICT_RENT = finance.VERDICT_BUY, finance.VERDICT_RENT
-RENT_ALL_LABEL, NPV_RENT_LABEL = finance.RENT_ALL_LABEL, finance.NPV_RENT_LABEL
+VERDICT_BUY, VERDICT_RENT = finance_forecast.VERDICT_BUY, finance_forecast.VERDICT_RENT
+RENT_ALL_LABEL, NPV_RENT_LABEL = finance_forecast.RENT_ALL_LABEL, finance_forecast.NPV_RENT_LABEL
 
 #: Plan quantities the timeline reads (shown as =name references above it).
 USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_replica", "gpus_per_replica",
@@ -69,7 +69,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "C6", "set at build: --forecast-months N", style.NOTE)
     ws.merge_cells("C6:F6")
     ctx.define("forecast_months", ws, "B6")
-    rows = finance.forecast_rows(ctx.name("forecast_months"))
+    rows = finance_forecast.forecast_rows(ctx.name("forecast_months"))
     row_of = {key: HEAD + i for i, (key, *_r) in enumerate(rows)}
     first, last = col(0), col(n - 1)
     # --- the timeline (written first: the summary above it reads its cells) -------------------------
@@ -102,7 +102,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     # --- summary (top): the forecast's conclusions over the timeline's cells --------------------------
     formats = {"GPUs": "0", "servers": "0", "$": style.number_format("$"), "text": None}
     r = 6
-    for name, label, unit, fn in finance.FORECAST_SUMMARY:
+    for name, label, unit, fn in finance_forecast.FORECAST_SUMMARY:
         r += 1
         ctx.put(ws, f"A{r}", label)
         ctx.formula(ws, f"B{r}", fn(span, end, ctx.name), style.CHECK if name == "forecast_verdict" else style.FORMULA,

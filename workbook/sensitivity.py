@@ -21,7 +21,7 @@ from typing import Any
 from openpyxl.chart import BarChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance_forecast
 from inference_ledger.graph import plan
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.sheetfuncs import abs_
@@ -33,9 +33,9 @@ from .context import Ctx
 
 SHEET = "Sensitivity"
 #: The key inputs, the step and the outputs (the library's: plan --json has the same grid).
-KEY_INPUTS, STEP = finance.SENSITIVITY_INPUTS, finance.SENSITIVITY_STEP
+KEY_INPUTS, STEP = finance_forecast.SENSITIVITY_INPUTS, finance_forecast.SENSITIVITY_STEP
 #: (key, label, unit) of the outputs; the first and the last get a tornado chart.
-OUTPUTS = finance.SENSITIVITY_OUTPUTS
+OUTPUTS = finance_forecast.SENSITIVITY_OUTPUTS
 TORNADO = ("best_cost_per_million_output_tokens", "gpus_at_horizon")
 FIRST_CASE_COL = 4  # D; C holds the base case
 
@@ -60,8 +60,8 @@ def grid_lines() -> list[str]:
 
 
 def case_values(values: dict, name: str, factor: float, months: int) -> dict[str, Any]:
-    """The plan's lines with one input multiplied by factor (inference_ledger.finance.sensitivity_case)."""
-    v = finance.sensitivity_case(values, plan.evaluate, [i.name for i in plan.INPUTS], name, factor)
+    """The plan's lines with one input multiplied by factor (inference_ledger.finance_forecast.sensitivity_case)."""
+    v = finance_forecast.sensitivity_case(values, plan.evaluate, [i.name for i in plan.INPUTS], name, factor)
     return {"lines": {n: _num(v[n]) for n in grid_lines()}}
 
 
@@ -136,7 +136,7 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
 
 
 class _ByName:
-    """A reference function as a mapping (the formula side of finance.sensitivity_outputs)."""
+    """A reference function as a mapping (the formula side of finance_forecast.sensitivity_outputs)."""
 
     def __init__(self, ref):
         self._ref = ref
@@ -147,7 +147,7 @@ class _ByName:
 
 def _output(key: str, ref, months: Sym) -> Sym:
     """An output's formula with quantities from ref (a name -> Sym): the library's outputs of the grid."""
-    return finance.sensitivity_outputs(_ByName(ref), months)[key]
+    return finance_forecast.sensitivity_outputs(_ByName(ref), months)[key]
 
 
 def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int) -> int:
@@ -170,7 +170,7 @@ def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int
     for i in range(len(KEY_INPUTS)):
         rr = first + i
         # the rank: swings above this one, plus the equal ones up to it (ties in sheet order)
-        rank = finance.swing_rank(ctx.span(ws, f"D{first}", f"D{last}", fix="both"),
+        rank = finance_forecast.swing_rank(ctx.span(ws, f"D{first}", f"D{last}", fix="both"),
                                   ctx.span(ws, f"D{first}", f"D{rr}", fix="both", fix_last=""), ctx.at(ws, f"D{rr}"))
         ctx.formula(ws, f"E{rr}", rank, style.FORMULA, "0")
     # sorted for the chart: largest swing first (rank k found with INDEX/MATCH)

@@ -19,7 +19,7 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 
-from inference_ledger.formulas import finance, serving
+from inference_ledger.formulas import finance_forecast, serving
 from inference_ledger.graph import plan, summary, verdict
 from inference_ledger.core.refs import reference
 from inference_ledger.core.expr import NOVALUE, Sym
@@ -96,7 +96,7 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
     """The cheapest Scenarios row that meets the targets (TCO's comparison), in a sentence."""
     if TCO not in wb.sheetnames or "scenario_cheapest" not in ctx.names:
         return r - 1
-    label = finance.cheapest_of(ctx.name("scenario_labels"), ctx.name("scenario_cheapest"))
+    label = finance_forecast.cheapest_of(ctx.name("scenario_labels"), ctx.name("scenario_cheapest"))
     ctx.put(ws, f"T{r}", "Cheapest scenario that meets the targets", style.NOTE)
     ctx.formula(ws, f"U{r}", label, style.FORMULA)
     ctx.formula(ws, f"V{r}", min_of(ctx.name("scenario_meets_cost")), style.FORMULA, style.number_format("$/month"))

@@ -20,7 +20,7 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance, finance_forecast
 from inference_ledger.graph import plan
 from inference_ledger.core.refs import cell, name as defined_name
 from inference_ledger.core.expr import Sym
@@ -35,7 +35,7 @@ from .context import Ctx
 from .printing import chart_box, last_row_under
 
 SHEET = "TCO"
-CHEAPEST = finance.CHEAPEST
+CHEAPEST = finance_forecast.CHEAPEST
 #: Rows the cheapest-row test looks at: room for Scenarios rows copied down after the build.
 ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
@@ -209,7 +209,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), style.FORMULA, style.number_format("$/month"))
         # the one verdict: fits, meets targets
         ctx.formula(ws, f"D{r}", one_zero(ge(ref("verdict"), VERDICT_MEETS)), style.CHECK, "0")
-        ctx.formula(ws, f"E{r}", finance.cost_if_meets(ctx.at(ws, f"D{r}"), ctx.at(ws, f"C{r}")), style.FORMULA,
+        ctx.formula(ws, f"E{r}", finance_forecast.cost_if_meets(ctx.at(ws, f"D{r}"), ctx.at(ws, f"C{r}")), style.FORMULA,
                     style.number_format("$/month"))
         cached.append(r)
         # the charts: a scenario that does not fit gets no bar (its cost would dwarf the rest) and says so
@@ -222,7 +222,7 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
     for name, col in (("scenario_labels", "A"), ("scenario_meets_cost", "E"), ("scenario_cheapest", "F")):
         ctx.define(name, ws, f"{col}{first}:{col}{first + ROOM}")   # the Summary's cheapest alternative
     for rr in cached:
-        ctx.formula(ws, f"F{rr}", finance.cheapest_mark(ctx.at(ws, f"D{rr}"), ctx.at(ws, f"C{rr}"),
+        ctx.formula(ws, f"F{rr}", finance_forecast.cheapest_mark(ctx.at(ws, f"D{rr}"), ctx.at(ws, f"C{rr}"),
                                                         ctx.span(ws, f"E{first}", f"E{first + ROOM}", fix="both")),
                     style.CHECK)
     fill = PatternFill("solid", fgColor=style.GREEN[0], bgColor=style.GREEN[0])

@@ -8,13 +8,13 @@ This is the single description of a deployment plan that every adapter shares:
 * ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each
   TP degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``,
   cached values in the workbook, sweeps over numpy arrays);
-* ``render(line, ref)`` calls the same function with Excel references and gets its
-  formula, with ``ref`` saying where each named quantity lives (a defined name on the
-  Plan sheet, or a cell of the same row in the Scenarios grid or a sweep).
+* ``render(line, ref)`` calls the same function with Excel references and gets its formula, with ``ref`` saying
+  where each named quantity lives (a defined name on the Plan sheet, or a cell of the same row in a grid or sweep).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -70,18 +70,9 @@ def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
     if default is CATALOG:
         default = CATALOG_DEFAULTS[name]
-    base = ARGS.get(arg or name)
-    if base is None:
-        base = Arg(name, doc, unit, 0.0, 1e18)
-    kw = {}
-    if lo is not None:
-        kw["lo"] = lo
-    if hi is not None:
-        kw["hi"] = hi
-    if integer is not None:
-        kw["integer"] = integer
-    if lo_inclusive is not None:
-        kw["lo_inclusive"] = lo_inclusive
+    base = ARGS.get(arg or name) or Arg(name, doc, unit, 0.0, 1e18)
+    kw = {k: v for k, v in (("lo", lo), ("hi", hi), ("integer", integer), ("lo_inclusive", lo_inclusive))
+          if v is not None}
     a = Arg(name, doc, unit, kw.get("lo", base.lo), kw.get("hi", base.hi),
             kw.get("lo_inclusive", base.lo_inclusive), kw.get("integer", base.integer), default)
     return Input(name, label, unit, default, doc, group, a)
@@ -168,7 +159,9 @@ INPUTS: tuple[Input, ...] = (
     # kernels (inference_ledger.formulas.kernels: each operation's measured floor and time per unit at the model's
     # shapes, TP and dtypes, from data/kernels/*.csv; read by the resolver for GPUs with tables, 0 and unused otherwise)
     _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
-    _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", 1, "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", ENGINE["chunked_prefill"], "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang from 0.4); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off, vLLM V0 up to 32K max_model_len, SGLang 0.2-0.3; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("overlap_scheduling", "Scheduler overlaps the GPU (1 yes, 0 no)", "1/0", ENGINE["overlap_scheduling"], "1: the engine prepares step n+1 on the CPU while the GPU runs step n (SGLang 0.4+, vLLM async scheduling by default after 0.11, TensorRT-LLM 1.0+ overlap scheduler): its CPU time hides under the step; 0: every step waits for it (engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("scheduler_seconds_per_sequence", "Scheduler CPU time per sequence per step", "s", ENGINE["scheduler_seconds_per_sequence"], "CPU time the engine spends per running sequence per step (scheduling, input preparation, output processing): vLLM V1 21 us (5-6 ms at batch 256, vllm-project/vllm#10634, #11133), vLLM 0.4-0.5 106 us (vllm#6913), SGLang <= 10 us; added to the step only when the scheduler does not overlap (engines.csv).", "engine", lo=0, hi=1),
     *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
                           ("o", "attention output GEMM", "token"),
                           ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
@@ -282,29 +275,24 @@ def validate_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
             raise LedgerInputError(f"{i.name} is missing")
         v = inputs[i.name]
         if isinstance(v, np.ndarray):
-            flat = v.ravel()
-            for x in flat:
+            for x in v.ravel():
                 i.arg.check(x)
             out[i.name] = v.astype(float)
         else:
             out[i.name] = i.arg.check(v)
-    # cross-field rules
     _cross_checks(out)
     return out
 
 
-def _cross_checks(v: Mapping[str, Any]) -> None:
-    def bad(mask):
-        return bool(np.any(mask))
+#: Cross-field rules: (the part, the whole it must not exceed).
+_NOT_ABOVE = (("active_params", "num_params"), ("quantized_params", "num_params"),
+              ("active_quantized_params", "active_params"), ("sliding_layers", "num_layers"))
 
-    if bad(np.asarray(v["active_params"]) > np.asarray(v["num_params"])):
-        raise LedgerInputError("active_params must be <= num_params")
-    if bad(np.asarray(v["quantized_params"]) > np.asarray(v["num_params"])):
-        raise LedgerInputError("quantized_params must be <= num_params")
-    if bad(np.asarray(v["active_quantized_params"]) > np.asarray(v["active_params"])):
-        raise LedgerInputError("active_quantized_params must be <= active_params")
-    if bad(np.asarray(v["sliding_layers"]) > np.asarray(v["num_layers"])):
-        raise LedgerInputError("sliding_layers must be <= num_layers")
+
+def _cross_checks(v: Mapping[str, Any]) -> None:
+    for part, whole in _NOT_ABOVE:
+        if bool(np.any(np.asarray(v[part]) > np.asarray(v[whole]))):
+            raise LedgerInputError(f"{part} must be <= {whole}")
 
 
 def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]:
@@ -314,11 +302,6 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
         for step in STEPS:
             vals[step.name] = step.evaluate(vals) if isinstance(step, Family) else step(vals)
     return vals
-
-
-def _reference(r: Any) -> Sym:
-    """What ``ref`` gives for a quantity: a reference expression, or the text of one (a defined name, a cell)."""
-    return reference(r)
 
 
 def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
@@ -337,35 +320,39 @@ def expression(line: Line | str, ref: Callable[[str], str], candidates: Optional
     member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
     ``tp_candidates.4.tp``: :meth:`inference_ledger.core.line.Family.flat_name`; ``inline_candidate``: the candidate as
     its formula of named constants instead)."""
-    if isinstance(line, str):
-        line = LINE_BY_NAME[line]
+    line = LINE_BY_NAME[line] if isinstance(line, str) else line
     args: list[Any] = []
     for p in line.params:
         fam = FAMILY_BY_NAME.get(p)
         if fam is None:
-            args.append(_reference(ref(p)))
+            args.append(reference(ref(p)))
         elif candidates is None or p not in candidates:
             raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
         else:
             args.append({fam.key(c): {fam.param: fam.candidate_formula(c) if inline_candidate
-                                      else _reference(ref(fam.flat_name(c, fam.param)))}
-                         | {m: _reference(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
-    expr = line.fn(*args)
+                                      else reference(ref(fam.flat_name(c, fam.param)))}
+                         | {m: reference(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
+    return _carrying(line.fn(*args), f"line {line.name}", value)
+
+
+def _carrying(expr: Any, what: str, value: Any) -> Sym:
+    """A rendered expression (carrying ``value`` when given); a line that computed a number instead is refused."""
     if not isinstance(expr, Sym):
-        raise TypeError(f"line {line.name} did not render to a formula")
+        raise TypeError(f"{what} did not render to a formula")
     return expr if value is None else expr.at(value)
 
 
 def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text (with leading '=') of one family cell and the quantities it uses (:func:`member_expression`'s)."""
+    """Excel formula text (with leading '=') of one family cell and the quantities it uses
+    (:func:`member_expression`'s)."""
     expr, params = member_expression(name, ref, inline_candidate)
     return expr.formula(), params
 
 
 def member_expression(name: str, ref: Callable[[str], str], inline_candidate: bool = False,
                       value: Any = None) -> tuple[Sym, list[str]]:
-    """The Excel expression of one family cell (carrying ``value``, the plan's, when given), ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
-    it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
+    """The Excel expression of one family cell (carrying ``value``, the plan's, when given), ``name`` its flat name
+    (``tp_candidates.4.fits``), and the quantities it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
     (the same candidate's column) and every other quantity at ``ref(quantity)``; ``inline_candidate``: the candidate
     as its formula of named constants (a table without a cell for it, e.g. a sweep's)."""
     fam_name, cand, member = name.split(".")
@@ -376,17 +363,13 @@ def member_expression(name: str, ref: Callable[[str], str], inline_candidate: bo
     def arg(p):
         if p == fam.param and inline_candidate:
             return fam.candidate_formula(float(cand))
-        return _reference(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
+        return reference(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
 
-    expr = m.fn(*(arg(p) for p in m.params))
-    if not isinstance(expr, Sym):
-        raise TypeError(f"family member {name} did not render to a formula")
-    return (expr if value is None else expr.at(value)), list(m.params)
+    return _carrying(m.fn(*(arg(p) for p in m.params)), f"family member {name}", value), list(m.params)
 
 
 def render_key(key: str, ref: Callable[[str], str], candidates: Mapping[str, Iterable[float]]) -> str:
-    """The formula of a table column by its key: a line (:func:`render`) or a family cell (:func:`render_member`,
-    its candidate inline)."""
+    """The formula of a table column by its key: a line or a family cell (its candidate inline)."""
     return key_expression(key, ref, candidates).formula()
 
 
@@ -403,7 +386,14 @@ def dependencies(line: Line | str) -> list[str]:
 
 def depends_on(line: Line | str, name: str) -> bool:
     """Whether a line uses ``name`` (an input or a line), directly or through other lines."""
-    return any(d == name or (d in LINE_BY_NAME and depends_on(d, name)) for d in dependencies(line))
+    return any(d == name or (d in LINE_BY_NAME and _line_uses(d, name)) for d in dependencies(line))
+
+
+@functools.cache
+def _line_uses(line: str, name: str) -> bool:
+    """:func:`depends_on` of a plan line by name, once per pair (the lines are fixed at import; the workbook asks
+    tens of thousands of times)."""
+    return any(d == name or (d in LINE_BY_NAME and _line_uses(d, name)) for d in dependencies(line))
 
 
 def plan_keys() -> Iterable[str]:

@@ -15,9 +15,9 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger.catalogs import catalog
+from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import concurrency, verdict
-from inference_ledger.formulas import finance, kernels, serving, step_lines
+from inference_ledger.formulas import finance_forecast, kernels, serving, step_lines
 from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core.units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
 
@@ -83,7 +83,7 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     out.update({k: v if isinstance(v, str) else _json_value(k, v, FORECAST_UNITS[k]) for k, v in fc.items()})
     if fc:   # the sensitivity grid: {output: {input: {"low", "high", "swing", "rank"}}}, the Sensitivity sheet's
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            grid = finance.sensitivity(values, evaluate, [i.name for i in INPUTS])
+            grid = finance_forecast.sensitivity(values, evaluate, [i.name for i in INPUTS])
         out["sensitivity"] = {k: (v if not isinstance(v, dict) else
                                   {i: {m: (_json_value(k, x, "") if m != "rank" else x) for m, x in row.items()}
                                    for i, row in v.items()})
@@ -92,14 +92,14 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     out["units"] |= {k: FORECAST_UNITS[k] for k in fc}
     if fc:
         out["units"]["sensitivity"] = {"step": "fraction", "months": "months"} | {
-            k: unit for k, _l, unit in finance.SENSITIVITY_OUTPUTS}
+            k: unit for k, _l, unit in finance_forecast.SENSITIVITY_OUTPUTS}
     out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
                      for f in FAMILIES if f.name in values}
     return out
 
 
-#: The units of the forecast's keys (inference_ledger.finance.FORECAST_SUMMARY), forecast_months first.
-FORECAST_UNITS = {"forecast_months": "months"} | {name: unit for name, _l, unit, _f in finance.FORECAST_SUMMARY}
+#: The units of the forecast's keys (inference_ledger.finance_forecast.FORECAST_SUMMARY), forecast_months first.
+FORECAST_UNITS = {"forecast_months": "months"} | {name: unit for name, _l, unit, _f in finance_forecast.FORECAST_SUMMARY}
 
 
 def forecast_of(values: Mapping[str, Any], months: int = 0) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def forecast_of(values: Mapping[str, Any], months: int = 0) -> dict[str, Any]:
         if any(np.ndim(values[k]) for k in ("target_qps", "qps_per_replica", "gpus_per_replica")):
             return {}
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return finance.forecast(values, months)
+            return finance_forecast.forecast(values, months)
     except KeyError:
         return {}
 
@@ -126,12 +126,15 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
             heads = catalog.get_model(model).num_attention_heads if model else None
         except (KeyError, ValueError, LookupError):
             heads = None
-        _, sources = kernels.plan_kernel_inputs(values, gpu, engine or "vllm", heads, weight_dtype,
-                                                kv_dtype or "bf16")
+        eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
+        _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
+                                                kv_dtype or "bf16", eng.kernel_table_version)
     fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
              "parallel": "EP all-to-all and PP hand-offs (inference_ledger/formulas/parallel.py)",
              "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
-                              "(Sarathi-Serve, arXiv:2403.02310)"}
+                              "(Sarathi-Serve, arXiv:2403.02310)",
+             "scheduler": "the engine's scheduler CPU time per sequence when it does not overlap the GPU "
+                          "(data/engines.csv overlap_scheduling, scheduler_seconds_per_sequence)"}
     op_source = {"attention": "decode_attention", "linear": "qkv"}
 
     def ops(table: Mapping[str, str], common: Mapping[str, str], prefill: bool) -> dict[str, Any]:
