@@ -29,7 +29,6 @@ used hour is its rate / ``u``; on demand and spot are paid per used hour.
 
 from __future__ import annotations
 
-import csv
 import functools
 import re
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from inference_ledger import ledger
+from inference_ledger import csvfile, ledger
 from inference_ledger.args import LedgerInputError, echo
 from inference_ledger.expr import and_, ceil, eq, ge, gt, is_sym, maximum, minimum, where
 from inference_ledger.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, W_PER_KW
@@ -186,8 +185,7 @@ CURRENCIES_CSV = Path(__file__).with_name("data") / "currencies.csv"
 @functools.lru_cache(maxsize=None)
 def currency_codes() -> frozenset[str]:
     """The ISO 4217 codes of inference_ledger/data/currencies.csv (List One, sourced there)."""
-    with CURRENCIES_CSV.open(encoding="utf-8", newline="") as fh:
-        return frozenset(r["code"] for r in csv.DictReader(line for line in fh if not line.startswith("#")))
+    return frozenset(r["code"] for r in csvfile.read(CURRENCIES_CSV).rows)
 
 
 def finance_options(months: Optional[int], currency: Optional[str], symbol: Optional[str]) -> tuple[int, str, str]:
@@ -245,24 +243,7 @@ GPU_COST_INPUTS = ("server_price_per_gpu", "gpu_power_w", "server_power_w_per_gp
 
 @functools.lru_cache(maxsize=None)
 def _load(path: Path) -> tuple[GpuCost, ...]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#")))
-    out = []
-    for r in rows:
-        where_ = f"{path.name} row {r.get('id')}"
-        nums = {}
-        for k in ("server_price_per_gpu", "price_public", "gpu_power_w", "server_power_w_per_gpu"):
-            try:
-                nums[k] = float(r[k])
-            except (TypeError, ValueError):
-                raise LedgerInputError(f"{where_}: '{k}' must be a number (got {r.get(k)!r})") from None
-        for k in ("price_source", "price_date", "source", "date"):
-            if not (r.get(k) or "").strip():
-                raise LedgerInputError(f"{where_}: missing value for '{k}'")
-        out.append(GpuCost(r["id"], nums["server_price_per_gpu"], int(nums["price_public"]), nums["gpu_power_w"],
-                           nums["server_power_w_per_gpu"], r["price_source"], r["price_date"], r["source"],
-                           r["date"], r.get("notes") or ""))
-    return tuple(out)
+    return tuple(csvfile.load(GpuCost, path, required=("price_source", "price_date", "source", "date")))
 
 
 def load_gpu_costs(path: str | Path | None = None) -> list[GpuCost]:

@@ -10,21 +10,22 @@ smallest point holds (a kernel never gets faster than its floor); above it the l
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from inference_ledger import csvfile
+
 KERNELS_DIR = Path(__file__).with_name("data") / "kernels"
 US = 1e-6
 FAMILIES = ("vllm", "sglang", "trtllm")  # the tables are per engine family (by id prefix)
 
 
-def _rows(name: str):
-    with (KERNELS_DIR / name).open(encoding="utf-8", newline="") as fh:
-        yield from csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#"))
+def _rows(name: str) -> tuple[dict[str, str], ...]:
+    """The rows of one distilled table (a commented CSV, inference_ledger.csvfile)."""
+    return csvfile.read(KERNELS_DIR / name).rows
 
 
 def _grid(header: list[str], prefix: str) -> tuple[list[str], np.ndarray]:

@@ -41,10 +41,10 @@ The model, and where each piece comes from:
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import csvfile
 from .expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
 from .units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV, LIMIT_MAX_NUM_SEQS,
                     LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR, KERNEL_GEMM_POWER,
@@ -73,18 +73,9 @@ class Efficiency:
 
 def load_efficiencies(path: str | Path | None = None) -> dict[str, Efficiency]:
     """The efficiency defaults by input name (rows for every GPU family, ``*``)."""
-    p = Path(path) if path is not None else EFFICIENCIES_CSV
-    with p.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")))
-    out = {}
-    for r in rows:
-        for key in ("name", "value", "gpu_family", "source", "date", "quote"):
-            if not (r.get(key) or "").strip():
-                raise ValueError(f"{p.name}: row {r.get('name')!r} has no {key}")
-        if r["gpu_family"] == "*":
-            out[r["name"]] = Efficiency(r["name"], float(r["value"]), r["gpu_family"], r["source"], r["date"],
-                                        r["quote"])
-    return out
+    rows = csvfile.load(Efficiency, path if path is not None else EFFICIENCIES_CSV, key="name",
+                        required=("name", "gpu_family", "source", "date", "quote"))
+    return {e.name: e for e in rows if e.gpu_family == "*"}
 
 
 def batching_code(word: str) -> int:
