@@ -124,41 +124,34 @@ class Cells:
             raise self.fail(key, "is empty")
         return v
 
-    def number(self, key: str, required: bool = True) -> Optional[float]:
+    def _float(self, key: str, required: bool) -> tuple[str, Optional[float]]:
+        """The cell's text and its number (NaN when it is not one; None when blank)."""
         v = self.text(key, required)
         if not v:
-            return None
+            return v, None
         try:
-            x = float(v)
+            return v, float(v)
         except ValueError:
-            raise self.fail(key, f"must be a number (got {echo(v)})") from None
-        if not math.isfinite(x):
-            raise self.fail(key, f"must be a finite number (got {echo(v)})")
+            return v, math.nan
+
+    def number(self, key: str, required: bool = True) -> Optional[float]:
+        v, x = self._float(key, required)
+        if x is not None and not math.isfinite(x):
+            what = "a number" if math.isnan(x) and v.lower().lstrip("+-") != "nan" else "a finite number"
+            raise self.fail(key, f"must be {what} (got {echo(v)})")
         return x
 
     def whole(self, key: str, required: bool = True, lo: Optional[int] = None) -> Optional[int]:
         """A whole number (at least ``lo`` when given)."""
-        v = self.text(key, required)
-        if not v:
-            return None
-        try:
-            x = float(v)
-        except ValueError:
-            x = math.nan
-        if not (x.is_integer() and (lo is None or x >= lo)):
+        v, x = self._float(key, required)
+        if x is not None and not (x.is_integer() and (lo is None or x >= lo)):
             raise self.fail(key, f"must be a whole number{'' if lo is None else f' >= {lo}'} (got {echo(v)})")
-        return int(x)
+        return None if x is None else int(x)
 
     def positive(self, key: str) -> Optional[float]:
         """A number > 0, or None for a blank cell."""
-        v = self.text(key)
-        if not v:
-            return None
-        try:
-            x = float(v)
-        except ValueError:
-            x = math.nan
-        if not (x > 0 and math.isfinite(x)):
+        v, x = self._float(key, False)
+        if x is not None and not (x > 0 and math.isfinite(x)):
             raise self.fail(key, f"must be a number > 0 or blank (got {echo(v)})")
         return x
 
