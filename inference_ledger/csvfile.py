@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import math
 import typing
 from dataclasses import dataclass
@@ -51,12 +52,13 @@ class Table:
         return f"{self.name} row {row.number}" + (f" ({tag})" if tag else "")
 
 
-def read(path: str | Path, *, kind: Optional[str] = None, comments: bool = True) -> Table:
+def read(path: str | Path, *, kind: Optional[str] = None, comments: bool = True, strip: bool = True) -> Table:
     """The rows of a commented CSV.
 
     ``kind`` marks a file the user gave (``files.INPUT_LIMITS``: it must be a regular file within that kind's size
     limit, read without blocking); without it the file is one of the project's own.  ``comments=False`` reads a
-    file where a line starting with '#' is data (a scenario label may start with one).
+    file where a line starting with '#' is data (a scenario label may start with one); ``strip=False`` keeps each
+    cell as written (text a worksheet shows as given).
     """
     p = Path(path)
     if kind is not None:
@@ -70,31 +72,33 @@ def read(path: str | Path, *, kind: Optional[str] = None, comments: bool = True)
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise LedgerInputError(f"{p.name}: not a UTF-8 text CSV (byte {e.start + 1} cannot be decoded)") from None
-    return parse(text, p.name, comments=comments)
+    return parse(text, p.name, comments=comments, strip=strip)
 
 
-def parse(text: str, name: str, *, comments: bool = True) -> Table:
+def parse(text: str, name: str, *, comments: bool = True, strip: bool = True) -> Table:
     """:func:`read` of a file's text (``name`` is how messages call the file)."""
     notes: list[str] = []
     kept: list[tuple[int, str]] = []   # (file line number, line) of the header and data lines
-    for n, line in enumerate(text.splitlines(keepends=True), start=1):
+    for n, line in enumerate(io.StringIO(text, newline=""), start=1):   # lines end at \n, \r or \r\n only
         s = line.strip()
         if comments and s.startswith("#"):
             notes.append(s[1:].strip())
-        elif s:
+        elif s or not comments:   # a file without comments keeps its blank lines: they may sit inside a quoted cell
             kept.append((n, line))
     reader = csv.reader(line for _, line in kept)
     try:
         records = []
         consumed = 0
         for cells in reader:
-            records.append((kept[consumed][0], cells))
+            if cells:   # a blank line is no row
+                records.append((kept[consumed][0], cells))
             consumed = reader.line_num
     except csv.Error as e:
         raise LedgerInputError(f"{name}: not a readable CSV ({e})") from None
     if not records:
         return Table(name, (), (), tuple(notes))
-    header = tuple(c.strip(BLANKS) for c in records[0][1])
+    tidy = (lambda c: c.strip(BLANKS)) if strip else (lambda c: c)
+    header = tuple(tidy(c) for c in records[0][1])
     twice = [c for k, c in enumerate(header) if c in header[:k]]
     if twice:
         raise LedgerInputError(f"{name}: column {twice[0]!r} appears twice in the header; give each column once")
@@ -104,7 +108,7 @@ def parse(text: str, name: str, *, comments: bool = True) -> Table:
         if extra:
             raise LedgerInputError(f"{name} row {number} (line {line}): {len(cells)} cells, more than the "
                                    f"{len(header)} columns of the header (first extra cell {echo(extra[0])})")
-        values = [c.strip(BLANKS) for c in cells[:len(header)]]
+        values = [tidy(c) for c in cells[:len(header)]]
         rows.append(Row(dict(zip(header, values + [""] * (len(header) - len(values)))), number, line))
     return Table(name, header, tuple(rows), tuple(notes))
 

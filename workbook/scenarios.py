@@ -84,7 +84,7 @@ def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
 
     Every problem is one LedgerInputError naming the file, and the line and column where it has one.
     """
-    return _scenarios(csvfile.read(path, kind="scenarios", comments=False))   # errors name the file
+    return _scenarios(csvfile.read(path, kind="scenarios", comments=False, strip=False))   # errors name the file
 
 
 def _scenarios(table: csvfile.Table) -> tuple[Scenario, ...]:
