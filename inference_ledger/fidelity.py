@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from . import catalog, csvfile, engines, plan, resolve
-from .args import LedgerInputError, echo
+from .args import LedgerInputError
 from .units import BYTES_PER_GIB, MS_PER_S
 
 MEASURED_CSV = Path(__file__).with_name("data") / "measured.csv"

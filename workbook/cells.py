@@ -18,11 +18,10 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import catalog, catalog_facts, engines, plan, resolve, serving, verdict
+from inference_ledger import catalog, catalog_facts, engine_ledger, engines, plan, resolve, serving, verdict
 from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import Sym, eq, where
-from inference_ledger.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
-                                    VERDICT_MEETS)
+from inference_ledger.expr import Sym
+from inference_ledger.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
 
 from . import style
 from .context import Ctx, xname
@@ -73,17 +72,9 @@ def unit_text(unit: str, fmt: str, value: float | None = None) -> str:
     return text
 
 
-def _kv_rule_words(x):
-    return where(eq(x, KV_RULE_TRTLLM), "TensorRT-LLM", where(eq(x, KV_RULE_SGLANG), "SGLang", "vLLM"))
-
-
-def _batching_words(x):
-    return where(eq(x, BATCHING_STATIC), "static", "continuous")
-
-
 #: The words of every code a person reads (a number to formulas, the words beside it): dual, like the lines.
-CODE_WORDS = {"verdict": verdict.words, "binding_limit": serving.limit_words, "kv_budget_rule": _kv_rule_words,
-              "batching": _batching_words}
+CODE_WORDS = {"verdict": verdict.words, **{c.quantity: c.render for c in (serving.LIMIT, engine_ledger.KV_RULE,
+                                                                          serving.BATCHING)}}
 
 
 def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:

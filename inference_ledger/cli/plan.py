@@ -15,13 +15,12 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import concurrency, engines, files, resolve, serving, summary, unit_registry
+from inference_ledger import concurrency, engine_ledger, engines, files, resolve, serving, summary, unit_registry
 from inference_ledger.cli.options import Command
 from inference_ledger.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.report import human, plan_json, plan_table
-from inference_ledger.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
 
 #: Option names that read better than the input names.
 OPTION_NAMES = {
@@ -43,11 +42,7 @@ FROM_CATALOG = resolve.FROM_CATALOG
 ENGINE_DEFAULTS = ENGINE
 
 #: Words a code input takes besides its number (kv_budget_rule: 1 vLLM, 2 SGLang, 3 TensorRT-LLM).
-CODE_WORDS: dict[str, dict[str, int]] = {
-    "kv_budget_rule": {str(k.doc).split(":", 1)[1].split(",")[0].strip(): int(k)
-                       for k in (KV_RULE_VLLM, KV_RULE_SGLANG, KV_RULE_TRTLLM)},
-    "batching": dict(serving.BATCHING),   # continuous 1, static 2 (--batching static, as in =PLAN and scenarios)
-}
+CODE_WORDS: dict[str, dict[str, int]] = {c.quantity: c.by_word for c in (engine_ledger.KV_RULE, serving.BATCHING)}
 
 
 def parse_quantity(text: str, unit: str, name: str = "") -> float:
