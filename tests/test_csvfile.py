@@ -14,6 +14,7 @@ import pytest
 from inference_ledger import csvfile
 from inference_ledger.args import LedgerInputError
 from inference_ledger.catalog import _load_gpus
+from inference_ledger.deployments import load as load_deployments
 from inference_ledger.finance import _load as load_costs
 from inference_ledger.serving import load_efficiencies
 
@@ -113,6 +114,9 @@ def _broken_copy(tmp_path, src, column, value, name):
                                                      r"a whole number"),
     (load_costs, "gpu_costs.csv", "price_date", "", r"gpu_costs\.csv row 1 \(\S+\): field 'price_date' is empty"),
     (load_efficiencies, "efficiencies.csv", "quote", "", r"efficiencies\.csv row 1 \(\S+\): field 'quote' is empty"),
+    (load_deployments, "measured_deployments.csv", "nodes", "two",
+     r"measured_deployments\.csv row 1 \(\S+\): field 'nodes' must be a whole number \(got 'two'\)"),
+    (load_deployments, "measured_deployments.csv", "source", "", r"measured_deployments\.csv row 1 \(\S+\): field 'source' is empty"),
 ])
 def test_shipped_loaders_name_file_row_and_field(tmp_path, loader, src, column, value, expect):
     root = Path(csvfile.__file__).with_name("data")
