@@ -1,14 +1,15 @@
-"""Coded quantities in one shape (inference_ledger.codes): words both ways, and one formula per code set."""
+"""Coded quantities in one shape (inference_ledger.core.codes): words both ways, and one formula per code set."""
 
 from __future__ import annotations
 
 import pytest
 
-from inference_ledger import engine_ledger, serving, verdict
+from inference_ledger.formulas import engine_ledger, serving
+from inference_ledger.graph import verdict
 from inference_ledger.cli.plan import parse_quantity
-from inference_ledger.codes import Codes
-from inference_ledger.expr import Const, Sym
-from inference_ledger.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
+from inference_ledger.core.codes import Codes
+from inference_ledger.core.expr import Const, Sym
+from inference_ledger.core.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
 
 
 def test_words_both_ways():

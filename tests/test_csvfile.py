@@ -11,12 +11,12 @@ from typing import Optional
 
 import pytest
 
-from inference_ledger import csvfile
-from inference_ledger.args import LedgerInputError
-from inference_ledger.catalog import _load_gpus
-from inference_ledger.deployments import load as load_deployments
-from inference_ledger.finance import _load as load_costs
-from inference_ledger.serving import load_efficiencies
+from inference_ledger.catalogs.catalog import _load_gpus
+from inference_ledger.core import csvfile
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.formulas.finance import _load as load_costs
+from inference_ledger.formulas.serving import load_efficiencies
+from inference_ledger.validation.deployments import load as load_deployments
 
 TEXT = """# a source line
 #  units: bytes
@@ -119,7 +119,7 @@ def _broken_copy(tmp_path, src, column, value, name):
     (load_deployments, "measured_deployments.csv", "source", "", r"measured_deployments\.csv row 1 \(\S+\): field 'source' is empty"),
 ])
 def test_shipped_loaders_name_file_row_and_field(tmp_path, loader, src, column, value, expect):
-    root = Path(csvfile.__file__).with_name("data")
+    root = Path(csvfile.__file__).resolve().parents[1] / "data"
     p = _broken_copy(tmp_path, root / src, column, value, src)
     with pytest.raises(LedgerInputError, match=expect) as e:
         loader(p)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from inference_ledger import unit_registry
+from inference_ledger.core import unit_registry
 from inference_ledger.cli.plan import parse_quantity, shown_default
-from inference_ledger.report import human
-from workbook import style
+from inference_ledger.io.report import human
+from inference_ledger.workbook import style
 
 
 @pytest.mark.parametrize("text, unit, value", [

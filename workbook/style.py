@@ -22,7 +22,7 @@ from openpyxl.chart.title import Title
 from openpyxl.drawing.text import CharacterProperties, Paragraph, ParagraphProperties, RegularTextRun
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
 
-from inference_ledger import unit_registry
+from inference_ledger.core import unit_registry
 
 INPUT, LOOKUP, FORMULA, CONSTANT, CHECK, HEADER, TITLE, NOTE, SECTION, ANSWER = (
     "IL Input", "IL Lookup", "IL Formula", "IL Constant", "IL Check", "IL Header", "IL Title", "IL Note", "IL Section",

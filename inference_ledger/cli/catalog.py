@@ -11,9 +11,10 @@ import json
 
 import click
 
-from inference_ledger import catalog, resolve
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import resolve
 from inference_ledger.cli.options import Command
-from inference_ledger.unit_registry import value_in
+from inference_ledger.core.unit_registry import value_in
 
 
 def _first_source(text: str) -> str:

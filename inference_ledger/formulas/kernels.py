@@ -1,0 +1,329 @@
+"""Measured kernel latencies: table lookups, and the per-operation figures a plan's step lines use.
+
+The tables (``inference_ledger/data/kernels/*.csv``) are NVIDIA aiconfigurator-core's measured SILICON database
+distilled per GPU x engine x version (see the folder's NOTICE and ``scripts/distill_kernels.py``): GEMM latency by
+(dtype, N, K) at M = 1 .. 16,384 tokens; decode attention of one layer by (KV dtype, heads, KV heads, head dim,
+batch) at KV lengths; prefill attention of one prompt by (KV dtype, heads, KV heads, head dim) at prompt lengths;
+all-reduce by (library, GPUs, message bytes), NCCL and the engines' custom all-reduce; one fused MoE layer (routing +
+grouped expert GEMMs) by (dtype, hidden, expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens,
+for the catalog's MoE shapes; DeepSeek-V3's whole MLA attention module of one layer (projections + attention over the
+latent cache) by (KV dtype, GEMM dtype, heads per GPU), decode by batch x KV length and prefill by prompt length.
+
+**Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
+each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
+the latency grows in proportion to the size (the last measured point's time per unit of work).  The plan's step is
+never below the roofline floor (bytes / HBM bandwidth, FLOPs / dense peak: ``tpot_floor_seconds``).
+
+**Per-operation figures.**  Each operation of a plan line is a curve over its size x (tokens of a GEMM, KV tokens
+a decode attention reads, prompt length squared for a prefill attention, bytes of an all-reduce) with ``a`` its
+measured latency at the table's smallest size (launch + weight read at the kernel's achieved bandwidth) and ``r``
+its measured time per unit at the largest: GEMMs (a^p + (r M)^p)^(1/p) with p = KERNEL_GEMM_POWER
+(:func:`inference_ledger.formulas.serving.gemm_curve`), attention and all-reduce a + r x.  ``a`` and ``r`` are plan
+inputs, read here at the model's shapes, TP and dtypes (so the workbook's formulas stay short); a GPU without tables
+keeps ``kernel_tables`` 0 and the roofline with the sourced efficiencies of ``efficiencies.csv``.
+
+MoE and MLA: :mod:`inference_ledger.formulas.kernels_fused`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from inference_ledger.formulas import kernels_fused
+from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _fill_nearest, _grid, _rows,
+                                                     interpolate, kv_table_dtype, latency_tables)
+
+MEASURED, FALLBACK = "measured tables", "roofline fallback"
+#: kernel_tables codes (the plan input of that name) and their words
+KERNEL_SOURCES = {1: MEASURED, 0: FALLBACK}
+
+
+@functools.lru_cache(maxsize=None)
+def _gemm() -> dict[tuple[str, str, str], Table]:
+    rows = list(_rows("gemm.csv"))
+    cols, ms = _grid(list(rows[0]), "m")
+    groups: dict = {}
+    for r in rows:
+        for gid in r["gpu_ids"].split("|"):
+            groups.setdefault((gid, r["engine"], r["dtype"]), []).append(r)
+    out = {}
+    for key, rs in groups.items():
+        ns = np.array(sorted({float(r["n"]) for r in rs}))
+        ks = np.array(sorted({float(r["k"]) for r in rs}))
+        arr = np.full((len(ns), len(ks), len(ms)), np.nan)
+        for r in rs:
+            arr[np.searchsorted(ns, float(r["n"])), np.searchsorted(ks, float(r["k"]))] = \
+                [float(r[c]) * US for c in cols]
+        _fill_nearest(arr)
+        out[key] = Table((ns, ks, ms), arr, f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _attention(which: str) -> dict[tuple, dict[tuple[int, int], Table]]:
+    return latency_tables("decode_attention.csv" if which == "decode" else "prefill_attention.csv", which == "decode",
+                          lambda gid, r: (gid, r["engine"], r["kv_dtype"], int(r["head_dim"])),
+                          lambda r: (int(r["heads"]), int(r["kv_heads"])))
+
+
+@functools.lru_cache(maxsize=None)
+def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
+    groups: dict = {}
+    for r in _rows("allreduce.csv"):
+        for gid in r["gpu_ids"].split("|"):
+            groups.setdefault((gid, r["library"]), {}).setdefault(int(r["gpus"]), []).append(r)
+    out: dict = {}
+    for key, by_g in groups.items():
+        out[key] = {}
+        for g, rs in by_g.items():
+            rs = sorted(rs, key=lambda r: float(r["message_bytes"]))
+            out[key][g] = Table((np.array([float(r["message_bytes"]) for r in rs]),),
+                                np.array([float(r["latency_us"]) * US for r in rs]),
+                                f"{rs[0]['source']} ({rs[0]['library']} {rs[0]['version']})")
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# lookups by operation
+# ---------------------------------------------------------------------------------
+
+
+def gemm_dtype(weight_dtype: str) -> Optional[str]:
+    """The GEMM table's dtype for a weight format (None: no table, e.g. INT4, MXFP4)."""
+    return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8"}.get(weight_dtype)
+
+
+def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
+    t = _gemm()
+    fam = _family(engine)
+    for e in (fam, *FAMILIES):  # the engine's own table, else another engine's on the same GPU (cuBLAS either way)
+        if (gpu_id, e, dtype) in t:
+            return t[(gpu_id, e, dtype)]
+    return None
+
+
+def gemm_seconds(gpu_id: str, engine: str, dtype: str, m: float, n: float, k: float) -> tuple[float, str]:
+    """Measured latency of one GEMM (M tokens x K -> N) and its source; KeyError when the GPU has no table."""
+    tab = _gemm_table(gpu_id, engine, dtype)
+    if tab is None:
+        raise KeyError(f"no GEMM table for {gpu_id} {dtype}")
+    return interpolate(tab, n, k, m), tab.source
+
+
+def _nearest_pair(pairs: Mapping[tuple[int, int], Table], heads: float, kv_heads: float) -> tuple[int, int]:
+    if (int(heads), int(kv_heads)) in pairs:
+        return int(heads), int(kv_heads)
+    return min(pairs, key=lambda hk: abs(math.log(hk[0] / heads)) + abs(math.log(hk[1] / kv_heads)))
+
+
+def _attn_group(which: str, gpu_id: str, engine: str, kv_dtype: str, head_dim: float):
+    t = _attention(which)
+    hd = 128 if head_dim > 96 else 64
+    for e in (_family(engine), *FAMILIES):
+        for dt in (kv_table_dtype(kv_dtype), "bfloat16"):
+            if (gpu_id, e, dt, hd) in t:
+                return t[(gpu_id, e, dt, hd)], hd
+    return None, hd
+
+
+def decode_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, batch: float, context: float, heads: float,
+                             kv_heads: float, head_dim: float) -> tuple[float, str]:
+    """One layer's decode attention for ``batch`` sequences at ``context`` KV tokens (heads per GPU).
+
+    A (heads, KV heads) pair the table lacks is priced from the nearest measured pair, scaled by the KV heads
+    (the KV bytes read) and the head dim."""
+    pairs, hd = _attn_group("decode", gpu_id, engine, kv_dtype, head_dim)
+    if pairs is None:
+        raise KeyError(f"no decode attention table for {gpu_id}")
+    hk = _nearest_pair(pairs, heads, kv_heads)
+    tab = pairs[hk]
+    scale = (kv_heads / hk[1]) * (head_dim / hd)  # more KV bytes: in proportion; fewer: a shorter context
+    t = interpolate(tab, batch, context) * scale if scale >= 1 else interpolate(tab, batch, context * scale)
+    return t, tab.source
+
+
+def prefill_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, prompt: float, heads: float, kv_heads: float,
+                              head_dim: float) -> tuple[float, str]:
+    """One layer's causal attention over one ``prompt``-token prompt (heads per GPU); an unmeasured pair scales by
+    the query heads (the FLOPs) and the head dim."""
+    pairs, hd = _attn_group("prefill", gpu_id, engine, kv_dtype, head_dim)
+    if pairs is None:
+        raise KeyError(f"no prefill attention table for {gpu_id}")
+    hk = _nearest_pair(pairs, heads, kv_heads)
+    tab = pairs[hk]
+    scale = (heads / hk[0]) * (head_dim / hd)
+    t = interpolate(tab, prompt) * scale if scale >= 1 else interpolate(tab, prompt * math.sqrt(scale))
+    return t, tab.source
+
+
+def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: float) -> tuple[float, str]:
+    """One all-reduce of ``message_bytes`` over ``gpus`` GPUs: the faster of NCCL and the engine's custom
+    all-reduce (engines switch to NCCL above the custom kernel's size limit); beyond 8 GPUs the 8-GPU curve."""
+    t = _allreduce()
+    g = int(min(max(gpus, 2), 8))
+    best = None
+    for lib in (_family(engine), "nccl"):
+        by_g = t.get((gpu_id, lib))
+        if not by_g:
+            continue
+        gg = min(by_g, key=lambda x: abs(math.log(x / g)))
+        tab = by_g[gg]
+        s = interpolate(tab, message_bytes)
+        if best is None or s < best[0]:
+            best = (s, tab.source)
+    if best is None:
+        raise KeyError(f"no all-reduce table for {gpu_id}")
+    return best
+
+
+def mla_figures(dec: Table, pre: Table) -> dict[str, float]:
+    """The MLA module read as the plan's operations (the module doc): QKV floor and time per token, O 0, decode
+    attention per KV token, prefill attention per prompt length squared."""
+    s1, s2 = float(pre.axes[0][-2]), float(pre.axes[0][-1])
+    t1, t2 = interpolate(pre, s1), interpolate(pre, s2)
+    # t = a S + q S^2 through the two longest prompts: the projections' time per token and the attention's per S^2
+    q = max((t2 / s2 - t1 / s1) / (s2 - s1), 0.0)
+    a = max(t1 / s1 - q * s1, 0.0)
+    b, ctx = DECODE_REF
+    lo = float(dec.axes[1][0])
+    kv = max(interpolate(dec, b, ctx) - interpolate(dec, b, lo), 0.0) / (b * (ctx - lo))
+    out = dict(zip(op_input_names("qkv"), (interpolate(dec, 1, lo), a)))
+    out.update(dict.fromkeys(op_input_names("o"), 0.0))
+    out.update(zip(op_input_names("decode_attention"), (0.0, kv)))
+    out.update(zip(op_input_names("prefill_attention"), (0.0, q)))
+    return out
+
+
+def has_tables(gpu_id: Optional[str]) -> bool:
+    """Whether the GPU has measured GEMM, attention and all-reduce tables."""
+    if not gpu_id:
+        return False
+    return any(k[0] == gpu_id for k in _gemm()) and any(k[0] == gpu_id for k in _attention("decode"))
+
+
+# ---------------------------------------------------------------------------------
+# the plan's kernel inputs: each operation's floor and time per unit at the model's shapes
+# ---------------------------------------------------------------------------------
+
+#: size each operation's time per unit is read at (the table's largest measured point below extrapolation)
+GEMM_REF_TOKENS = 16384.0
+DECODE_REF = (256.0, 16384.0)   # batch, KV length
+PREFILL_REF_TOKENS = 16384.0
+ALLREDUCE_REF_BYTES = 64 * 2 ** 20
+#: the operations of a layer whose kernels the tables price, and the plan inputs each one's curve takes
+GEMM_OPS = ("qkv", "o", "mlp", "lm_head")
+OPS = (*GEMM_OPS, "moe_expert", "decode_attention", "prefill_attention", "allreduce")
+
+
+def op_input_names(op: str) -> tuple[str, str]:
+    """The two plan inputs of an operation's curve: its floor and its time per unit."""
+    unit = {"decode_attention": "kv_token", "prefill_attention": "token_squared", "allreduce": "byte"}.get(op, "token")
+    return f"{op}_kernel_floor_seconds", f"{op}_kernel_seconds_per_{unit}"
+
+
+def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[float, float]]]:
+    """(N, K) of each GEMM operation on one GPU: QKV, O, the MLP's gate/up and down (one expert's for a MoE, over
+    TP, or whole under expert parallelism), the LM head (over TP)."""
+    tp, hd, hidden = float(v["tp"]), float(v["head_dim"]), float(v["hidden_size"])
+    inter = float(v["intermediate_size"])
+    moe = float(v["num_experts"]) > 0
+    mlp_split = 1.0 if moe and float(v["ep"]) > 1 else tp  # expert parallelism keeps experts whole
+    return {"qkv": [((heads + 2 * float(v["kv_heads"])) * hd / tp, hidden)],
+            "o": [(hidden, heads * hd / tp)],
+            "mlp": [(2 * inter / mlp_split, hidden), (hidden, inter / mlp_split)],
+            "lm_head": [(float(v["vocab_size"]) / tp, hidden)]}
+
+
+def _smallest(gpu_id: str, engine: str, dtype: str) -> tuple[float, float]:
+    tab = _gemm_table(gpu_id, engine, dtype)
+    return float(tab.axes[0][0]), float(tab.axes[1][0])
+
+
+def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str, heads: Optional[float],
+                       weight_dtype: Optional[str], kv_dtype: str) -> tuple[dict[str, float], dict[str, str]]:
+    """The kernel plan inputs (``kernel_tables`` and each operation's floor and time per unit) for a deployment,
+    with the source of each operation; a GPU without tables (or a weight format without a GEMM table) keeps
+    ``kernel_tables`` 0 and the plan prices the step on the roofline with the sourced efficiencies."""
+    out: dict[str, float] = {}
+    src: dict[str, str] = {}
+    dt = gemm_dtype(weight_dtype or "bf16")
+    h = float(heads) if heads else float(v["hidden_size"]) / float(v["head_dim"])
+    tp = float(v["tp"])
+    mla = None
+    if float(v.get("mla_latent_dim", 0)) > 0 and has_tables(gpu_id) and dt is not None \
+            and float(v.get("dp_attention", 1)) == 1:  # the module is measured with each GPU's own tokens: no DP
+        mla = kernels_fused.mla_tables(gpu_id, engine, kv_dtype, weight_dtype or "bf16", max(h / tp, 1.0))
+    if not has_tables(gpu_id) or dt is None or (float(v.get("mla_latent_dim", 0)) > 0 and mla is None):
+        # no tables for this GPU or weight format, or an MLA model without the MLA module's tables (or under DP
+        # attention, whose ranks each run a share of the step's tokens through the module)
+        out["kernel_tables"] = 0
+        return out, {op: FALLBACK for op in OPS}
+    try:
+        for op, shapes in gemm_shapes(v, h).items():
+            a = r = 0.0
+            for n, k in shapes:
+                t1, s = gemm_seconds(gpu_id, engine, dt, 1, n, k)
+                tr, _ = gemm_seconds(gpu_id, engine, dt, GEMM_REF_TOKENS, n, k)
+                a, r = a + t1, r + tr / GEMM_REF_TOKENS
+            fa, fr = op_input_names(op)
+            out[fa], out[fr] = a, r
+            if op == "mlp":  # a fused MoE kernel pays one launch per layer, not one per expert
+                launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in shapes)
+                out["moe_kernel_launch_seconds"] = min(launch, a)
+                fa, fr = op_input_names("moe_expert")   # without a MoE table: one expert's GEMMs, as a dense MLP
+                out[fa], out[fr] = a, r
+            src[op] = f"{MEASURED}: {s} at (N, K) = " + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + \
+                f" {dt}"
+        src["moe_expert"] = src["mlp"]
+        out["moe_kernel_table"] = 0
+        if float(v["num_experts"]) > 0:
+            moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
+                            v["experts_per_token"], v["num_experts"], tp, v["ep"])
+            if moe is not None:
+                gpus = tp * float(v.get("dp_attention", 1))
+                fa, fr = op_input_names("moe_expert")
+                out["moe_kernel_table"] = 1
+                out["moe_kernel_launch_seconds"], out[fa], out[fr] = kernels_fused.moe_expert_figures(
+                    moe, float(v["experts_per_token"]), float(v["num_experts"]), float(v["ep"]), gpus)
+                lay = kernels_fused.moe_layout(tp, float(v["ep"]))
+                src["moe_expert"] = f"{MEASURED}: {moe.source}, fused MoE at MoE TP {lay[0]} / EP {lay[1]}"
+                src["mlp"] = src["moe_expert"] + (f"; dense layers {src['mlp']}"
+                                                  if float(v["moe_layers"]) < float(v["num_layers"]) else "")
+        hg = max(h / tp, 1.0)
+        kvg = max(float(v["kv_heads"]) / tp, 1.0)
+        hd = float(v["head_dim"])
+        a, s = decode_attention_seconds(gpu_id, engine, kv_dtype, 1, 128, hg, kvg, hd)
+        tr, _ = decode_attention_seconds(gpu_id, engine, kv_dtype, *DECODE_REF, hg, kvg, hd)
+        fa, fr = op_input_names("decode_attention")
+        out[fa], out[fr] = a, max(tr - a, 0.0) / (DECODE_REF[0] * DECODE_REF[1])
+        src["decode_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads / {kvg:.0f} KV heads per GPU"
+        a, s = prefill_attention_seconds(gpu_id, engine, kv_dtype, 128, hg, kvg, hd)
+        tr, _ = prefill_attention_seconds(gpu_id, engine, kv_dtype, PREFILL_REF_TOKENS, hg, kvg, hd)
+        fa, fr = op_input_names("prefill_attention")
+        out[fa], out[fr] = a, max(tr - a, 0.0) / PREFILL_REF_TOKENS ** 2
+        src["prefill_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads per GPU"
+        fa, fr = op_input_names("allreduce")
+        if tp > 1:
+            a, s = allreduce_seconds(gpu_id, engine, tp, 1024)
+            tr, _ = allreduce_seconds(gpu_id, engine, tp, ALLREDUCE_REF_BYTES)
+            out[fa], out[fr] = a, max(tr - a, 0.0) / ALLREDUCE_REF_BYTES
+            src["allreduce"] = f"{MEASURED}: {s}, {tp:.0f} GPUs"
+        else:
+            out[fa], out[fr] = 0.0, 0.0
+            src["allreduce"] = "none at TP 1"
+    except KeyError:
+        return {"kernel_tables": 0}, {op: FALLBACK for op in OPS}
+    if mla is not None:  # the MLA module holds the projections and the attention (the module doc)
+        out.update(mla_figures(*mla))
+        hg = max(h / tp, 1.0)
+        src["qkv"] = f"{MEASURED}: {mla[0].source} at one sequence, {mla[1].source} per token (the MLA module: " \
+            f"projections + attention), {hg:.0f} heads per GPU"
+        src["o"] = f"{MEASURED}: inside the MLA module (qkv)"
+        src["decode_attention"] = f"{MEASURED}: {mla[0].source}, MLA module per KV token, {hg:.0f} heads per GPU"
+        src["prefill_attention"] = f"{MEASURED}: {mla[1].source}, MLA module per prompt length squared"
+    out["kernel_tables"] = 1
+    return out, src
