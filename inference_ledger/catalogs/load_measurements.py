@@ -62,6 +62,7 @@ class LoadRow:
     date: str
     quote: str
     notes: str
+    requests: Optional[int] = None  # N, the requests of the benchmark run where printed; None = not printed
 
     @property
     def engine_family(self) -> str:
@@ -100,7 +101,8 @@ def _one(c: csvfile.Cells) -> LoadRow:
         raise LedgerInputError(f"{c.where}: gpus {gpus} is not a multiple of tp {tp}")
     return csvfile.as_dataclass(LoadRow, c, gpus=gpus, tp=tp, batch=c.whole("batch", lo=2), basis=basis,
                                 input_tokens=c.whole("input_tokens", lo=1),
-                                output_tokens=c.whole("output_tokens", lo=1), **figures)
+                                output_tokens=c.whole("output_tokens", lo=1),
+                                requests=c.whole("requests", False, lo=1), **figures)
 
 
 def load_measured_load(path: str | Path | None = None) -> list[LoadRow]:

@@ -247,6 +247,47 @@ def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
     return where(eq(batching, BATCHING_STATIC), effective_concurrency * input_tokens, input_tokens)
 
 
+def prefill_room_tokens(max_num_batched_tokens, chunked_prefill, effective_concurrency):
+    """Prompt tokens one step has room for: a chunking engine schedules the running sequences' decode tokens first
+    and fills what is left of its token budget with waiting prompts (vLLM V1 ``Scheduler.schedule``: "First, schedule
+    the RUNNING requests", then "schedule the WAITING requests" while ``token_budget > 0``, the budget being
+    max_num_batched_tokens; vllm/v1/core/sched/scheduler.py at 00024d3), so max_num_batched_tokens - B; an engine
+    that runs prompts whole in their own iteration has its whole max_num_batched_tokens.  At least one token."""
+    return maximum(max_num_batched_tokens - chunked_prefill * effective_concurrency, 1)
+
+
+def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
+    """Prompts whose prefill ends in the same step: as many whole S-token prompts as the room holds, at least one,
+    at most the B in flight.
+
+    A benchmark's closed loop with fixed lengths (``--random-range-ratio 1`` / ``--ignore-eos``) stays in lockstep:
+    prompts that get their first token in the same step decode the same T - 1 steps, finish in the same step and
+    their clients send the next prompts together, so every later request arrives with the same group."""
+    return minimum(effective_concurrency, maximum(1, prefill_room_tokens / input_tokens))
+
+
+def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,
+                          prefill_seconds_per_extra_prompt, tpot_seconds):
+    """TTFT of a request that arrives with its lockstep group (the benchmark's steady state): the group's prefill
+    (one prompt's service time + each further prompt's prefill work) + the steps it rides, each running the B
+    decodes too (a decode step each): S / room of them for a prompt longer than the room, one at least (a prompt's
+    first token comes out of an engine step).  Static batching: the batch's own prefill."""
+    steps = maximum(1, input_tokens / prefill_room_tokens)
+    group = ttft_service_seconds + (lockstep_prompts - 1) * prefill_seconds_per_extra_prompt
+    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, group + steps * tpot_seconds)
+
+
+def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,
+                               prefill_room_tokens, tpot_seconds):
+    """TTFT when a chunking engine's prompts need more steps than a cycle has: each cycle the B clients send B x S
+    prompt tokens and a step takes at most the room of them, so a cycle lasts at least B x S / room steps; beyond
+    the T - 1 decode steps of a request the difference is spent waiting for prefill room (Little's law on the closed
+    loop).  0 when the room absorbs the prompts, in static batching, and for an engine that runs prompts whole in
+    their own iterations (their time is in the decode steps' stalls, prefill_stall_seconds)."""
+    steps = effective_concurrency * input_tokens / prefill_room_tokens - (output_tokens - 1)
+    return where(eq(batching, BATCHING_STATIC), 0, chunked_prefill * maximum(steps, 0) * tpot_seconds)
+
+
 def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
                       prefill_seconds_per_extra_prompt):
     """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
@@ -261,14 +302,16 @@ def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, t
     return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
 
 
-def benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds,
-                           tpot_seconds, queue_seconds):
-    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive one by one
-    as earlier requests finish (their finishing times spread over the wave's prefill and drift apart), each met by
-    the open-arrival TTFT; never shorter than one engine step; + the wait for a slot when more clients than slots."""
+def benchmark_ttft_seconds(benchmark_requests, concurrency, effective_concurrency, wave_ttft_seconds,
+                           steady_ttft_seconds, tpot_seconds, queue_seconds):
+    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive with their
+    lockstep group (``steady_ttft_seconds``); never shorter than one engine step; + the wait for a slot when more
+    clients than slots: (C - B) / QPS for each request of a closed loop, half of it on average for the first C,
+    which are sent at once (a benchmark of N <= C requests sends them all at once and then only drains)."""
     first = minimum(effective_concurrency, benchmark_requests)
-    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * ttft_open_seconds) / benchmark_requests
-    return maximum(mean, tpot_seconds) + queue_seconds
+    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * steady_ttft_seconds) / benchmark_requests
+    sent_at_once = minimum(concurrency, benchmark_requests) / (RAMP_MEAN_DIVISOR * benchmark_requests)
+    return maximum(mean, tpot_seconds) + queue_seconds * (1 - sent_at_once)
 
 
 # The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):

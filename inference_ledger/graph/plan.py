@@ -15,6 +15,7 @@ This is the single description of a deployment plan that every adapter shares:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -377,7 +378,14 @@ def dependencies(line: Line | str) -> list[str]:
 
 def depends_on(line: Line | str, name: str) -> bool:
     """Whether a line uses ``name`` (an input or a line), directly or through other lines."""
-    return any(d == name or (d in LINE_BY_NAME and depends_on(d, name)) for d in dependencies(line))
+    return any(d == name or (d in LINE_BY_NAME and _line_uses(d, name)) for d in dependencies(line))
+
+
+@functools.cache
+def _line_uses(line: str, name: str) -> bool:
+    """:func:`depends_on` of a plan line by name, once per pair (the lines are fixed at import; the workbook asks
+    tens of thousands of times)."""
+    return any(d == name or (d in LINE_BY_NAME and _line_uses(d, name)) for d in dependencies(line))
 
 
 def plan_keys() -> Iterable[str]:

@@ -268,11 +268,11 @@ def tpot_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_
 
 @line("TTFT expected", "s", COMPUTE,
       "As serving benchmarks report it: the mean over N requests of c clients started together (the first wave, "
-      "then arrivals one by one at the open-arrival TTFT), never shorter than one step, + the wait for a slot.")
-def ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds, tpot_seconds,
-                 queue_seconds):
-    return serving.benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds,
-                                          ttft_open_seconds, tpot_seconds, queue_seconds)
+      "then the lockstep groups of the steady state), never shorter than one step, + the wait for a slot.")
+def ttft_seconds(benchmark_requests, concurrency, effective_concurrency, wave_ttft_seconds, steady_ttft_seconds,
+                 tpot_seconds, queue_seconds):
+    return serving.benchmark_ttft_seconds(benchmark_requests, concurrency, effective_concurrency, wave_ttft_seconds,
+                                          steady_ttft_seconds, tpot_seconds, queue_seconds)
 
 
 @line("Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
