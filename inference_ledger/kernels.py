@@ -34,7 +34,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger import kernels_fused
-from inference_ledger.kernel_tables import FAMILIES, US, Table, _family, _fill_nearest, _grid, \
+from inference_ledger.ledger import kv_elements_per_token_layer, kv_shards
+from inference_ledger.kernel_tables import FAMILIES, US, Table, _cell, _extend, _family, _fill_nearest, _grid, \
     _rows, interpolate, kv_table_dtype, latency_tables
 
 MEASURED, FALLBACK = "measured tables", "roofline fallback"
@@ -44,23 +45,62 @@ KERNEL_SOURCES = {1: MEASURED, 0: FALLBACK}
 
 @functools.lru_cache(maxsize=None)
 def _gemm() -> dict[tuple[str, str, str], Table]:
-    rows = list(_rows("gemm.csv"))
-    cols, ms = _grid(list(rows[0]), "m")
-    groups: dict = {}
-    for r in rows:
-        for gid in r["gpu_ids"].split("|"):
-            groups.setdefault((gid, r["engine"], r["dtype"]), []).append(r)
     out = {}
-    for key, rs in groups.items():
+    for key, rs in _gemm_groups("gemm.csv").items():   # a grid of (N, K): axes (N, K, M)
         ns = np.array(sorted({float(r["n"]) for r in rs}))
         ks = np.array(sorted({float(r["k"]) for r in rs}))
+        cols, ms = _grid(list(rs[0]), "m")
         arr = np.full((len(ns), len(ks), len(ms)), np.nan)
         for r in rs:
             arr[np.searchsorted(ns, float(r["n"])), np.searchsorted(ks, float(r["k"]))] = \
                 [float(r[c]) * US for c in cols]
         _fill_nearest(arr)
         out[key] = Table((ns, ks, ms), arr, f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})")
+    for key, rs in _gemm_groups("gemm_amd.csv").items():   # a list of tuned shapes: axes (N x K, M)
+        out[key] = _weight_size_table(rs)
     return out
+
+
+def _gemm_groups(name: str) -> dict[tuple[str, str, str], list]:
+    groups: dict = {}
+    for r in _rows(name):
+        for gid in r["gpu_ids"].split("|"):
+            groups.setdefault((gid, r["engine"], r["dtype"]), []).append(r)
+    return groups
+
+
+def _shape_row(r: Mapping[str, str]) -> np.ndarray:
+    """One tuned shape's latencies (s) at the M grid: a blank cell below the smallest measured M holds its time, one
+    above the largest grows in proportion to M (the lookup's rules)."""
+    cols, ms = _grid(list(r), "m")
+    row = np.array([_cell(r[c]) for c in cols])
+    first = int(np.argmax(~np.isnan(row)))
+    row[:first] = row[first]
+    return _extend(row[None, :], ms)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _gemm_shapes() -> dict[tuple[str, str, str], dict[tuple[float, float], Table]]:
+    """AMD's tuned shapes one by one: (gpu, engine, dtype) -> {(N, K): latency over M}."""
+    out: dict = {}
+    for key, rs in _gemm_groups("gemm_amd.csv").items():
+        ms = _grid(list(rs[0]), "m")[1]
+        out[key] = {(float(r["n"]), float(r["k"])): Table((ms,), _shape_row(r), _gemm()[key].source) for r in rs}
+    return out
+
+
+def _weight_size_table(rs: list) -> Table:
+    """A GEMM table of scattered (N, K) shapes read along the weight size W = N x K (the module doc): shapes of one
+    size share the geometric mean of their times; a blank M cell holds the smallest measured M's time below it and
+    grows in proportion to M above the largest (the lookup's rules)."""
+    ms = _grid(list(rs[0]), "m")[1]
+    by_w: dict = {}
+    for r in rs:
+        by_w.setdefault(float(r["n"]) * float(r["k"]), []).append(_shape_row(r))
+    ws = np.array(sorted(by_w))
+    arr = np.array([np.exp(np.mean(np.log(by_w[w]), axis=0)) for w in ws])
+    src = f"{rs[0]['version']} aiter/configs *tuned_gemm*.csv ({len(rs)} tuned shapes, read along N x K)"
+    return Table((ws, ms), arr, src)
 
 
 @functools.lru_cache(maxsize=None)
@@ -73,7 +113,7 @@ def _attention(which: str) -> dict[tuple, dict[tuple[int, int], Table]]:
 @functools.lru_cache(maxsize=None)
 def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
     groups: dict = {}
-    for r in _rows("allreduce.csv"):
+    for r in (*_rows("allreduce.csv"), *_rows("allreduce_amd.csv")):
         for gid in r["gpu_ids"].split("|"):
             groups.setdefault((gid, r["library"]), {}).setdefault(int(r["gpus"]), []).append(r)
     out: dict = {}
@@ -97,21 +137,30 @@ def gemm_dtype(weight_dtype: str) -> Optional[str]:
     return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8"}.get(weight_dtype)
 
 
-def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
+def _gemm_key(gpu_id: str, engine: str, dtype: str) -> Optional[tuple[str, str, str]]:
     t = _gemm()
-    fam = _family(engine)
-    for e in (fam, *FAMILIES):  # the engine's own table, else another engine's on the same GPU (cuBLAS either way)
-        if (gpu_id, e, dtype) in t:
-            return t[(gpu_id, e, dtype)]
+    for e in (_family(engine), *FAMILIES, "aiter"):  # the engine's own table, else another engine's on the same
+        if (gpu_id, e, dtype) in t:                  # GPU (cuBLAS either way); on AMD the aiter tuner's (the
+            return gpu_id, e, dtype                  # library both engines call on ROCm)
     return None
 
 
+def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
+    key = _gemm_key(gpu_id, engine, dtype)
+    return None if key is None else _gemm()[key]
+
+
 def gemm_seconds(gpu_id: str, engine: str, dtype: str, m: float, n: float, k: float) -> tuple[float, str]:
-    """Measured latency of one GEMM (M tokens x K -> N) and its source; KeyError when the GPU has no table."""
-    tab = _gemm_table(gpu_id, engine, dtype)
-    if tab is None:
+    """Measured latency of one GEMM (M tokens x K -> N) and its source; KeyError when the GPU has no table.  On a
+    table of tuned shapes (AMD) a shape it holds is read on its own curve over M, any other along N x K."""
+    key = _gemm_key(gpu_id, engine, dtype)
+    if key is None:
         raise KeyError(f"no GEMM table for {gpu_id} {dtype}")
-    return interpolate(tab, n, k, m), tab.source
+    tab = _gemm()[key]
+    if len(tab.axes) == 3:
+        return interpolate(tab, n, k, m), tab.source
+    own = _gemm_shapes()[key].get((float(n), float(k)))
+    return (interpolate(own, m) if own is not None else interpolate(tab, n * k, m)), tab.source
 
 
 def _nearest_pair(pairs: Mapping[tuple[int, int], Table], heads: float, kv_heads: float) -> tuple[int, int]:
@@ -162,19 +211,22 @@ def prefill_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, prompt: f
 
 def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: float) -> tuple[float, str]:
     """One all-reduce of ``message_bytes`` over ``gpus`` GPUs: the faster of NCCL and the engine's custom
-    all-reduce (engines switch to NCCL above the custom kernel's size limit); beyond 8 GPUs the 8-GPU curve."""
+    all-reduce (engines switch to NCCL above the custom kernel's size limit), else (a GPU measured with another
+    engine's custom all-reduce only: AMD) that one; the measured GPU count nearest to ``gpus``, beyond 8 GPUs the
+    8-GPU curve."""
     t = _allreduce()
     g = int(min(max(gpus, 2), 8))
+    fam = _family(engine)
+    libs = [lib for lib in (fam, "nccl") if (gpu_id, lib) in t] \
+        or [lib for lib in FAMILIES if (gpu_id, lib) in t]
     best = None
-    for lib in (_family(engine), "nccl"):
-        by_g = t.get((gpu_id, lib))
-        if not by_g:
-            continue
+    for lib in libs:
+        by_g = t[(gpu_id, lib)]
         gg = min(by_g, key=lambda x: abs(math.log(x / g)))
         tab = by_g[gg]
         s = interpolate(tab, message_bytes)
         if best is None or s < best[0]:
-            best = (s, tab.source)
+            best = (s, tab.source + (f" (the {gg}-GPU curve)" if gg != g else ""))
     if best is None:
         raise KeyError(f"no all-reduce table for {gpu_id}")
     return best
@@ -199,10 +251,30 @@ def mla_figures(dec: Table, pre: Table) -> dict[str, float]:
 
 
 def has_tables(gpu_id: Optional[str]) -> bool:
-    """Whether the GPU has measured GEMM, attention and all-reduce tables."""
+    """Whether the GPU has measured GEMM tables (attention without a table of its own is priced on the roofline:
+    :func:`roofline_attention_figures`)."""
     if not gpu_id:
         return False
-    return any(k[0] == gpu_id for k in _gemm()) and any(k[0] == gpu_id for k in _attention("decode"))
+    return any(k[0] == gpu_id for k in _gemm())
+
+
+#: causal attention FLOPs of one layer per prompt length squared per (query head x head dim): QK^T and PV are
+#: 2 S^2 h d FLOPs each over the full square, half of it under the causal mask
+CAUSAL_ATTENTION_FLOPS_PER_TOKEN_SQUARED = 2.0
+
+
+def roofline_attention_figures(v: Mapping[str, Any], heads_per_gpu: float) -> dict[str, float]:
+    """Decode and prefill attention of a GPU without attention tables (AMD), as the roofline prices them: no floor;
+    per KV token read, its bytes on this GPU over HBM bandwidth x the KV-read efficiency; per prompt length squared,
+    2 h d causal FLOPs over peak x the prefill efficiency (``v``: the plan inputs, their sourced defaults)."""
+    elements = float(kv_elements_per_token_layer(v["kv_heads"], v["head_dim"], v.get("mla_latent_dim", 0))) \
+        / float(kv_shards(v["kv_heads"], v["tp"], v.get("mla_latent_dim", 0)))
+    out = dict(zip(op_input_names("decode_attention"),
+                   (0.0, elements * float(v["kv_bytes"]) / (float(v["hbm_bw"]) * float(v["kv_read_efficiency"])))))
+    out.update(zip(op_input_names("prefill_attention"),
+                   (0.0, CAUSAL_ATTENTION_FLOPS_PER_TOKEN_SQUARED * heads_per_gpu * float(v["head_dim"])
+                    / (float(v["peak_flops"]) * float(v["prefill_efficiency"])))))
+    return out
 
 
 # ---------------------------------------------------------------------------------
@@ -240,6 +312,8 @@ def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[floa
 
 def _smallest(gpu_id: str, engine: str, dtype: str) -> tuple[float, float]:
     tab = _gemm_table(gpu_id, engine, dtype)
+    if len(tab.axes) == 2:   # a weight-size table: its smallest N x K
+        return float(tab.axes[0][0]), 1.0
     return float(tab.axes[0][0]), float(tab.axes[1][0])
 
 
@@ -296,16 +370,23 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
         hg = max(h / tp, 1.0)
         kvg = max(float(v["kv_heads"]) / tp, 1.0)
         hd = float(v["head_dim"])
-        a, s = decode_attention_seconds(gpu_id, engine, kv_dtype, 1, 128, hg, kvg, hd)
-        tr, _ = decode_attention_seconds(gpu_id, engine, kv_dtype, *DECODE_REF, hg, kvg, hd)
-        fa, fr = op_input_names("decode_attention")
-        out[fa], out[fr] = a, max(tr - a, 0.0) / (DECODE_REF[0] * DECODE_REF[1])
-        src["decode_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads / {kvg:.0f} KV heads per GPU"
-        a, s = prefill_attention_seconds(gpu_id, engine, kv_dtype, 128, hg, kvg, hd)
-        tr, _ = prefill_attention_seconds(gpu_id, engine, kv_dtype, PREFILL_REF_TOKENS, hg, kvg, hd)
-        fa, fr = op_input_names("prefill_attention")
-        out[fa], out[fr] = a, max(tr - a, 0.0) / PREFILL_REF_TOKENS ** 2
-        src["prefill_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads per GPU"
+        try:
+            a, s = decode_attention_seconds(gpu_id, engine, kv_dtype, 1, 128, hg, kvg, hd)
+            tr, _ = decode_attention_seconds(gpu_id, engine, kv_dtype, *DECODE_REF, hg, kvg, hd)
+            fa, fr = op_input_names("decode_attention")
+            out[fa], out[fr] = a, max(tr - a, 0.0) / (DECODE_REF[0] * DECODE_REF[1])
+            src["decode_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads / {kvg:.0f} KV heads per GPU"
+            a, s = prefill_attention_seconds(gpu_id, engine, kv_dtype, 128, hg, kvg, hd)
+            tr, _ = prefill_attention_seconds(gpu_id, engine, kv_dtype, PREFILL_REF_TOKENS, hg, kvg, hd)
+            fa, fr = op_input_names("prefill_attention")
+            out[fa], out[fr] = a, max(tr - a, 0.0) / PREFILL_REF_TOKENS ** 2
+            src["prefill_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads per GPU"
+        except KeyError:   # no attention tables for this GPU (AMD): the roofline's attention, sourced efficiencies
+            out.update(roofline_attention_figures(v, hg))
+            src["decode_attention"] = f"{FALLBACK}: KV bytes per token on the GPU / (HBM bandwidth x " \
+                f"kv_read_efficiency), no floor ({hg:.0f} heads / {kvg:.0f} KV heads per GPU)"
+            src["prefill_attention"] = f"{FALLBACK}: 2 h d S^2 causal FLOPs / (peak x prefill_efficiency), no " \
+                f"floor ({hg:.0f} heads per GPU)"
         fa, fr = op_input_names("allreduce")
         if tp > 1:
             a, s = allreduce_seconds(gpu_id, engine, tp, 1024)
