@@ -1,7 +1,9 @@
 """The measured kernel tables' common machinery: reading the distilled CSVs and interpolating them.
 
 The tables (``inference_ledger/data/kernels/*.csv``, see the folder's NOTICE and ``scripts/distill_kernels.py``) are
-NVIDIA aiconfigurator-core's measured SILICON database distilled per GPU x engine x version.  Between grid points a
+NVIDIA aiconfigurator-core's measured SILICON database distilled per GPU x engine x version, and for AMD GPUs
+(``*_amd.csv``, ``scripts/distill_amd_kernels.py``) ROCm/aiter's tuner tables and published all-reduce figures; a
+blank cell is a point not measured.  Between grid points a
 latency is interpolated log-log (linear in log latency over log size, along each axis in turn); below the grid the
 smallest point holds (a kernel never gets faster than its floor); above it the latency grows in proportion to the size
 (the last measured point's time per unit of work).  The lookups by operation are :mod:`inference_ledger.kernels` and

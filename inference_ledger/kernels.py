@@ -9,6 +9,19 @@ grouped expert GEMMs) by (dtype, hidden, expert intermediate, top-k, experts, Mo
 for the catalog's MoE shapes; DeepSeek-V3's whole MLA attention module of one layer (projections + attention over the
 latent cache) by (KV dtype, GEMM dtype, heads per GPU), decode by batch x KV length and prefill by prompt length.
 
+**AMD** (MI300X / MI325X / MI355X; ``*_amd.csv``, ``scripts/distill_amd_kernels.py``): GEMM and fused-MoE times from
+ROCm/aiter's tuner tables (MIT), the shapes AMD tuned for its models: FP8 block-scaled on all three, BF16 on MI355X.
+A GEMM shape the table holds is read on its own curve over M; any other along the weight size N x K (log-log between
+the tuned sizes around it: a GEMM's floor-plus-weight-read and its FLOPs both follow N x K).  A MoE shape without an
+aiter table is scaled from the nearest measured one (:func:`inference_ledger.kernels_fused.moe_scaled_figures`).
+All-reduce: the engines' custom all-reduce as published by AMD engineers (vllm-project/vllm#19744 TP 4 and
+ROCm/aiter#801 TP 2 on MI300, vllm-project/vllm#39080 TP 8 on MI355X; another GPU count reads the nearest measured
+one).  Attention has no AMD table: decode attention costs its KV bytes over HBM bandwidth x ``kv_read_efficiency``
+and prefill attention its causal FLOPs over peak x ``prefill_efficiency``, no floor
+(:func:`roofline_attention_figures`); an MLA model without the MLA module tables prices its projections from the GEMM
+table (DeepSeek-V3's widths, :func:`gemm_shapes`) and its latent on that roofline.  BF16 on MI300X / MI325X and MXFP4
+have no AMD table: the roofline prices the whole step.
+
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
 the latency grows in proportion to the size (the last measured point's time per unit of work).  The plan's step is
@@ -297,15 +310,30 @@ def op_input_names(op: str) -> tuple[str, str]:
     return f"{op}_kernel_floor_seconds", f"{op}_kernel_seconds_per_{unit}"
 
 
+#: DeepSeek-V3's MLA widths (q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; the KV latent is the
+#: model's mla_latent_dim = kv_lora_rank + qk_rope_head_dim): the shapes the MLA module tables are measured at, and
+#: those of its projections priced from the GEMM table where a GPU has no module table
+MLA_Q_LORA, MLA_NOPE, MLA_ROPE, MLA_V = 1536.0, 128.0, 64.0, 128.0
+
+
 def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[float, float]]]:
     """(N, K) of each GEMM operation on one GPU: QKV, O, the MLP's gate/up and down (one expert's for a MoE, over
-    TP, or whole under expert parallelism), the LM head (over TP)."""
+    TP, or whole under expert parallelism), the LM head (over TP).  An MLA model's QKV is its projections: the fused
+    q / KV down-projection (q_lora + latent, whole on every GPU), the q up-projection and the latent's up-projection
+    to the heads' keys and values (the absorbed decode's two per-head products hold the same weights), over TP."""
     tp, hd, hidden = float(v["tp"]), float(v["head_dim"]), float(v["hidden_size"])
     inter = float(v["intermediate_size"])
     moe = float(v["num_experts"]) > 0
     mlp_split = 1.0 if moe and float(v["ep"]) > 1 else tp  # expert parallelism keeps experts whole
-    return {"qkv": [((heads + 2 * float(v["kv_heads"])) * hd / tp, hidden)],
-            "o": [(hidden, heads * hd / tp)],
+    latent = float(v.get("mla_latent_dim", 0))
+    if latent > 0:
+        qkv = [(MLA_Q_LORA + latent, hidden), (heads * (MLA_NOPE + MLA_ROPE) / tp, MLA_Q_LORA),
+               (heads * (MLA_NOPE + MLA_V) / tp, latent - MLA_ROPE)]
+        o = [(hidden, heads * MLA_V / tp)]
+    else:
+        qkv = [((heads + 2 * float(v["kv_heads"])) * hd / tp, hidden)]
+        o = [(hidden, heads * hd / tp)]
+    return {"qkv": qkv, "o": o,
             "mlp": [(2 * inter / mlp_split, hidden), (hidden, inter / mlp_split)],
             "lm_head": [(float(v["vocab_size"]) / tp, hidden)]}
 
@@ -331,9 +359,11 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
     if float(v.get("mla_latent_dim", 0)) > 0 and has_tables(gpu_id) and dt is not None \
             and float(v.get("dp_attention", 1)) == 1:  # the module is measured with each GPU's own tokens: no DP
         mla = kernels_fused.mla_tables(gpu_id, engine, kv_dtype, weight_dtype or "bf16", max(h / tp, 1.0))
-    if not has_tables(gpu_id) or dt is None or (float(v.get("mla_latent_dim", 0)) > 0 and mla is None):
-        # no tables for this GPU or weight format, or an MLA model without the MLA module's tables (or under DP
-        # attention, whose ranks each run a share of the step's tokens through the module)
+    mla_model = float(v.get("mla_latent_dim", 0)) > 0
+    if not has_tables(gpu_id) or dt is None or (mla_model and float(v.get("dp_attention", 1)) != 1):
+        # no tables for this GPU or weight format, or an MLA model under DP attention (whose ranks each run a share
+        # of the step's tokens through the module); an MLA model without the module's tables prices its projections
+        # from the GEMM table and its attention over the latent on the roofline
         out["kernel_tables"] = 0
         return out, {op: FALLBACK for op in OPS}
     try:
@@ -357,20 +387,30 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
         if float(v["num_experts"]) > 0:
             moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
                             v["experts_per_token"], v["num_experts"], tp, v["ep"])
+            gpus = tp * float(v.get("dp_attention", 1))
+            fa, fr = op_input_names("moe_expert")
+            lay = kernels_fused.moe_layout(tp, float(v["ep"]))
+            scaled = None if moe is not None else kernels_fused.moe_scaled_figures(
+                gpu_id, weight_dtype or "bf16", float(v["hidden_size"]), float(v["intermediate_size"]),
+                float(v["experts_per_token"]), float(v["num_experts"]), tp, float(v["ep"]), gpus)
             if moe is not None:
-                gpus = tp * float(v.get("dp_attention", 1))
-                fa, fr = op_input_names("moe_expert")
                 out["moe_kernel_table"] = 1
                 out["moe_kernel_launch_seconds"], out[fa], out[fr] = kernels_fused.moe_expert_figures(
                     moe, float(v["experts_per_token"]), float(v["num_experts"]), float(v["ep"]), gpus)
-                lay = kernels_fused.moe_layout(tp, float(v["ep"]))
                 src["moe_expert"] = f"{MEASURED}: {moe.source}, fused MoE at MoE TP {lay[0]} / EP {lay[1]}"
+            elif scaled is not None:   # another MoE shape measured on this GPU, scaled by the expert bytes
+                out["moe_kernel_table"] = 1
+                out["moe_kernel_launch_seconds"], out[fa], out[fr], s = scaled
+                src["moe_expert"] = f"{MEASURED}: {s}, for MoE TP {lay[0]} / EP {lay[1]}"
+            if moe is not None or scaled is not None:
                 src["mlp"] = src["moe_expert"] + (f"; dense layers {src['mlp']}"
                                                   if float(v["moe_layers"]) < float(v["num_layers"]) else "")
         hg = max(h / tp, 1.0)
         kvg = max(float(v["kv_heads"]) / tp, 1.0)
         hd = float(v["head_dim"])
         try:
+            if mla_model:   # no MLA module table here (else it replaces these below): the latent on the roofline
+                raise KeyError("no MLA module table")
             a, s = decode_attention_seconds(gpu_id, engine, kv_dtype, 1, 128, hg, kvg, hd)
             tr, _ = decode_attention_seconds(gpu_id, engine, kv_dtype, *DECODE_REF, hg, kvg, hd)
             fa, fr = op_input_names("decode_attention")
@@ -381,7 +421,7 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
             fa, fr = op_input_names("prefill_attention")
             out[fa], out[fr] = a, max(tr - a, 0.0) / PREFILL_REF_TOKENS ** 2
             src["prefill_attention"] = f"{MEASURED}: {s}, {hg:.0f} heads per GPU"
-        except KeyError:   # no attention tables for this GPU (AMD): the roofline's attention, sourced efficiencies
+        except KeyError:   # no attention tables for this GPU (AMD) or model: the roofline's, sourced efficiencies
             out.update(roofline_attention_figures(v, hg))
             src["decode_attention"] = f"{FALLBACK}: KV bytes per token on the GPU / (HBM bandwidth x " \
                 f"kv_read_efficiency), no floor ({hg:.0f} heads / {kvg:.0f} KV heads per GPU)"

@@ -92,11 +92,11 @@ def measured(git_dir: str, commit: str) -> dict[tuple[str, str, int, int], dict[
     return out
 
 
-def on_grid(points: dict[int, tuple[float, str]]) -> list[str]:
-    """The m<M> cells of one (N, K): measured, log-log between measured Ms, or blank outside them."""
+def on_grid(points: dict[int, tuple[float, str]], grid: tuple[int, ...] = GEMM_M) -> list[str]:
+    """The grid cells of one shape: measured, log-log between measured sizes, or blank outside them."""
     ms = sorted(points)
     cells = []
-    for g in GEMM_M:
+    for g in grid:
         if g in points:
             cells.append(f"{points[g][0]:.4g}")
         elif ms[0] < g < ms[-1]:
@@ -120,6 +120,72 @@ def gemm_rows(git_dir: str, commit: str):
         files = sorted({f for _, f in pts.values()})
         src = f"{REPO}@{commit[:10]} " + "+".join(f.rsplit("/", 1)[-1] for f in files) + f" (cu_num {cu})"
         yield ["|".join(CU_GPUS[cu]), "aiter", f"{REPO}@{commit[:10]}", dt, n, k, *cells, src]
+
+
+MOE_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+MOE_TPS = (1, 2, 4, 8)
+
+
+def moe_shapes() -> set[tuple[int, int, int, int]]:
+    """(hidden, expert intermediate, top-k, experts) of the catalog's MoE models."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from inference_ledger import catalog
+    return {(m.hidden_size, m.intermediate_size, m.experts_per_token, m.num_experts)
+            for m in catalog.load_models() if m.num_experts}
+
+
+def _moe_dtype(r: dict) -> str | None:
+    w, q = r.get("q_dtype_w", ""), r.get("q_type", "")
+    if w.endswith("bfloat16") and q.endswith("No"):
+        return "bfloat16"
+    if "float8" in w:
+        return {"QuantType.per_1x128": "fp8_block", "QuantType.per_Token": "fp8",
+                "QuantType.per_Tensor": "fp8"}.get(q)
+    return None
+
+
+def moe_rows(git_dir: str, commit: str):
+    """Fused MoE layers (aiter's tuned fused-MoE tables) at the catalog's MoE shapes, split over TP (the tables'
+    inter_dim is one expert's slice: the model's expert intermediate / MoE TP), no expert parallelism."""
+    shapes = moe_shapes()
+    names = subprocess.check_output(["git", "-C", git_dir, "ls-tree", "-r", "--name-only", commit, "aiter/configs"],
+                                    text=True).split()
+    runs: dict = {}
+    for path in sorted(p for p in names if p.endswith(".csv") and "tuned_fmoe" in p and "untuned" not in p):
+        text = subprocess.check_output(["git", "-C", git_dir, "show", f"{commit}:{path}"], text=True)
+        for r in csv.DictReader(io.StringIO(text)):
+            cu, dt = (r.get("cu_num") or "").strip(), _moe_dtype(r)
+            if cu not in CU_GPUS or dt is None:
+                continue
+            try:
+                t, h, i, e, k, us = (int(r["token"]), int(r["model_dim"]), int(r["inter_dim"]), int(r["expert"]),
+                                     int(r["topk"]), float(r["us"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+            full = [s for s in shapes if s[0] == h and s[2] == k and s[3] == e and s[1] % i == 0 and s[1] // i in MOE_TPS]
+            if not full or not (us > 0 and math.isfinite(us)):
+                continue
+            runs.setdefault((cu, dt, full[0], full[0][1] // i), []).append((t, us, path))
+    best: dict = {}
+    for key, pts in runs.items():
+        pts.sort()
+        counts: dict = {}
+        for t, us, path in pts:
+            counts.setdefault((us, path), set()).add(t)
+        for t, us, path in pts:
+            if len(counts[(us, path)]) > 1:   # one time at several token counts (a bucket the tuner filled): no measurement
+                continue
+            cell = best.setdefault(key, {})
+            if t not in cell or us < cell[t][0]:
+                cell[t] = (us, path)
+    for (cu, dt, (h, i, k, e), tp) in sorted(best, key=lambda x: (-int(x[0]), x[1], x[2], x[3])):
+        pts = best[(cu, dt, (h, i, k, e), tp)]
+        cells = on_grid(pts, MOE_TOKENS)
+        if sum(1 for c in cells if c) < 3:
+            continue
+        files = sorted({f.rsplit("/", 1)[-1] for _, f in pts.values()})
+        yield ["|".join(CU_GPUS[cu]), "aiter", f"{REPO}@{commit[:10]}", dt, h, i, k, e, tp, 1, *cells,
+               f"{REPO}@{commit[:10]} " + "+".join(files) + f" (cu_num {cu})"]
 
 
 KB, MB = 1024, 1024 ** 2
@@ -182,6 +248,20 @@ def main(argv: list[str]) -> int:
           "#   gpu_ids: the gpus.csv ids the row measures (aiter cu_num 304 = MI300X/MI325X, 256 = MI355X); engine "
           "aiter: the kernel library vLLM and SGLang call on ROCm\n"
           f"{cols}\n" + table(gemm_rows(git_dir, commit)))
+    cols = "gpu_ids,engine,version,dtype,hidden,inter,topk,experts,tp,ep," \
+        + ",".join(f"t{n}" for n in MOE_TOKENS) + ",source"
+    write(out / "moe_amd.csv",
+          f"# Fused MoE layer on AMD Instinct GPUs: measured kernel times from the fused-MoE tuner tables of {REPO} (MIT, "
+          "see NOTICE),\n"
+          f"# aiter/configs/*tuned_fmoe*.csv and aiter/configs/model_configs/*tuned_fmoe*.csv at commit {commit}; "
+          f"distilled {today} by scripts/distill_amd_kernels.py.\n"
+          "# Latencies in microseconds (us), both stages (us = us1 + us2 of the tuner). Columns t<T> are the tokens "
+          "entering the layer (aiter's token; the tuner routes them at random); inter is one expert's whole "
+          "intermediate size (the tables' inter_dim x tp), tp the MoE TP the slice implies, no expert parallelism; "
+          "only the catalog's MoE shapes; a time found at several token counts (a bucket the tuner copied) "
+          "is dropped, a column between two measured counts is log-log between them, blank outside them.\n"
+          "#   gpu_ids: the gpus.csv ids the row measures (aiter cu_num 304 = MI300X/MI325X, 256 = MI355X)\n"
+          f"{cols}\n" + table(moe_rows(git_dir, commit)))
     cols = "gpu_ids,library,version,gpus,message_bytes,latency_us,source"
     write(out / "allreduce_amd.csv",
           "# All-reduce on AMD Instinct GPUs: the engines' custom all-reduce as measured and published by AMD "

@@ -170,13 +170,70 @@ def test_plan_json_on_mi300x_says_measured_tables_and_which_operations_fall_back
     assert steps == pytest.approx(d["decode_kernel_seconds"], rel=1e-9)
 
 
-def test_formats_and_models_without_amd_tables_keep_the_roofline():
-    # BF16 on MI300X (aiter ships no BF16 tuned GEMMs for 304 CUs at this commit), MXFP4, and an MLA model (no MLA
-    # module table for AMD) price the whole step on the roofline
-    for model, gpu, wd in (("llama-3.1-70b", "mi300x", "bf16"), ("gpt-oss-120b", "mi355x", None),
-                           ("deepseek-r1", "mi300x", "fp8")):
+def test_formats_without_amd_tables_keep_the_roofline():
+    # BF16 on MI300X (aiter ships no BF16 tuned GEMMs for 304 CUs at this commit) and MXFP4 price the whole step on
+    # the roofline
+    for model, gpu, wd in (("llama-3.1-70b", "mi300x", "bf16"), ("gpt-oss-120b", "mi355x", None)):
         r = resolve.resolve(model, gpu, weight_dtype=wd, numbers=dict(tp=8))
         assert plan.evaluate(r.inputs)["kernel_tables"] == 0, (model, gpu)
     # MI355X has BF16 tables: Llama-3.1-70B BF16 is priced per operation there
     r = resolve.resolve("llama-3.1-70b", "mi355x", weight_dtype="bf16", numbers=dict(tp=2))
     assert plan.evaluate(r.inputs)["kernel_tables"] == 1
+
+
+# ROCm/aiter@e4048607a5 aiter/configs/model_configs/qwen3_235b_bf16_tuned_fmoe.csv, cu_num 304 (MI300X), Qwen3-235B's
+# experts (hidden 4,096, 128 experts, top 8) at inter_dim 192 = 1,536 / MoE TP 8: tokens -> us, copied from the file
+AITER_QWEN3_TP8 = {1: 32.7102, 2: 43.8746, 8: 82.8639, 32: 154.6934, 128: 181.8923}
+
+
+@pytest.mark.parametrize("tokens, us", sorted(AITER_QWEN3_TP8.items()))
+def test_mi300x_fused_moe_lookup_equals_aiters_measurement(tokens, us):
+    from inference_ledger import kernels_fused
+    t, src = kernels_fused.moe_seconds("mi300x", "sglang", "bf16", tokens, 4096, 1536, 8, 128, 8, 1)
+    assert t == pytest.approx(us * US, rel=5e-4)
+    assert "qwen3_235b_bf16_tuned_fmoe.csv" in src
+
+
+def test_a_moe_shape_without_an_amd_table_is_scaled_from_the_nearest_measured_one():
+    # DeepSeek-R1 FP8 at TP 8 on MI300X: aiter has no fused-MoE table of its shape at TP 8; the nearest measured
+    # expert slice is Qwen3-235B's BF16 at TP 8 (3 x 4,096 x 192 x 2 bytes); DeepSeek's is 3 x 7,168 x 256 x 1 byte
+    from inference_ledger import kernels_fused
+    ref = kernels_fused.moe_table("mi300x", "vllm", "bf16", 4096, 1536, 8, 128, 8, 1)
+    launch, f, r = kernels_fused.moe_expert_figures(ref, 8, 128, 1, 8)
+    ratio = (3 * 7168 * 2048 / 8 * 1) / (3 * 4096 * 1536 / 8 * 2)
+    got = kernels_fused.moe_scaled_figures("mi300x", "fp8", 7168, 2048, 8, 256, 8, 1, 8)
+    assert got[0] == pytest.approx(launch, rel=1e-12)
+    assert got[1] - got[0] == pytest.approx((f - launch) * ratio, rel=1e-12)
+    assert got[2] == pytest.approx(r * ratio, rel=1e-12)
+    assert "scaled x1.17" in got[3]
+    # each touched expert slice beyond the launch streams at a few TB/s (the fused kernel), not a GEMM call's floor
+    assert 0.5e-6 < got[1] - got[0] < 3e-6
+    # under expert parallelism nothing is scaled
+    assert kernels_fused.moe_scaled_figures("mi300x", "fp8", 7168, 2048, 8, 256, 1, 8, 8) is None
+
+
+def test_mla_on_amd_prices_its_projections_from_the_gemm_table_and_the_latent_on_the_roofline():
+    # DeepSeek-R1 FP8 at TP 8 on MI300X (no MLA module table for AMD): QKV = the fused q / KV down-projection
+    # (1,536 + 576 = 2,112 x 7,168), the q up-projection (16 heads x 192 = 3,072 x 1,536) and the latent's
+    # up-projection (16 x 256 = 4,096 x 512); O = 7,168 x 16 x 128; every one a shape aiter tuned for DeepSeek-V3
+    r = resolve.resolve("deepseek-r1", "mi300x", weight_dtype="fp8", kv_dtype="fp8", numbers=dict(tp=8))
+    v = r.inputs
+    assert v["kernel_tables"] == 1
+
+    def gemm(n, k, m):
+        return kernels.gemm_seconds("mi300x", "vllm", "fp8", m, n, k)[0]
+
+    qkv = ((2112, 7168), (3072, 1536), (4096, 512))
+    assert v["qkv_kernel_floor_seconds"] == pytest.approx(sum(gemm(n, k, 1) for n, k in qkv), rel=1e-12)
+    assert v["qkv_kernel_seconds_per_token"] == pytest.approx(sum(gemm(n, k, 16384) for n, k in qkv) / 16384,
+                                                              rel=1e-12)
+    assert v["o_kernel_floor_seconds"] == pytest.approx(gemm(7168, 2048, 1), rel=1e-12)
+    # the latent (576 elements x 1 byte per token per layer) is read whole on every GPU
+    assert v["decode_attention_kernel_seconds_per_kv_token"] == pytest.approx(
+        576 * 1 / (5.3e12 * v["kv_read_efficiency"]), rel=1e-12)
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "deepseek-r1", "--gpu",
+                          "mi300x", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    d = json.loads(out)
+    assert d["kernel_source"] == "measured tables"
+    assert "scaled" in d["decode_ops"]["mlp"]["source"] and "tuned_fmoe" in d["decode_ops"]["mlp"]["source"]

@@ -86,9 +86,10 @@ def kernels_sheet(wb, ctx: Ctx) -> None:
     rows = {r.id: r for r in (*grid_rows(), *choice_rows(ctx))}
     ws = ctx.new_sheet("Kernels", "Kernels: each operation's measured figures by choice (the Plan and Scenarios "
                        "look their row up)", tab="A5A5A5")
-    ctx.put(ws, "A3", "From NVIDIA aiconfigurator-core 0.12.0's measured kernel tables (Apache-2.0; "
-            "inference_ledger/data/kernels/NOTICE), read at each row's shapes: key = model|gpu|tp|ep|weight "
-            "dtype|KV dtype|engine. A choice without a row prices the step on the roofline.", style.NOTE)
+    ctx.put(ws, "A3", "From NVIDIA aiconfigurator-core 0.12.0's measured kernel tables (Apache-2.0) and, for AMD, "
+            "ROCm/aiter's tuner tables (MIT) and published all-reduce figures (inference_ledger/data/kernels/NOTICE), "
+            "read at each row's shapes: key = model|gpu|tp|ep|weight dtype|KV dtype|engine. A choice without a row "
+            "prices the step on the roofline.", style.NOTE)
     ws.merge_cells("A3:L3")
     cols = ("id", *KERNEL_INPUTS)
     for j, name in enumerate(cols):
