@@ -162,7 +162,8 @@ def moe_rows(git_dir: str, commit: str):
                                      int(r["topk"]), float(r["us"]))
             except (KeyError, TypeError, ValueError):
                 continue
-            full = [s for s in shapes if s[0] == h and s[2] == k and s[3] == e and s[1] % i == 0 and s[1] // i in MOE_TPS]
+            full = [s for s in shapes
+                    if s[0] == h and s[2] == k and s[3] == e and s[1] % i == 0 and s[1] // i in MOE_TPS]
             if not full or not (us > 0 and math.isfinite(us)):
                 continue
             runs.setdefault((cu, dt, full[0], full[0][1] // i), []).append((t, us, path))
@@ -173,8 +174,8 @@ def moe_rows(git_dir: str, commit: str):
         for t, us, path in pts:
             counts.setdefault((us, path), set()).add(t)
         for t, us, path in pts:
-            if len(counts[(us, path)]) > 1:   # one time at several token counts (a bucket the tuner filled): no measurement
-                continue
+            if len(counts[(us, path)]) > 1:   # one time at several token counts (a bucket the tuner filled):
+                continue                      # no measurement of its own
             cell = best.setdefault(key, {})
             if t not in cell or us < cell[t][0]:
                 cell[t] = (us, path)
