@@ -6,8 +6,8 @@ depend on the model's shapes, the GPU, TP, EP, the weight and KV formats and the
 every catalog model on every GPU with tables, at TP 1, 2, 4 and 8 (no EP), BF16 and FP8 weights and KV cache, under the
 default engine, plus the Plan's and each scenario's own choice; the Plan and Scenarios look their row up by the key
 model|gpu|tp|ep|weight dtype|KV dtype|engine (INDEX/MATCH), so the book stays live without Python.  A choice
-without a row (a GPU without tables, INT4 or MXFP4 weights, an MLA model on a GPU without the MLA module
-tables, another engine's grid) reads 0: the roofline.
+without a row (a GPU without tables, INT4 or MXFP4 weights, BF16 on MI300X / MI325X, an MLA model under DP attention,
+another engine's grid) reads 0: the roofline.
 """
 
 from __future__ import annotations
