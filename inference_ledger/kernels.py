@@ -158,6 +158,12 @@ def _gemm_key(gpu_id: str, engine: str, dtype: str) -> Optional[tuple[str, str, 
     return None
 
 
+def has_gemm_table(gpu_id: str, engine: str, weight_dtype: str) -> bool:
+    """Whether a weight format has a GEMM table on the GPU (without one the plan prices the step on the roofline)."""
+    dt = gemm_dtype(weight_dtype)
+    return dt is not None and _gemm_key(gpu_id, engine, dt) is not None
+
+
 def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
     key = _gemm_key(gpu_id, engine, dtype)
     return None if key is None else _gemm()[key]

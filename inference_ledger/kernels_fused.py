@@ -152,6 +152,7 @@ def _slice_bytes(hidden: float, inter: float, tp: float, dtype: str) -> float:
     return 3.0 * hidden * inter / tp * MOE_BYTES[dtype]
 
 
+@functools.lru_cache(maxsize=None)
 def moe_scaled_figures(gpu_id: str, weight_dtype: str, hidden: float, inter: float, topk: float, experts: float,
                        tp: float, ep: float, gpus: float) -> Optional[tuple[float, float, float, str]]:
     """(L, f, r, source) of a MoE shape AMD's fused-MoE tables lack (aiter's tuner holds a few models' shapes, not

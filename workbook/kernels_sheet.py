@@ -36,11 +36,12 @@ def key(model: str, gpu: str, tp: float, ep: float, weight_dtype: str, kv_dtype:
     return "|".join((model, gpu, f"{tp:g}", f"{ep:g}", weight_dtype, kv_dtype, engine))
 
 
-def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None):
+def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None, gpu_entry=None):
     """The Kernels row of a catalog model (or a config.json's) on a GPU at a layout and formats; None without tables."""
     if inputs is None:
         try:
-            inputs = resolve.plan_inputs(m, catalog.get_gpu(gpu), weight_dtype=wd, kv_dtype=kd, tp=tp, ep=ep)
+            inputs = resolve.plan_inputs(m, gpu_entry or catalog.get_gpu(gpu), weight_dtype=wd, kv_dtype=kd, tp=tp,
+                                         ep=ep)
         except LedgerInputError:
             return None
     figures, _ = kernels.plan_kernel_inputs(inputs, gpu, engine, m.num_attention_heads, wd, kd)
@@ -60,8 +61,10 @@ def grid_rows() -> tuple:
                 if resolve.tp_problem(m, g, tp):
                     continue
                 for wd in GRID_FORMATS:
+                    if not kernels.has_gemm_table(g.id, engines.DEFAULT_ENGINE, wd):
+                        continue   # no row without a GEMM table (BF16 on MI300X): skip resolving the plan
                     for kd in GRID_FORMATS:
-                        r = _row(m, g.id, tp, 1, wd, kd, engines.DEFAULT_ENGINE)
+                        r = _row(m, g.id, tp, 1, wd, kd, engines.DEFAULT_ENGINE, gpu_entry=g)
                         if r is not None:
                             out.append(r)
     return tuple(out)
