@@ -27,8 +27,8 @@ from typing import Optional
 import numpy as np
 
 from inference_ledger import serving
-from inference_ledger.kernel_tables import FAMILIES, US, Table, _cell, _extend, _family, _grid, _rows, \
-    interpolate, kv_table_dtype, latency_tables
+from inference_ledger.kernel_tables import FAMILIES, Table, _cell, _extend, _family, _grid, _rows, interpolate, \
+    kv_table_dtype, latency_tables
 
 
 @functools.lru_cache(maxsize=None)

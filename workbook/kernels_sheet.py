@@ -17,7 +17,7 @@ from dataclasses import make_dataclass
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import catalog, engines, kernels, plan, resolve
+from inference_ledger import catalog, engines, kernel_tables, kernels, plan, resolve
 from inference_ledger.args import LedgerInputError
 
 from . import style
@@ -61,7 +61,7 @@ def grid_rows() -> tuple:
                 if resolve.tp_problem(m, g, tp):
                     continue
                 for wd in GRID_FORMATS:
-                    if not kernels.has_gemm_table(g.id, engines.DEFAULT_ENGINE, wd):
+                    if not kernel_tables.has_gemm_table(g.id, engines.DEFAULT_ENGINE, wd):
                         continue   # no row without a GEMM table (BF16 on MI300X): skip resolving the plan
                     for kd in GRID_FORMATS:
                         r = _row(m, g.id, tp, 1, wd, kd, engines.DEFAULT_ENGINE, gpu_entry=g)
