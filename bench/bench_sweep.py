@@ -4,7 +4,7 @@ Every build runs in a fresh interpreter; its peak memory is that process's maxim
 resident set (``os.wait4`` rusage), so imports, the plan evaluation and the writer all
 count.  A child that only imports and builds the sweep's table is the baseline.
 
-1. Same rows, same cells: both writers get the same rows and evaluation (inference_ledger.plan over
+1. Same rows, same cells: both writers get the same rows and evaluation (inference_ledger.graph.plan over
    numpy blocks) and write the same cells (labels, input values, every plan line as a
    formula with its cached value, the same number formats, the Inputs sheet and its
    names).  This build stores each column's formula once per 2,048-row block as an OOXML
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def sweep_table(rows: int):
     """A sweep of exactly ``rows`` rows: 2 models x 5 GPUs x TP 1-8 x rows/40 concurrencies."""
-    from workbook.sweep import SweepSpec, build_sweep
+    from inference_ledger.workbook.sweep import SweepSpec, build_sweep
 
     per = 2 * 5 * 4
     if rows % per:
@@ -46,11 +46,11 @@ def write_xlsxwriter(table, path: str) -> None:
     import numpy as np
     import xlsxwriter
 
-    from inference_ledger import plan, verdict
-    from inference_ledger.expr import Sym
-    from inference_ledger.units import CONSTANTS
-    from workbook.style import number_format
-    from workbook.sweep import VERDICT_WORDS, columns, evaluate_block, family_candidates
+    from inference_ledger.graph import plan, verdict
+    from inference_ledger.core.expr import Sym
+    from inference_ledger.core.units import CONSTANTS
+    from inference_ledger.workbook.style import number_format
+    from inference_ledger.workbook.sweep import VERDICT_WORDS, columns, evaluate_block, family_candidates
 
     cols = columns(table)
     wb = xlsxwriter.Workbook(path, {"constant_memory": True})
@@ -95,7 +95,7 @@ def child(kind: str, rows: int, out: str) -> None:
     t0 = time.perf_counter()
     table = sweep_table(rows)
     if kind == "ours":
-        from workbook.sweep import write
+        from inference_ledger.workbook.sweep import write
 
         write(table, out)
     elif kind == "xlsxwriter":
@@ -149,7 +149,7 @@ def main() -> None:
             print(f"  {n:>9,} rows  {r['seconds']:8.1f} s  {n / r['seconds']:9,.0f} rows/s  {r['peak_mib']:6.0f} MiB peak "
                   f"({r['peak_mib'] / first['peak_mib']:.2f}x the smallest)  {r['bytes'] / 1e6:8.1f} MB file")
             if n in recalc_sizes:
-                from workbook.recalc import recalculate
+                from inference_ledger.workbook.recalc import recalculate
 
                 t0 = time.perf_counter()
                 recalculate(f"{tmp}/s{n}.xlsx", f"{tmp}/lo{n}", timeout=3600)

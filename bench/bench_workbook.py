@@ -1,8 +1,8 @@
 """The default workbook: build time, and LibreOffice's time to recalculate it, side by side.
 
-Build = ``workbook.build.build_workbook`` end to end (catalog load, plan and scenario
+Build = ``inference_ledger.workbook.build.build_workbook`` end to end (catalog load, plan and scenario
 evaluation, openpyxl, cached values, reproducible zip, atomic write), best of N runs in
-this process after one warm-up.  Recalc = ``workbook.recalc.recalculate`` (LibreOffice
+this process after one warm-up.  Recalc = ``inference_ledger.workbook.recalc.recalculate`` (LibreOffice
 headless, forced full recalculation on load, fresh profile each time: the test suite's
 path), best of M runs.  A bare LibreOffice open-and-save of a one-cell workbook is the
 baseline, so the last ratio shows what the formulas themselves cost.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
-from workbook.build import build_workbook
-from workbook.recalc import recalculate
+from inference_ledger.workbook.build import build_workbook
+from inference_ledger.workbook.recalc import recalculate
 
 
 def best(fn, runs: int) -> tuple[float, float]:

@@ -2,8 +2,8 @@
 
     python bench/mutate_lines.py [--jobs N] [--only NAME ...]
 
-Each ``@line`` function in ``inference_ledger/plan_lines.py``, ``whatif_lines.py`` and
-``finance_lines.py`` is mutated the way mutmut mutates plain code, one change at a time:
+Each ``@line`` function of :data:`MODULES` (``inference_ledger/graph/plan_lines.py``, the formula modules that hold
+lines) is mutated the way mutmut mutates plain code, one change at a time:
 ``+``/``-`` and ``*``/``/`` swapped, ``<``/``<=`` and ``>``/``>=`` swapped, a number
 changed by one, two different arguments of a call swapped.  Each mutant is first evaluated on
 the PROBES plans in a throw-away copy of the source tree: one that changes none of their numbers
@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("inference_ledger/plan_lines.py", "inference_ledger/serving_lines.py", "inference_ledger/parallel_lines.py",
-           "inference_ledger/whatif_lines.py", "inference_ledger/finance_lines.py")
+MODULES = ("inference_ledger/graph/plan_lines.py", "inference_ledger/formulas/serving_lines.py",
+           "inference_ledger/formulas/parallel.py", "inference_ledger/formulas/whatif_lines.py",
+           "inference_ledger/formulas/finance.py")
 TESTS = ("tests/test_seed.py", "tests/test_plan.py", "tests/test_whatif.py", "tests/test_cli_plan.py",
          "tests/test_excel_plan.py", "tests/test_ledger_hand.py", "tests/test_fidelity.py", "tests/test_engines.py",
          "tests/test_finance.py", "tests/test_properties.py", "tests/test_plan_structure.py", "tests/test_serving.py",
@@ -45,7 +46,7 @@ PROBES = (("llama-3.1-70b", "h100-sxm", {"tp": 4}), ("llama-3.1-70b", "h100-sxm"
           ("llama-3.1-405b", "h100-sxm", {"tp": 8, "pp": 2, "concurrency": 600}),
           ("gpt-oss-120b", "h100-sxm", {"tp": 1, "concurrency": 2000}))
 PROBE = ("import json, sys\n"
-         "from inference_ledger import plan, resolve\n"
+         "from inference_ledger.graph import plan, resolve\n"
          "out = []\n"
          "for m, g, n in json.loads(sys.argv[1]):\n"
          "    v = plan.evaluate(resolve.resolve(m, g, numbers=n).inputs)\n"

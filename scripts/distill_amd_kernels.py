@@ -129,7 +129,7 @@ MOE_TPS = (1, 2, 4, 8)
 def moe_shapes() -> set[tuple[int, int, int, int]]:
     """(hidden, expert intermediate, top-k, experts) of the catalog's MoE models."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from inference_ledger import catalog
+    from inference_ledger.catalogs import catalog
     return {(m.hidden_size, m.intermediate_size, m.experts_per_token, m.num_experts)
             for m in catalog.load_models() if m.num_experts}
 

@@ -60,7 +60,7 @@ MLA_HEADS = (8, 16, 32, 64, 128)   # heads per GPU of DeepSeek-V3 / Kimi-K2 (128
 
 def moe_shapes() -> set[tuple[int, int, int, int]]:
     """(hidden, expert intermediate, top-k, experts) of the catalog's MoE models."""
-    from inference_ledger import catalog
+    from inference_ledger.catalogs import catalog
     return {(m.hidden_size, m.intermediate_size, m.experts_per_token, m.num_experts)
             for m in catalog.load_models() if m.num_experts}
 

@@ -1,5 +1,6 @@
 """The generated references in docs/: the CLI (from the click commands), the Excel functions (from the xlwings
-registration of ``udfs.excel``) and the plan's inputs and lines (from ``plan.INPUTS`` and ``plan.LINES``).
+registration of ``udfs.excel``), the plan's inputs and lines (from ``plan.INPUTS`` and ``plan.LINES``) and the
+library's layers (from ``inference_ledger.LAYERS`` and each sub-package's docstring).
 
 Each reference sits between ``<!-- generated: NAME -->`` and ``<!-- /generated: NAME -->`` in its page, so the pages
 keep their hand-written prose around it.  ``python scripts/gen_docs.py`` rewrites every block;
@@ -47,7 +48,7 @@ def cli_reference() -> str:
     are listed once, under ``plan``."""
     import click
 
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
     from inference_ledger.cli import COMMANDS, main
 
     root = click.Context(main, info_name="inference-ledger")
@@ -137,7 +138,7 @@ def _number(v: float) -> str:
 
 def inputs_reference() -> str:
     """Every plan input by group: name (the JSON key and workbook name), label, unit, default, allowed range, doc."""
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
 
     lines = []
     for group in dict.fromkeys(i.group for i in plan.INPUTS):
@@ -151,7 +152,7 @@ def inputs_reference() -> str:
 
 def lines_reference() -> str:
     """Every plan line by ledger: name, label, unit, doc and its Excel formula over the named quantities."""
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
 
     lines = []
     defaults = plan.defaults()
@@ -175,11 +176,36 @@ def lines_reference() -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# the layers of the library
+# ---------------------------------------------------------------------------------------------------------------
+
+def _first_paragraph(doc: str) -> str:
+    """A docstring's first paragraph in Markdown: reST roles as code (``:mod:`.expr``` -> ```expr```)."""
+    para = inspect.cleandoc(doc or "").split("\n\n")[0]
+    return _cell(re.sub(r":(?:mod|func|data|class):`~?\.?([^`]+)`", r"`\1`", para))
+
+
+def layers_reference() -> str:
+    """The sub-packages, ground floor first (``inference_ledger.LAYERS``), each with its package docstring."""
+    import importlib
+
+    import inference_ledger
+
+    lines = ["| layer | package | what lives there |", "|---|---|---|"]
+    for i, (layer, packages) in enumerate(inference_ledger.LAYERS, 1):
+        for name in packages:
+            pkg = importlib.import_module(f"inference_ledger.{name}")
+            lines.append(f"| {i} {layer} | `inference_ledger.{name}` | {_first_paragraph(pkg.__doc__)} |")
+    return "\n".join(lines)
+
+
 #: page -> {block name -> generator}
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "cli.md": {"cli": cli_reference},
     "excel-functions.md": {"excel-functions": excel_reference},
     "plan-lines.md": {"plan-inputs": inputs_reference, "plan-lines": lines_reference},
+    "architecture.md": {"layers": layers_reference},
 }
 
 

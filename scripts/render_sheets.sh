@@ -34,7 +34,7 @@ info=$(pdfinfo "$tmp/book.pdf")
 pages=$(awk '/^Pages:/ {print $2}' <<<"$info")
 # page size in points -> the pixel box kept: full width, the top HEIGHT (or the sheet's SHARE) of the page
 box() { awk -v d="$dpi" -v h="$1" '/^Page size:/ {printf "%d %d\n", $3 / 72 * d, $5 / 72 * d * h; exit}' <<<"$info"; }
-# each page's header starts with its sheet's name (workbook.printing): the first page of each sheet
+# each page's header starts with its sheet's name (inference_ledger.workbook.printing): the first page of each sheet
 mapfile -t names < <(python3 -c 'import sys, openpyxl; print("\n".join(openpyxl.load_workbook(sys.argv[1], read_only=True).sheetnames))' "$tmp/book.xlsx")
 declare -A first
 for ((p = 1; p <= pages; p++)); do

@@ -1,8 +1,8 @@
 """Shared fixtures.  LibreOffice is required: a missing soffice fails, it never skips.
 
-Every test that starts LibreOffice (the ``soffice`` fixture, ``workbook.recalc``), Gnumeric or poppler is marked
-``libreoffice``, so ``pytest -m "not libreoffice"`` is the fast loop.  An unmarked test that asks for ``soffice``, or
-looks one of those programs up while it sets up or runs, fails and says to mark it.
+Every test that starts LibreOffice (the ``soffice`` fixture, ``inference_ledger.workbook.recalc``), Gnumeric or poppler
+is marked ``libreoffice``, so ``pytest -m "not libreoffice"`` is the fast loop.  An unmarked test that asks for
+``soffice``, or looks one of those programs up while it sets up or runs, fails and says to mark it.
 
 openpyxl writes XML with lxml when it can import it and with the standard library
 otherwise (``openpyxl.xml.LXML``, decided at import).  The suite runs with lxml (a test

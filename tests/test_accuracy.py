@@ -1,4 +1,5 @@
-"""Leave-one-source-out validation and the plan's error bands (inference_ledger/accuracy.py, bands.py, band_lines.py).
+"""Leave-one-source-out validation and the plan's error bands (inference_ledger/validation/accuracy.py, bands.py,
+band_lines.py).
 
 After a change to the load rows or the step model, ``python tests/test_accuracy.py`` rewrites what is generated from
 the study: inference_ledger/data/error_bands.csv and fitted_parameters.csv, docs/accuracy.md and the README's
@@ -16,9 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_ledger import accuracy, accuracy_report, bands, catalog, load_fidelity, plan, resolve
-from inference_ledger.args import LedgerInputError
-from inference_ledger.load_measurements import MEASURED_LOAD_CSV, load_measured_load
+from inference_ledger.validation import accuracy, accuracy_report, load_fidelity
+from inference_ledger.catalogs import bands, catalog
+from inference_ledger.graph import plan, resolve
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV, load_measured_load
 
 ROOT = Path(__file__).resolve().parent.parent
 BAND_KEYS = ("tokens_per_second_low", "tokens_per_second_high", "tpot_seconds_low", "tpot_seconds_high",

@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 
 import udfs
-from inference_ledger import catalog, files, resolve
-from inference_ledger.args import LedgerInputError
+from inference_ledger.catalogs import catalog
+from inference_ledger.core import files
+from inference_ledger.graph import resolve
+from inference_ledger.core.args import LedgerInputError
 from udfs import _xl, excel
 
 from test_cli_rules import assert_one_line, cli
@@ -186,7 +188,7 @@ def test_S02_label_longer_than_a_cell_refused(tmp_path):
 
 
 def test_S02_label_of_exactly_one_cell_is_kept_whole(tmp_path):
-    from workbook.scenarios import read_scenarios
+    from inference_ledger.workbook.scenarios import read_scenarios
 
     sc = _csv(tmp_path / "edge.csv", [HEAD, ["y" * 32_767, *ROW[1:]]])
     assert read_scenarios(sc)[0].label == "y" * 32_767
@@ -315,7 +317,7 @@ def test_F05_F15_currency_must_be_iso_4217(tmp_path, code, words):
 
 
 def test_currency_table_is_iso_4217_list_one():
-    from inference_ledger.finance import SYMBOLS, currency_codes
+    from inference_ledger.formulas.finance import SYMBOLS, currency_codes
 
     codes = currency_codes()
     assert {"USD", "EUR", "JPY", "GBP", "CHF", "XAF"} <= codes and not {"XYZ", "XXX", "XTS", "XAU"} & codes
@@ -334,7 +336,7 @@ def test_F08_F10_bad_source_date_epoch_named(tmp_path, monkeypatch, value):
 
 
 def test_source_date_epoch_range_ends_are_accepted():
-    from workbook.cells import SOURCE_DATE_RANGE, source_date
+    from inference_ledger.workbook.cells import SOURCE_DATE_RANGE, source_date
 
     lo, hi = SOURCE_DATE_RANGE
     assert source_date(str(lo)).year == 1980 and source_date(str(hi)).year == 2107
@@ -398,8 +400,8 @@ def test_N07_same_shape_from_a_config_gets_the_same_refusal(tmp_path):
 
 def test_model_rules_are_rendered_on_the_checks_sheet():
     """Each rule is one definition: evaluated on numbers by the resolver, rendered as the Checks sheet's formula."""
-    from inference_ledger.expr import Sym
-    from workbook import checks
+    from inference_ledger.core.expr import Sym
+    from inference_ledger.workbook import checks
 
     labels = {c.label for c in checks.PLAN_INTEGRITY}
     for rule in resolve.MODEL_RULES:
@@ -481,8 +483,8 @@ def test_python_functions_keep_the_seed_values_and_arrays():
 
 def test_plan_graph_formulas_stay_pure():
     """The plan graph's functions take numbers, arrays and formula expressions, unchecked."""
-    from inference_ledger import ledger
-    from inference_ledger.expr import Sym
+    from inference_ledger.formulas import ledger
+    from inference_ledger.core.expr import Sym
 
     assert ledger.kv_bytes(80, 8, 128, -1) == -327_680          # the formula itself: no range check
     assert "B1" in ledger.kv_bytes(Sym("A1"), Sym("A2"), Sym("A3"), Sym("B1"), Sym("C1")).text
@@ -513,7 +515,7 @@ def test_model_rules_recalculate_in_libreoffice(soffice, tmp_path):
     override outside 1..num_experts typed into the Plan sheet (LibreOffice recalculates; no error value)."""
     from openpyxl import load_workbook
 
-    from workbook.recalc import recalculate
+    from inference_ledger.workbook.recalc import recalculate
 
     built = tmp_path / "mix.xlsx"
     code, _, err = cli("build", "-o", built, "--model", "mixtral-8x7b", "--gpu", "h100", "--tp", "2")

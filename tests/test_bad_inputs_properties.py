@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import udfs
-from inference_ledger import verdict
-from inference_ledger.args import LedgerInputError
+from inference_ledger.graph import verdict
+from inference_ledger.core.args import LedgerInputError
 from udfs import _xl, excel
 
 from test_cli_rules import cli

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import benchfiles, files
-from inference_ledger.benchfiles import BadFile, Run, Startup
-from inference_ledger.files import InvalidInput
+from inference_ledger.io import benchfiles
+from inference_ledger.core import files
+from inference_ledger.io.benchfiles import BadFile, Run, Startup
+from inference_ledger.core.files import InvalidInput
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 GIB = 2**30

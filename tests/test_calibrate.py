@@ -17,7 +17,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_cli_rules import assert_one_line, cli  # noqa: E402
 
-from inference_ledger import benchfiles, calibrate as cal, calibrate_fit, calibrate_profile  # noqa: E402
+from inference_ledger.io import benchfiles
+from inference_ledger.validation import calibrate as cal, calibrate_fit, calibrate_profile  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 SWEEP = {c: BENCH / "sweep-nim-llama-3.3-70b-h100x2" / f"c{c}" / "profile_export_aiperf.json"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference_ledger.catalog import get_gpu, get_model, load_gpus
-from inference_ledger.resolve import model_spec
+from inference_ledger.catalogs.catalog import get_gpu, get_model, load_gpus
+from inference_ledger.graph.resolve import model_spec
 
 # (id, card total, card active, tolerance on total, tolerance on active in the card's convention)
 CARDS = [

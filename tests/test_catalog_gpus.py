@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference_ledger.catalog import GPU_FIELDS, Gpu, UnknownId, get_gpu, gpu_spec, load_gpus
-from inference_ledger.resolve import plan_inputs
+from inference_ledger.catalogs.catalog import GPU_FIELDS, Gpu, UnknownId, get_gpu, gpu_spec, load_gpus
+from inference_ledger.graph.resolve import plan_inputs
 
 REQUIRED = ("a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800", "h20", "h200", "b200", "l40s", "l4",
             "a10", "a10g", "rtx-4090", "mi300x", "mi325x", "gaudi3")

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from inference_ledger.args import LedgerInputError
-from inference_ledger.catalog import MODEL_FIELDS, MODELS_DIR, UnknownId, get_dtype, get_model, load_models
-from inference_ledger.resolve import model_spec, plan_inputs
-from inference_ledger.plan import evaluate
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.catalogs.catalog import MODEL_FIELDS, MODELS_DIR, UnknownId, get_dtype, get_model, load_models
+from inference_ledger.graph.resolve import model_spec, plan_inputs
+from inference_ledger.graph.plan import evaluate
 
 BUILT_IN = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b-v0.3",
             "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b", "gemma-2-9b", "gemma-2-27b",

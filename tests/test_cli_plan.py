@@ -7,10 +7,10 @@ import json
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger import report
-from inference_ledger.catalog import MODELS_DIR, load_gpus, load_models
-from inference_ledger.resolve import plan_inputs, with_engine
-from inference_ledger.plan import INPUTS, evaluate
+from inference_ledger.io import report
+from inference_ledger.catalogs.catalog import MODELS_DIR, load_gpus, load_models
+from inference_ledger.graph.resolve import plan_inputs, with_engine
+from inference_ledger.graph.plan import INPUTS, evaluate
 from inference_ledger.cli.plan import option_name
 
 STABLE_KEYS = ("weights_bytes", "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu",
@@ -188,8 +188,8 @@ def test_plan_refuses_a_tp_that_cannot_split_the_heads(capfd, model, tp, why):
 
 def test_plan_accepts_replicated_kv_heads():
     # 8 KV heads over TP 16: each head on two GPUs (64 attention heads still divide)
-    from inference_ledger.catalog import get_model
-    from inference_ledger.resolve import heads_problem
+    from inference_ledger.catalogs.catalog import get_model
+    from inference_ledger.graph.resolve import heads_problem
     assert heads_problem(get_model("llama-3.1-70b"), 16) is None
     assert heads_problem(get_model("deepseek-v3"), 8) is None  # MLA latent: not split
 

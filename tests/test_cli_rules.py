@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 import pytest
 
-from inference_ledger import files
+from inference_ledger.core import files
 from inference_ledger.cli import COMMANDS, main, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,7 +229,7 @@ def test_read_only_as_this_user_and_as_a_normal_user(tmp_path):
 def _as_nobody(run):
     """``run()`` in a forked child that dropped to the user nobody (65534); its JSON-able result."""
     import inference_ledger.cli.sweep  # noqa: F401  (imported before dropping privileges)
-    import workbook.sweep  # noqa: F401
+    import inference_ledger.workbook.sweep  # noqa: F401
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (child)
@@ -449,6 +449,7 @@ def test_catalog_defaults_and_codes_say_so():
 def test_light_commands_load_no_heavy_modules(argv):
     code = ("import sys\nfrom inference_ledger.cli import run\ntry:\n    run(%r)\nexcept SystemExit:\n    pass\n"
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('openpyxl', 'smtplib', 'ssl', 'xlwings', "
-            "'workbook', 'lxml') or m == 'inference_ledger.mail')\nprint('HEAVY', heavy, file=sys.stderr)\n") % argv
+            "'lxml') or m.startswith('inference_ledger.workbook.') or m == 'inference_ledger.io.mail')\n"
+            "print('HEAVY', heavy, file=sys.stderr)\n") % argv
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]

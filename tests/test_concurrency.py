@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pytest
 
-from inference_ledger import concurrency, plan, resolve
+from inference_ledger.graph import concurrency, plan, resolve
 from inference_ledger.cli import run
-from inference_ledger.recommend import recommend
-from inference_ledger.sweep import SweepSpec, build_sweep
+from inference_ledger.graph.recommend import recommend
+from inference_ledger.graph.sweep import SweepSpec, build_sweep
 
 
 def _cli(capsys, *argv):
@@ -157,7 +157,7 @@ def _named(wb, name: str):
 
 def _edited(path, tmp_path, tag, **cells):
     from openpyxl import load_workbook
-    from workbook.recalc import recalculate
+    from inference_ledger.workbook.recalc import recalculate
 
     wb = load_workbook(path)
     for name, value in cells.items():
@@ -169,7 +169,7 @@ def _edited(path, tmp_path, tag, **cells):
 
 @pytest.fixture(scope="module")
 def workbook_built(tmp_path_factory):
-    from workbook.build import build_workbook
+    from inference_ledger.workbook.build import build_workbook
 
     return build_workbook(tmp_path_factory.mktemp("auto") / "auto.xlsx")
 

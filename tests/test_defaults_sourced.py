@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import csv
 
-from inference_ledger import catalog, catalog_facts, engines, plan, resolve
-from inference_ledger.serving import EFFICIENCIES_CSV
+from inference_ledger.catalogs import catalog, catalog_facts, engines
+from inference_ledger.graph import plan, resolve
+from inference_ledger.formulas.serving import EFFICIENCIES_CSV
 
 
 def _rows(path):

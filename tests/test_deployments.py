@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import catalog, deployments
+from inference_ledger.catalogs import catalog
+from inference_ledger.validation import deployments
 
 
 ROWS = deployments.load()

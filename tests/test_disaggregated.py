@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from inference_ledger import disaggregated
+from inference_ledger.graph import disaggregated
 from inference_ledger.cli import run
 
 WORK = {"input_tokens": 1024, "output_tokens": 512, "target_qps": 40, "ttft_target": 0.5, "tpot_target": 0.05}

@@ -82,7 +82,7 @@ def test_generated_references_are_current(gen_docs):
 
 def test_references_cover_every_definition():
     """Independent of the generator: each command, Excel function, plan input and line appears in its page."""
-    from inference_ledger import plan
+    from inference_ledger.graph import plan
     from inference_ledger.cli import COMMANDS
     from udfs import excel
 

@@ -27,7 +27,7 @@ import trustme
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from inference_ledger import mail
+from inference_ledger.io import mail
 
 PASSWORD = "s3cret-Pa55word-9f2c"
 USER = "planner"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from inference_ledger import engine_ledger, engines
-from inference_ledger.resolve import resolve
-from inference_ledger import plan
-from inference_ledger.args import LedgerInputError
-from inference_ledger.expr import Sym
+from inference_ledger.formulas import engine_ledger
+from inference_ledger.catalogs import engines
+from inference_ledger.graph.resolve import resolve
+from inference_ledger.graph import plan
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.core.expr import Sym
 
 GIB = 2**30
 

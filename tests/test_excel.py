@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_ledger import ledger
+from inference_ledger.formulas import ledger
 from udfs import _xl, excel
-from inference_ledger.args import ARGS
+from inference_ledger.core.args import ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 

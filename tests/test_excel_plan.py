@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import catalog, mail, plan, resolve
+from inference_ledger.catalogs import catalog
+from inference_ledger.io import mail
+from inference_ledger.graph import plan, resolve
 from udfs import excel
-from workbook import sweep
+from inference_ledger.workbook import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,9 @@ import statistics
 
 import pytest
 
-from inference_ledger import fidelity
-from inference_ledger import plan
-from inference_ledger.fidelity import MEASURED_CSV
+from inference_ledger.validation import fidelity
+from inference_ledger.graph import plan
+from inference_ledger.validation.fidelity import MEASURED_CSV
 
 GIB = 2**30
 

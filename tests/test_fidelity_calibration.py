@@ -7,11 +7,12 @@ import re
 import openpyxl
 import pytest
 
-from inference_ledger import plan
-from inference_ledger.expr import PORTABLE_FUNCTIONS
-from workbook.build import build_workbook
-from workbook.calibration import FIRST, OUTPUT_COLS, add_calibration_sheet, bw_fraction, overhead_ms, step_bytes
-from workbook.recalc import recalculate
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import PORTABLE_FUNCTIONS
+from inference_ledger.workbook.build import build_workbook
+from inference_ledger.workbook.calibration import (FIRST, OUTPUT_COLS, add_calibration_sheet, bw_fraction, overhead_ms,
+                                                   step_bytes)
+from inference_ledger.workbook.recalc import recalculate
 
 # Llama-3.1-70B on 4 x H100 (the workbook's default plan): one batch-1 run and one batch-8 run
 RUNS = [{"B": 1, "C": 205, "D": 1024, "E": 26.31, "F": 150.0, "G": 400_000},
@@ -21,7 +22,7 @@ RUNS = [{"B": 1, "C": 205, "D": 1024, "E": 26.31, "F": 150.0, "G": 400_000},
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     # the workbook's own Calibration sheet, pre-filled with measured runs
-    from workbook import build
+    from inference_ledger.workbook import build
 
     def calibration(wb, ctx):
         add_calibration_sheet(wb, ctx, RUNS)

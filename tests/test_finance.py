@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog
-from inference_ledger import finance
-from inference_ledger import plan
-from workbook.build import build_workbook, check_rows, make_context
-from workbook.context import xname
-from workbook.recalc import recalculate
+from inference_ledger.catalogs import catalog
+from inference_ledger.formulas import finance
+from inference_ledger.graph import plan
+from inference_ledger.workbook.build import build_workbook, check_rows, make_context
+from inference_ledger.workbook.context import xname
+from inference_ledger.workbook.recalc import recalculate
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from openpyxl import load_workbook
 
-from workbook import sweep
-from workbook.build import build_workbook
+from inference_ledger.workbook import sweep
+from inference_ledger.workbook.build import build_workbook
 
 MAX_FORMULA = 300
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inference_ledger import catalog
+from inference_ledger.catalogs import catalog
 
 from test_cli_rules import cli
 

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from inference_ledger.args import LedgerInputError
-from inference_ledger.catalog import MODELS_DIR, load_models
-from inference_ledger.hfconfig import load_config, parse, parse_file
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.catalogs.catalog import MODELS_DIR, load_models
+from inference_ledger.catalogs.hfconfig import load_config, parse, parse_file
 
 REFERENCE = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "deepseek-v3",
              "gpt-oss-20b", "gpt-oss-120b", "qwen3-235b-a22b")  # verbatim copies of shared/reference/configs

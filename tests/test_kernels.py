@@ -1,4 +1,4 @@
-"""The measured kernel tables and the step priced per operation from them (inference_ledger.kernels).
+"""The measured kernel tables and the step priced per operation from them (inference_ledger.formulas.kernels).
 
 Expected values are read straight from the shipped CSVs with the csv module and combined by hand (log-log
 interpolation written out here), not through the module's own loader.
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import kernels, plan, resolve
+from inference_ledger.formulas import kernels
+from inference_ledger.graph import plan, resolve
 
-DATA = Path(kernels.__file__).with_name("data") / "kernels"
+DATA = Path(kernels.__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import kernels, plan, resolve
+from inference_ledger.formulas import kernels, kernels_fused
+from inference_ledger.graph import plan, resolve
 
 DATA = Path(kernels.__file__).resolve().parent / "data" / "kernels"
 if not DATA.is_dir():   # the module one package deeper than the data folder
@@ -188,7 +189,6 @@ AITER_QWEN3_TP8 = {1: 32.7102, 2: 43.8746, 8: 82.8639, 32: 154.6934, 128: 181.89
 
 @pytest.mark.parametrize("tokens, us", sorted(AITER_QWEN3_TP8.items()))
 def test_mi300x_fused_moe_lookup_equals_aiters_measurement(tokens, us):
-    from inference_ledger import kernels_fused
     t, src = kernels_fused.moe_seconds("mi300x", "sglang", "bf16", tokens, 4096, 1536, 8, 128, 8, 1)
     assert t == pytest.approx(us * US, rel=5e-4)
     assert "qwen3_235b_bf16_tuned_fmoe.csv" in src
@@ -197,7 +197,6 @@ def test_mi300x_fused_moe_lookup_equals_aiters_measurement(tokens, us):
 def test_a_moe_shape_without_an_amd_table_is_scaled_from_the_nearest_measured_one():
     # DeepSeek-R1 FP8 at TP 8 on MI300X: aiter has no fused-MoE table of its shape at TP 8; the nearest measured
     # expert slice is Qwen3-235B's BF16 at TP 8 (3 x 4,096 x 192 x 2 bytes); DeepSeek's is 3 x 7,168 x 256 x 1 byte
-    from inference_ledger import kernels_fused
     ref = kernels_fused.moe_table("mi300x", "vllm", "bf16", 4096, 1536, 8, 128, 8, 1)
     launch, f, r = kernels_fused.moe_expert_figures(ref, 8, 128, 1, 8)
     ratio = (3 * 7168 * 2048 / 8 * 1) / (3 * 4096 * 1536 / 8 * 2)

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import kernel_tables, kernels, kernels_fused, plan, resolve
+from inference_ledger.formulas import kernel_tables, kernels, kernels_fused
+from inference_ledger.graph import plan, resolve
 
-DATA = Path(kernels.__file__).with_name("data") / "kernels"
+DATA = Path(kernels.__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
 
 

@@ -1,4 +1,5 @@
-"""The fused-MoE kernel table (data/kernels/moe.csv) and the MoE layers priced from it (inference_ledger.kernels).
+"""The fused-MoE kernel table (data/kernels/moe.csv) and the MoE layers priced from it
+(inference_ledger.formulas.kernels).
 
 Expected values are read straight from the shipped CSV with the csv module and derived by hand (the distinct-expert
 count E (1 - (1 - k/E)^T) and the three-point line written out here), not through the module's own loader.
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import kernels, kernels_fused, plan, resolve, step_lines
+from inference_ledger.formulas import kernels, kernels_fused, step_lines
+from inference_ledger.graph import plan, resolve
 
-DATA = Path(kernels.__file__).with_name("data") / "kernels"
+DATA = Path(kernels.__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
 TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 

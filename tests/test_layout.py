@@ -23,6 +23,8 @@ def _files():
 
 def _module(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[0] == "workbook":   # the top-level folder is installed as inference_ledger.workbook
+        parts = ("inference_ledger",) + parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from inference_ledger import engine_ledger, ledger, whatif
+from inference_ledger.formulas import engine_ledger, ledger, whatif
 
 
 def test_default_byte_widths_are_bf16():

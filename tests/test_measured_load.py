@@ -9,9 +9,10 @@ from decimal import Decimal
 
 import pytest
 
-from inference_ledger import catalog, engines, resolve
-from inference_ledger.args import LedgerInputError
-from inference_ledger.load_measurements import MEASURED_LOAD_CSV, load_measured_load
+from inference_ledger.catalogs import catalog, engines
+from inference_ledger.graph import resolve
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV, load_measured_load
 
 
 @pytest.fixture(scope="module")

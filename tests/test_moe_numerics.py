@@ -2,7 +2,7 @@
 
 LibreOffice answers #NUM! for a power whose result is below the smallest normal double (~1e-308), where Excel
 and Python give 0: Mixtral's 0.75^tokens crosses it at about 2,461 tokens.  One workbook holds a row per
-(model, tokens per step), each with the line's own formula (inference_ledger.plan.render), and one
+(model, tokens per step), each with the line's own formula (inference_ledger.graph.plan.render), and one
 recalculation checks them all against an independent evaluation (expm1/log1p, which never underflows).
 """
 
@@ -17,9 +17,11 @@ import pytest
 from openpyxl import Workbook, load_workbook
 from openpyxl.workbook.defined_name import DefinedName
 
-from inference_ledger import catalog, plan, serving
-from inference_ledger.units import MOE_SATURATION
-from workbook.recalc import recalculate
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import plan
+from inference_ledger.formulas import serving
+from inference_ledger.core.units import MOE_SATURATION
+from inference_ledger.workbook.recalc import recalculate
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 

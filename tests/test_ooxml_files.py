@@ -24,7 +24,7 @@ from openpyxl import load_workbook
 from openpyxl.utils.cell import range_boundaries
 
 from ooxml import formula_cell_count, formula_cells_without_value, schema_errors
-from workbook.build import build_workbook
+from inference_ledger.workbook.build import build_workbook
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from inference_ledger import plan, resolve
+from inference_ledger.graph import plan, resolve
 from inference_ledger.cli import run
-from inference_ledger.recommend import cheapest_of_each_kind, recommend
-from inference_ledger.sweep import SweepSpec, build_sweep, evaluate_block
+from inference_ledger.graph.recommend import cheapest_of_each_kind, recommend
+from inference_ledger.graph.sweep import SweepSpec, build_sweep, evaluate_block
 from udfs import excel
 
 

@@ -4,9 +4,10 @@ import re
 
 import pytest
 
-from inference_ledger import plan, resolve, serving
-from inference_ledger.args import LedgerInputError
-from inference_ledger.expr import PORTABLE_FUNCTIONS
+from inference_ledger.graph import plan, resolve
+from inference_ledger.formulas import serving
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.core.expr import PORTABLE_FUNCTIONS
 
 #: The seed article's round 70B (70e9 parameters, all active, all in linear layers) on the default GPU: the plan's
 #: defaults are Llama-3.1-70B's catalog row (70.55e9), so the hand derivations below state the round figure they use.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from inference_ledger import plan, resolve
+from inference_ledger.graph import plan, resolve
 
 
 def plan_of(model, gpu, **numbers):

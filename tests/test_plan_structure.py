@@ -13,9 +13,9 @@ import warnings
 import numpy as np
 import pytest
 
-from inference_ledger import plan
-from inference_ledger.args import ARGS, LedgerInputError
-from inference_ledger.line import MEMORY, Line
+from inference_ledger.graph import plan
+from inference_ledger.core.args import ARGS, LedgerInputError
+from inference_ledger.core.line import MEMORY, Line
 
 
 # --- _inp: an input's allowed range ---------------------------------------------------------------

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from workbook.build import build_workbook
-from workbook.recalc import convert
+from inference_ledger.workbook.build import build_workbook
+from inference_ledger.workbook.recalc import convert
 
 pytestmark = [pytest.mark.libreoffice, pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")]
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from inference_ledger import ledger
-from inference_ledger import plan
+from inference_ledger.formulas import ledger
+from inference_ledger.graph import plan
 
 layers = st.integers(1, 200)
 heads = st.integers(1, 128)

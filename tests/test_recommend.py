@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger import catalog, concurrency, plan, resolve
-from inference_ledger.recommend import cheapest_of_each_kind, layouts, recommend
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import concurrency, plan, resolve
+from inference_ledger.graph.recommend import cheapest_of_each_kind, layouts, recommend
 
 GPUS = ["h100-sxm", "h200", "mi300x", "l40s", "a100-80gb"]
 TPS = [1, 2, 4, 8]
@@ -111,7 +112,7 @@ def test_cli_no_plan_meets_is_one_line(capsys):
 def test_cli_workbook_recalculates_to_the_same_plans(tmp_path, capsys, soffice):
     import openpyxl
 
-    from workbook.recalc import recalculate
+    from inference_ledger.workbook.recalc import recalculate
 
     out = tmp_path / "plans.xlsx"
     code, _, err = _cli(capsys, "recommend", "--model", "llama-3.1-70b", "--qps", "20", "--gpu", ",".join(GPUS),

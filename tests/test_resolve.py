@@ -11,10 +11,11 @@ import dataclasses
 
 import pytest
 
-from inference_ledger import catalog, resolve, verdict
-from inference_ledger.args import LedgerInputError
-from inference_ledger.ledger import bytes_per_element, kv_bytes_windowed
-from inference_ledger.whatif import max_context_tokens
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import resolve, verdict
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.formulas.ledger import bytes_per_element, kv_bytes_windowed
+from inference_ledger.formulas.whatif import max_context_tokens
 
 LLAMA = catalog.get_model("llama-3.1-70b")      # 64 attention heads, 8 KV heads, 131,072 positions
 

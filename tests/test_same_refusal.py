@@ -1,7 +1,7 @@
 """The same bad choice is refused with the same one-line message by every entry point
 (plan, build, a Scenarios row, sweep, recommend, email and the Excel PLAN).
 
-The message is the resolver's (inference_ledger.resolve): each entry point may put its own
+The message is the resolver's (inference_ledger.graph.resolve): each entry point may put its own
 context around it (the option, the scenario row, "none of the N combinations can run"),
 but the words are the same, on one line.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference_ledger import resolve
-from inference_ledger.args import LedgerInputError
+from inference_ledger.graph import resolve
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli import run
 from udfs import excel
 

@@ -4,10 +4,11 @@ import csv
 
 import pytest
 
-from inference_ledger import plan, resolve, serving
-from inference_ledger.args import LedgerInputError
+from inference_ledger.graph import plan, resolve
+from inference_ledger.formulas import serving
+from inference_ledger.core.args import LedgerInputError
 from udfs import excel
-from workbook.scenarios import read_scenarios
+from inference_ledger.workbook.scenarios import read_scenarios
 
 
 def test_every_efficiency_default_has_a_source_row():

@@ -1,4 +1,4 @@
-"""The steady-state formulas of inference_ledger.serving and the layout rules, by hand.
+"""The steady-state formulas of inference_ledger.formulas.serving and the layout rules, by hand.
 
 Hand-derived figures for the pieces the mutation run (tests/README.md) found unpinned: each is small
 enough to check on paper, so a sign, a factor or a word that changes fails here.
@@ -10,8 +10,10 @@ import dataclasses
 
 import pytest
 
-from inference_ledger import catalog, ledger, parallel, resolve, serving
-from inference_ledger.expr import Sym
+from inference_ledger.catalogs import catalog
+from inference_ledger.formulas import ledger, parallel, serving
+from inference_ledger.graph import resolve
+from inference_ledger.core.expr import Sym
 
 
 def test_kv_sequences_are_whole_and_never_negative():

@@ -21,9 +21,9 @@ from xml.etree import ElementTree as ET
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import summary
-from inference_ledger.expr import Sym, concat, text
-from workbook.build import build_workbook
+from inference_ledger.graph import summary
+from inference_ledger.core.expr import Sym, concat, text
+from inference_ledger.workbook.build import build_workbook
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 

@@ -11,11 +11,12 @@ import openpyxl
 import pytest
 
 from inference_ledger.cli import run
-from inference_ledger import catalog, plan, resolve, verdict
-from workbook.cells import billed
-from inference_ledger.report import plan_json
-from workbook import sweep
-from workbook.recalc import recalculate
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import plan, resolve, verdict
+from inference_ledger.workbook.cells import billed
+from inference_ledger.io.report import plan_json
+from inference_ledger.workbook import sweep
+from inference_ledger.workbook.recalc import recalculate
 
 SPEC = sweep.SweepSpec(
     # dense GQA, sliding-window MoE (MXFP4), MLA MoE (FP8): every branch of the memory ledger

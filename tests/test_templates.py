@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import plan
-from workbook.build import build_workbook, named
+from inference_ledger.graph import plan
+from inference_ledger.workbook.build import build_workbook, named
 
 from ooxml import formula_cells_without_value
 

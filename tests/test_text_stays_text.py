@@ -21,8 +21,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from inference_ledger.files import FORMULA_TRIGGERS, csv_text
-from inference_ledger import catalog
+from inference_ledger.core.files import FORMULA_TRIGGERS, csv_text
+from inference_ledger.catalogs import catalog
 
 from test_cli_rules import cli
 

@@ -8,8 +8,9 @@ Regenerate it (where torch and transformers are installed) with
 ``python scripts/transformers_param_counts.py -o tests/fixtures/transformers-param-counts.json``.
 
 A field a config.json leaves out takes the default of that architecture's transformers config class
-(``inference_ledger.hfconfig.MODEL_TYPE_DEFAULTS``): Gemma-2 ties its embeddings, Qwen2 defaults to 32 KV heads, Llama-4 adds
-a shared expert to every MoE layer. The fixture configs under ``tests/fixtures/configs`` leave such fields out.
+(``inference_ledger.catalogs.hfconfig.MODEL_TYPE_DEFAULTS``): Gemma-2 ties its embeddings, Qwen2 defaults to 32 KV
+heads, Llama-4 adds a shared expert to every MoE layer. The fixture configs under ``tests/fixtures/configs`` leave such
+fields out.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger import catalog, plan, resolve
-from inference_ledger.catalog import MODELS_DIR
-from inference_ledger.hfconfig import MODEL_TYPE_DEFAULTS, parse, parse_file
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import plan, resolve
+from inference_ledger.catalogs.catalog import MODELS_DIR
+from inference_ledger.catalogs.hfconfig import MODEL_TYPE_DEFAULTS, parse, parse_file
 
 FIXTURES = Path(__file__).with_name("fixtures")
 COUNTS = json.loads((FIXTURES / "transformers-param-counts.json").read_text())["counts"]

@@ -80,7 +80,7 @@ def test_docs_accuracy_table_is_the_validate_summary():
     from pathlib import Path
 
     from inference_ledger.cli.validate import summary_table
-    from inference_ledger import fidelity
+    from inference_ledger.validation import fidelity
     page = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
     section = page.split("<!-- section: accuracy -->", 1)[1].split("<!-- section:", 1)[0]
     rows = [ln.split(" | ") for ln in section.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
@@ -92,7 +92,7 @@ def test_docs_accuracy_table_is_the_validate_summary():
 def test_docs_load_table_is_the_validate_load_summary():
     from pathlib import Path
 
-    from inference_ledger import load_fidelity
+    from inference_ledger.validation import load_fidelity
     from inference_ledger.cli.validate import _markdown, load_table
     page = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
     section = page.split("<!-- load-accuracy -->", 1)[1].split("<!-- /load-accuracy -->", 1)[0]
@@ -105,8 +105,8 @@ def test_docs_load_table_is_the_validate_load_summary():
 
 def test_load_row_by_hand_nim_plateau():
     """NIM, 2 x H100, Llama-3.3-70B FP8, 5,000 in / 500 out at 250 clients: the KV cache binds, the rest queue."""
-    from inference_ledger import load_fidelity
-    from inference_ledger.load_measurements import load_measured_load
+    from inference_ledger.validation import load_fidelity
+    from inference_ledger.catalogs.load_measurements import load_measured_load
     row = next(r for r in load_measured_load() if r.id == "nim180-h100x2-llama33-70b-fp8-c250-5000-500")
     v = load_fidelity.row_values(row)
     b = v["max_concurrency"]
@@ -122,9 +122,9 @@ def test_load_rows_floor_stays_a_floor_and_errors_do_not_grow():
     """Under load the TPOT floor (100% bandwidth at the decode context S + T/2) stays below every measured TPOT,
     and the medians stay at or below what was measured when the steady-state model landed (docs/model.md): a guard,
     not a target."""
-    from inference_ledger import load_fidelity
-    from inference_ledger.load_measurements import load_measured_load
-    from inference_ledger import serving
+    from inference_ledger.validation import load_fidelity
+    from inference_ledger.catalogs.load_measurements import load_measured_load
+    from inference_ledger.formulas import serving
     above = []
     for row in load_measured_load():
         tpot = row.tpot_ms if row.tpot_ms is not None else row.itl_ms

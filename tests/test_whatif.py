@@ -1,6 +1,6 @@
 """What QPS and the closed-form inverses: hand-derived figures, and round trips through the plan.
 
-Round trip: an inverse's answer fed back into ``inference_ledger.plan.evaluate`` lands on the
+Round trip: an inverse's answer fed back into ``inference_ledger.graph.plan.evaluate`` lands on the
 boundary -- it fits (or meets the target), and one step further does not.
 """
 
@@ -8,8 +8,11 @@ import re
 
 import pytest
 
-from inference_ledger import catalog, plan, report, resolve, whatif
-from inference_ledger.expr import Sym
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import plan, resolve
+from inference_ledger.io import report
+from inference_ledger.formulas import whatif
+from inference_ledger.core.expr import Sym
 
 GIB = 2**30
 

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog, concurrency, engines, resolve
-from inference_ledger import plan
-from inference_ledger.expr import PORTABLE_FUNCTIONS
-from workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
-from workbook.recalc import recalculate
-from workbook.scenarios import DEFAULT_SCENARIOS
-from workbook.tables import lookup
+from inference_ledger.catalogs import catalog, engines
+from inference_ledger.graph import concurrency, resolve
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import PORTABLE_FUNCTIONS
+from inference_ledger.workbook.build import SELECTOR_NAMES, build_workbook, make_context, named
+from inference_ledger.workbook.recalc import recalculate
+from inference_ledger.workbook.scenarios import DEFAULT_SCENARIOS
+from inference_ledger.workbook.tables import lookup
 
 from ooxml import formula_cell_count, formula_cells_without_value
 
@@ -411,8 +412,8 @@ def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_
 
 
 def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
-    from inference_ledger.expr import Sym
-    from inference_ledger.units import MS_PER_S
+    from inference_ledger.core.expr import Sym
+    from inference_ledger.core.units import MS_PER_S
 
     def extra(wb, ctx):
         ws = ctx.new_sheet("Extra", "Extra")

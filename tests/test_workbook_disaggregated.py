@@ -7,9 +7,9 @@ import math
 import openpyxl
 import pytest
 
-from inference_ledger import disaggregated
-from workbook.build import build_workbook
-from workbook.recalc import recalculate
+from inference_ledger.graph import disaggregated
+from inference_ledger.workbook.build import build_workbook
+from inference_ledger.workbook.recalc import recalculate
 
 CHOICE = {"model": "deepseek-v3", "gpu": "h100-sxm", "tp": 8, "pp": 2}
 

@@ -1,7 +1,7 @@
 """The workbook tells the truth in every state: a plan that does not fit, an input typed that breaks a rule.
 
-Each workbook is recalculated by LibreOffice (workbook.recalc forces a full recalculation), and what the
-reader sees is read back: the defined names ``verdict`` and ``master_check``, the verdict's words, the
+Each workbook is recalculated by LibreOffice (inference_ledger.workbook.recalc forces a full recalculation), and what
+the reader sees is read back: the defined names ``verdict`` and ``master_check``, the verdict's words, the
 master check's banner on every sheet, and every cell for an error value.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger import catalog
-from workbook.recalc import recalculate
+from inference_ledger.catalogs import catalog
+from inference_ledger.workbook.recalc import recalculate
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 

@@ -25,9 +25,9 @@ import pytest
 from openpyxl.chart import BarChart, Reference
 
 from ooxml import formula_cell_count, formula_cells_without_value
-from workbook.build import build_workbook
-from workbook.package import MissingCachedValue, package
-from workbook.sweep import _value_cells
+from inference_ledger.workbook.build import build_workbook
+from inference_ledger.workbook.package import MissingCachedValue, package
+from inference_ledger.workbook.sweep import _value_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 HIDE_LXML = "import sys; sys.path.insert(0, 'tests'); import conftest; "
@@ -112,7 +112,7 @@ def test_both_backends_write_the_same_bytes_with_every_value(tmp_path, monkeypat
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     env = {k: v for k, v in _stdlib_env().items() if k != "SOURCE_DATE_EPOCH"}
     script = (HIDE_LXML + "import openpyxl; assert not openpyxl.LXML, 'lxml was not hidden'; "
-              "from workbook.build import build_workbook; "
+              "from inference_ledger.workbook.build import build_workbook; "
               f"[build_workbook({str(tmp_path / 'stdlib')!r} + '-' + n, **kw) for n, kw in {BUILDS!r}.items()]; "
               "print('stdlib ok')")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)

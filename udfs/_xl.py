@@ -7,7 +7,7 @@
   formula then runs once, as numpy, over the whole block.
 * **Blanks** take the argument's default; a blank required argument is an error.
 * **Bad input** never raises: each bad element becomes an error value in its own cell,
-  whose message names the argument and the allowed range (:meth:`inference_ledger.args.Arg.check`).
+  whose message names the argument and the allowed range (:meth:`inference_ledger.core.args.Arg.check`).
   A call-wide problem (ranges that do not broadcast, a ragged range) is one error cell.
 * **Error values** depend on the host (:func:`error_value`):
 
@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from inference_ledger.args import Arg, LedgerInputError, echo, undefined
+from inference_ledger.core.args import Arg, LedgerInputError, echo, undefined
 
 #: Excel error kinds used here: Office.js ``errorType`` -> the worksheet's error text.
 ERROR_TEXT = {"Value": "#VALUE!", "NotAvailable": "#N/A"}
@@ -191,7 +191,7 @@ def _broadcast_call(fn, params, values):
 
 
 def _undefined(fn: Callable[..., Any], params: Sequence[Param], row: Sequence[float]) -> str:
-    """Why a checked element still has no finite answer (:func:`inference_ledger.args.undefined`)."""
+    """Why a checked element still has no finite answer (:func:`inference_ledger.core.args.undefined`)."""
     return undefined(fn, [p.arg for p in params], row)
 
 

@@ -15,7 +15,7 @@ xlwings).
 
 Each function is generated from one row of :data:`REGISTRY` (ledger function, Excel
 name, one-line description); argument names, order and defaults are the ledger
-function's, argument docs and allowed ranges come from :data:`inference_ledger.args.ARGS`.  Every
+function's, argument docs and allowed ranges come from :data:`inference_ledger.core.args.ARGS`.  Every
 argument is requested as a 2-D range (``ndim=2``: xlwings would otherwise flatten a
 one-column range into a list and lose its orientation) and the call broadcasts like
 Excel, vectorized: ``=KV_BYTES(80, 8, 128, A2:A10001)`` is one numpy evaluation that
@@ -35,10 +35,12 @@ from typing import Any, Callable
 
 import xlwings as xw
 
-from inference_ledger import catalog, engines, kernels, ledger, plan, resolve, serving, verdict, whatif
-from inference_ledger import concurrency as choose_concurrency
-from inference_ledger.args import ARGS, Arg, LedgerInputError, echo
-from inference_ledger.calibrate_profile import ProfileRowError, profile_values
+from inference_ledger.catalogs import catalog, engines
+from inference_ledger.formulas import kernels, ledger, serving, whatif
+from inference_ledger.graph import plan, resolve, verdict
+from inference_ledger.graph import concurrency as choose_concurrency
+from inference_ledger.core.args import ARGS, Arg, LedgerInputError, echo
+from inference_ledger.validation.calibrate_profile import ProfileRowError, profile_values
 from udfs._xl import Param, broadcast_call, elementwise_call, error_value
 
 CATEGORY = "inference-ledger"

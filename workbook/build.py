@@ -4,19 +4,21 @@ One module per sheet (as XlsxWriter has one module per part of the file), each a
 ``builder(wb, ctx)`` function; this module keeps only the plan the workbook opens on
 (:func:`make_context`), the ordered sheet list :data:`SHEET_BUILDERS` and the entry points:
 
-* :mod:`workbook.start`, :mod:`workbook.plan_sheet` (+ :mod:`workbook.plan_charts`),
-  :mod:`workbook.ledgers`, :mod:`workbook.scenarios_sheet`, :mod:`workbook.tco`,
-  :mod:`workbook.forecast`, :mod:`workbook.sensitivity`, :mod:`workbook.checks`,
-  :mod:`workbook.calibration`, :mod:`workbook.catalogs`: the sheets;
-* :mod:`workbook.cells` (headers, formats, validations, names, row heights),
-  :mod:`workbook.context` (the builders' shared state), :mod:`workbook.tables` (catalog
-  lookups) and :mod:`workbook.style`, below every sheet;
-* :mod:`workbook.package` writes each formula's cached value (the value Python computed
+* :mod:`inference_ledger.workbook.start`, :mod:`inference_ledger.workbook.plan_sheet`
+  (+ :mod:`inference_ledger.workbook.plan_charts`), :mod:`inference_ledger.workbook.ledgers`,
+  :mod:`inference_ledger.workbook.scenarios_sheet`, :mod:`inference_ledger.workbook.tco`,
+  :mod:`inference_ledger.workbook.forecast`, :mod:`inference_ledger.workbook.sensitivity`,
+  :mod:`inference_ledger.workbook.checks`, :mod:`inference_ledger.workbook.calibration`,
+  :mod:`inference_ledger.workbook.catalogs`: the sheets;
+* :mod:`inference_ledger.workbook.cells` (headers, formats, validations, names, row heights),
+  :mod:`inference_ledger.workbook.context` (the builders' shared state), :mod:`inference_ledger.workbook.tables`
+  (catalog lookups) and :mod:`inference_ledger.workbook.style`, below every sheet;
+* :mod:`inference_ledger.workbook.package` writes each formula's cached value (the value Python computed
   as the sheet was written), so a mail preview shows what Excel or LibreOffice recompute.
 
 Every computed cell comes from one definition: ledger lines from
-:func:`inference_ledger.plan.render`, catalog-derived inputs from
-:func:`workbook.tables.lookup`, checks from :mod:`workbook.checks`.
+:func:`inference_ledger.graph.plan.render`, catalog-derived inputs from
+:func:`inference_ledger.workbook.tables.lookup`, checks from :mod:`inference_ledger.workbook.checks`.
 
 Adding a sheet: write its module with a ``builder(wb, ctx)`` and add one line to
 :data:`SHEET_BUILDERS`; another program passes ``extra_sheets=[my_builder]`` to
@@ -33,10 +35,12 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from openpyxl import Workbook
 
-from inference_ledger import __version__, concurrency, engines, plan, resolve
-from inference_ledger.calibrate_profile import read_profile
-from inference_ledger.files import check_target, write_bytes, writing
-from inference_ledger.finance import finance_options
+from inference_ledger import __version__
+from inference_ledger.graph import concurrency, plan, resolve
+from inference_ledger.catalogs import engines
+from inference_ledger.validation.calibrate_profile import read_profile
+from inference_ledger.core.files import check_target, write_bytes, writing
+from inference_ledger.formulas.finance import finance_options
 
 from . import style
 from .calibration import add_calibration_sheet
@@ -118,12 +122,12 @@ def make_context(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, conf
     """The plan the workbook opens on, assembled as ``inference-ledger plan`` does.
 
     Catalog lookups and defaults, then the engine's defaults for this GPU and TP
-    (:func:`inference_ledger.resolve.resolve`), then the numbers given.  Takes what
+    (:func:`inference_ledger.graph.resolve.resolve`), then the numbers given.  Takes what
     :func:`inference_ledger.cli.build.build_options` collects: ``config`` (a
     config.json whose model joins the Models sheet and is selected), ``context`` (prompt
     + output tokens), ``engine``, ``scenarios`` (a CSV path or Scenario rows) and plan
     input names; None means "not given".  ``profile`` (a path or an
-    :class:`inference_ledger.calibrate_profile.Profile`) puts its fitted inputs beneath the numbers given; the
+    :class:`inference_ledger.validation.calibrate_profile.Profile`) puts its fitted inputs beneath the numbers given; the
     Calibration sheet then shows its measured rows against the catalog and calibrated predictions.
     """
     if isinstance(profile, (str, os.PathLike)):

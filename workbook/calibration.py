@@ -18,7 +18,7 @@ The medians become ``calibrated_bw_efficiency`` and ``calibrated_prefill_efficie
 those two inputs' cells for the back-solving, so there is no circular reference.
 
 Every formula is portable (IF, ISNUMBER, AND, COUNT, MEDIAN, ABS, MAX, MIN) and uses the
-plan's own defined names and :mod:`inference_ledger.expr` formula helpers, so it is the same arithmetic as
+plan's own defined names and :mod:`inference_ledger.core.expr` formula helpers, so it is the same arithmetic as
 the plan; the values written with it are computed by the same functions in Python.
 """
 
@@ -29,11 +29,12 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import engine_ledger, engines
-from inference_ledger import ledger
-from inference_ledger import plan
-from inference_ledger.expr import Sym, abs_, and_, eq, isnumber, where
-from inference_ledger.units import MS_PER_S
+from inference_ledger.formulas import engine_ledger
+from inference_ledger.catalogs import engines
+from inference_ledger.formulas import ledger
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import Sym, abs_, and_, eq, isnumber, where
+from inference_ledger.core.units import MS_PER_S
 
 from . import style
 from .context import Ctx, xname

@@ -5,7 +5,7 @@ from __future__ import annotations
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.expr import Sym
+from inference_ledger.core.expr import Sym
 
 from . import style
 from .cells import shown

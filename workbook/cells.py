@@ -18,17 +18,19 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
-from inference_ledger import catalog, catalog_facts, engines, plan, resolve, serving, verdict
-from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import Sym, eq, where
-from inference_ledger.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
-                                    VERDICT_MEETS)
+from inference_ledger.catalogs import catalog, catalog_facts, engines
+from inference_ledger.graph import plan, resolve, verdict
+from inference_ledger.formulas import serving
+from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.core.expr import Sym, eq, where
+from inference_ledger.core.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
+                                         VERDICT_MEETS)
 
 from . import style
 from .context import Ctx, xname
 from .tables import Table
 
-#: Defined names of the dropdown choices (workbook.tables.SELECTORS).
+#: Defined names of the dropdown choices (inference_ledger.workbook.tables.SELECTORS).
 SELECTOR_NAMES = {"model": "model_id", "gpu": "gpu_id", "weight_dtype": "weight_dtype", "kv_dtype": "kv_dtype",
                   "engine": "engine_id"}
 DEFAULT_CHOICE = {"model": catalog_facts.DEFAULT_MODEL, "gpu": catalog_facts.DEFAULT_GPU, "weight_dtype": None,
@@ -45,7 +47,7 @@ def py_value(v):
     return v.item() if hasattr(v, "item") else v
 
 
-#: Workbook defined name of a plan quantity (its own name, see workbook.context.xname).
+#: Workbook defined name of a plan quantity (its own name, see inference_ledger.workbook.context.xname).
 named = xname
 
 
@@ -166,7 +168,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 def numeric_validation(inp: plan.Input, coord: str) -> DataValidation:
-    """The rule the CLI applies (inference_ledger.args): between lo and hi, lo excluded where the argument excludes it.
+    """The rule the CLI applies (inference_ledger.core.args): between lo and hi, lo excluded where the argument excludes
+    it.
 
     Excel's "between" includes both ends; a whole number above lo starts at lo + 1, and
     a decimal above lo is a custom rule on the cell itself.

@@ -1,18 +1,20 @@
 """Live checks: the seed's practical checklist and the workbook's integrity checks.
 
 Each check is one expression over named plan quantities, written with the
-:mod:`inference_ledger.expr` helpers, so the same definition renders the Checks sheet's formula and
+:mod:`inference_ledger.core.expr` helpers, so the same definition renders the Checks sheet's formula and
 computes its cached value.  A check is 1 (pass) or 0 (fail).  The Plan's verdict reads them
 all: one at 0 makes it "invalid input" and names the first broken rule; the master check is 1 only when every
-check passes and the verdict is "fits, meets targets", and is shown on every sheet (workbook.checks_sheet).
+check passes and the verdict is "fits, meets targets", and is shown on every sheet
+(inference_ledger.workbook.checks_sheet).
 
 The checklist items restate a ledger identity from its parts (total = weights + KV +
 workspace ...): in a live model they catch a formula that has been typed over.
 Findings (decode bandwidth-bound, prefill compute-bound) describe the plan and do not
 count towards the master check: a plan at a large batch is compute-bound by design.
 
-The Checks sheet (:func:`workbook.checks_sheet.checks_sheet`) lists them with the plan inputs' range checks, and
-:func:`workbook.checks_sheet.standing` is what the build caches for the verdict and the master check.
+The Checks sheet (:func:`inference_ledger.workbook.checks_sheet.checks_sheet`) lists them with the plan inputs' range
+checks, and :func:`inference_ledger.workbook.checks_sheet.standing` is what the build caches for the verdict and the
+master check.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any, Callable
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import ledger, plan, rules
-from inference_ledger.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
-from inference_ledger.units import SECONDS_PER_DAY
+from inference_ledger.formulas import ledger
+from inference_ledger.graph import plan, rules
+from inference_ledger.core.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
+from inference_ledger.core.units import SECONDS_PER_DAY
 
 from .cells import SELECTOR_NAMES, named
 from .context import Ctx, absolute
@@ -144,16 +147,17 @@ def tp_within_node(tp, gpus_per_node):
 
 
 def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_attention):
-    """The resolver's layout rules (inference_ledger.resolve.layout_problem) as one condition."""
+    """The resolver's layout rules (inference_ledger.graph.resolve.layout_problem) as one condition."""
     moe_or_plain = or_(gt(num_experts, 0), and_(eq(ep, 1), eq(dp_attention, 1), eq(redundant_experts, 0)))
     return and_(le(pp, num_layers), moe_or_plain, eq(mod(num_experts + redundant_experts, ep), 0),
                 eq(mod(tp * dp_attention, ep), 0))
 
 
-#: The KV-heads rule, as the resolver applies it (inference_ledger.rules.kv_heads_split_ok).
+#: The KV-heads rule, as the resolver applies it (inference_ledger.graph.rules.kv_heads_split_ok).
 tp_splits_kv_heads = rules.kv_heads_split_ok
 
-#: The resolver's rules between model inputs (inference_ledger.rules.MODEL_RULES), each rendered from its one definition.
+#: The resolver's rules between model inputs (inference_ledger.graph.rules.MODEL_RULES), each rendered from its one
+#: definition.
 MODEL_RULE_CHECKS: tuple[Check, ...] = tuple(Check(r.label, r.doc, r.condition) for r in rules.MODEL_RULES)
 
 PLAN_INTEGRITY: tuple[Check, ...] = MODEL_RULE_CHECKS + (

@@ -1,11 +1,11 @@
 """The Checks sheet, and what the verdict and the master check read from it.
 
 The checks themselves (the seed's checklist, the plan's integrity rules, the findings) are defined in
-:mod:`workbook.checks`; this module lays them out, adds the plan inputs' choice and range rules, and
+:mod:`inference_ledger.workbook.checks`; this module lays them out, adds the plan inputs' choice and range rules, and
 concludes (:func:`standing`): every counted check and rule passes (``checks_pass``), else the Plan's
 verdict is "invalid input" and names the first broken rule (``rule_broken``); the master check is 1 only
 when they all pass and the verdict is "fits, meets targets".  A check row added to
-:func:`workbook.checks.check_rows` lands inside the block the verdict reads: no further wiring.
+:func:`inference_ledger.workbook.checks.check_rows` lands inside the block the verdict reads: no further wiring.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from inference_ledger import plan
-from inference_ledger.expr import Sym, eq, where
-from inference_ledger.units import VERDICT_MEETS
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import Sym, eq, where
+from inference_ledger.core.units import VERDICT_MEETS
 
 from . import style
 from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, section
@@ -122,7 +122,7 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     ctx.define("check_failure_no", ws, f"E6:E{r}")
     r += 2
     section(ctx, ws, f"A{r}", "Plan inputs: choices in their catalogs, numbers in range (ranges from "
-            "inference_ledger.args)")
+            "inference_ledger.core.args)")
     r += 1
     header(ctx, ws, r, 1, ["Input", "Value", "In range", "Allowed"])
     for col, text in (("E", "Min"), ("F", "Min allowed (1/0)"), ("G", "Max"), ("H", "Whole (1/0)")):

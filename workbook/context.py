@@ -18,8 +18,8 @@ from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
-from inference_ledger import verdict
-from inference_ledger.expr import Sym, eq, where
+from inference_ledger.graph import verdict
+from inference_ledger.core.expr import Sym, eq, where
 
 from . import style
 from .tables import Table
@@ -49,15 +49,15 @@ class Ctx:
     choice: dict[str, str]  # selector -> chosen id (model, gpu, weight_dtype, kv_dtype)
     inputs: dict[str, float]  # plan inputs as the Plan sheet holds them
     overrides: dict[str, float]  # user overrides of catalog-derived inputs
-    values: dict[str, Any]  # inference_ledger.plan.evaluate(inputs)
+    values: dict[str, Any]  # inference_ledger.graph.plan.evaluate(inputs)
     scenarios: tuple
     build_date: datetime
     version: str
-    engine: str = ""  # serving engine whose defaults fill the engine inputs (inference_ledger.engines)
+    engine: str = ""  # serving engine whose defaults fill the engine inputs (inference_ledger.catalogs.engines)
     engine_inputs: tuple[str, ...] = ()  # the inputs the engine sets per GPU and TP (not looked up by name)
     explicit: dict[str, float] = field(default_factory=dict)  # every input the user gave a number for
     master_value: int = 1
-    checks_pass: int = 1  # every counted check and range rule passes (workbook.checks_sheet.standing)
+    checks_pass: int = 1  # every counted check and range rule passes (inference_ledger.workbook.checks_sheet.standing)
     rule_broken: str = ""  # the first broken rule's words when one is
     currency_code: str = "USD"  # the currency every money format shows (amounts are not converted)
     currency_symbol: str = "$"
@@ -65,7 +65,8 @@ class Ctx:
     cached: dict[tuple[str, str], Any] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     #: Each family's columns (plan.FAMILIES: the TP degrees of the largest node in the GPUs table), and where each
-    #: member sits at each candidate (flat name tp_candidates.4.fits -> sheet reference; workbook.ledgers).
+    #: member sits at each candidate (flat name tp_candidates.4.fits -> sheet reference;
+    #: inference_ledger.workbook.ledgers).
     family_candidates: dict[str, tuple[float, ...]] = field(default_factory=dict)
     family_cells: dict[str, str] = field(default_factory=dict)
 
@@ -81,7 +82,8 @@ class Ctx:
     # --- sheets ------------------------------------------------------------------
     def new_sheet(self, title: str, heading: str, widths: Mapping[str, float] = (),
                   tab: Optional[str] = None) -> Worksheet:
-        """A sheet with its title and the master check in row 2 (workbook.printing sets up every sheet's printing)."""
+        """A sheet with its title and the master check in row 2 (inference_ledger.workbook.printing sets up every
+        sheet's printing)."""
         ws = self.wb.create_sheet(title)
         if tab:
             ws.sheet_properties.tabColor = tab

@@ -2,14 +2,14 @@
 
 Each pool is the plan itself, written again for that pool: every line that depends on the layout
 (``tp``, ``pp``, ``ep``, ``dp_attention``) or the batch (``concurrency``) is rendered by
-:func:`inference_ledger.plan.render` with those names pointing at this sheet's column and every other
+:func:`inference_ledger.graph.plan.render` with those names pointing at this sheet's column and every other
 name at the Plan sheet, so the formulas are the plan's own (one definition).  Three columns:
 
 * **Prefill pool**: one prompt per DP-attention rank (concurrency = dp_attention);
 * **Decode pool, batch 1**: gives the largest batch that fits and meets the TPOT target (serving_concurrency);
 * **Decode pool at that batch**: the pool's TPOT and throughput.
 
-Below them, :mod:`inference_ledger.disaggregated`'s formulas: KV transfer, requests per second per instance,
+Below them, :mod:`inference_ledger.graph.disaggregated`'s formulas: KV transfer, requests per second per instance,
 instances for the target QPS (xPyD), GPUs, TTFT and the monthly bill.  The layout cells start at the Plan's layout.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_ledger import disaggregated, plan
-from inference_ledger.expr import Sym, maximum
+from inference_ledger.graph import disaggregated, plan
+from inference_ledger.core.expr import Sym, maximum
 
 from . import style
 from .cells import unit_text
@@ -64,8 +64,8 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
     p_in = dict(ctx.inputs) | layout | pre | {"concurrency": layout["dp_attention"]}
     d1_in = dict(ctx.inputs) | layout | dec | {"concurrency": 1}
     d1 = plan.evaluate(d1_in, validate=False)
-    # at least one sequence, as inference_ledger.disaggregated.decode_pool sizes it (a pool that holds none does not fit:
-    # its verdict says so, and the totals stay finite)
+    # at least one sequence, as inference_ledger.graph.disaggregated.decode_pool sizes it (a pool that holds none does
+    # not fit: its verdict says so, and the totals stay finite)
     d_in = dict(ctx.inputs) | layout | dec | {"concurrency": maximum(d1["serving_concurrency"], 1)}
     values = {"prefill": plan.evaluate(p_in, validate=False), "decode1": d1, "decode": plan.evaluate(d_in, validate=False)}
 
@@ -107,7 +107,8 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
 
 
 def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[str, Any]]) -> None:
-    """KV transfer, pool sizes, GPUs, TTFT and cost: :func:`inference_ledger.disaggregated.totals` over the columns."""
+    """KV transfer, pool sizes, GPUs, TTFT and cost: :func:`inference_ledger.graph.disaggregated.totals` over the
+    columns."""
     ctx.put(ws, f"A{r}", "Both pools", style.SECTION)
     own = {name: r + k for k, (name, _, _) in enumerate(disaggregated.TOTALS, start=1)}
 

@@ -1,8 +1,8 @@
 """The Forecast sheet: a monthly capacity timeline, what to buy and what to rent, and its NPV.
 
 One column per month (``--forecast-months``, 36 by default), one formula per row, each
-written once with :mod:`inference_ledger.finance` (and :mod:`inference_ledger.ledger`) helpers over the plan's
-defined names, so the sheet is the plan's own arithmetic:
+written once with :mod:`inference_ledger.formulas.finance` (and :mod:`inference_ledger.formulas.ledger`) helpers over
+the plan's defined names, so the sheet is the plan's own arithmetic:
 
 * demand: the Plan's peak (``target_qps``) grown by ``growth`` a month, or typed month by
   month in the optional row above it; the average load keeps the Plan's ratio of
@@ -25,10 +25,11 @@ from typing import Any, Callable, Optional
 from openpyxl.chart import BarChart, LineChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import finance
-from inference_ledger import ledger, plan
-from inference_ledger.expr import Sym, isblank, lt, where
-from inference_ledger.units import SECONDS_PER_DAY
+from inference_ledger.formulas import finance
+from inference_ledger.formulas import ledger
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import Sym, isblank, lt, where
+from inference_ledger.core.units import SECONDS_PER_DAY
 
 from . import style
 from .calibration import _Names

@@ -1,13 +1,13 @@
 """The Kernels sheet: each operation's measured kernel figures for the choices the workbook can pick.
 
 The plan's kernel inputs (``kernel_tables`` and each operation's floor and time per unit, read by
-:func:`inference_ledger.kernels.plan_kernel_inputs` from the distilled tables of ``inference_ledger/data/kernels``)
-depend on the model's shapes, the GPU, TP, EP, the weight and KV formats and the engine.  This sheet holds them for
-every catalog model on every GPU with tables, at TP 1, 2, 4 and 8 (no EP), BF16 and FP8 weights and KV cache, under the
-default engine, plus the Plan's and each scenario's own choice; the Plan and Scenarios look their row up by the key
-model|gpu|tp|ep|weight dtype|KV dtype|engine (INDEX/MATCH), so the book stays live without Python.  A choice
-without a row (a GPU without tables, INT4 or MXFP4 weights, BF16 on MI300X / MI325X, an MLA model under DP attention,
-another engine's grid) reads 0: the roofline.
+:func:`inference_ledger.formulas.kernels.plan_kernel_inputs` from the distilled tables of
+``inference_ledger/data/kernels``) depend on the model's shapes, the GPU, TP, EP, the weight and KV formats and the
+engine.  This sheet holds them for every catalog model on every GPU with tables, at TP 1, 2, 4 and 8 (no EP), BF16 and
+FP8 weights and KV cache, under the default engine, plus the Plan's and each scenario's own choice; the Plan and
+Scenarios look their row up by the key model|gpu|tp|ep|weight dtype|KV dtype|engine (INDEX/MATCH), so the book stays
+live without Python.  A choice without a row (a GPU without tables, INT4 or MXFP4 weights, BF16 on MI300X / MI325X,
+an MLA model under DP attention, another engine's grid) reads 0: the roofline.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from dataclasses import make_dataclass
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import catalog, engines, kernel_tables, kernels, plan, resolve
-from inference_ledger.args import LedgerInputError
+from inference_ledger.catalogs import catalog, engines
+from inference_ledger.formulas import kernel_tables, kernels
+from inference_ledger.graph import plan, resolve
+from inference_ledger.core.args import LedgerInputError
 
 from . import style
 from .context import Ctx

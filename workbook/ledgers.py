@@ -1,6 +1,6 @@
 """The Memory, Compute and Bandwidth sheets: one plan line per row, its formula over named quantities.
 
-A family of lines (:data:`inference_ledger.plan.FAMILIES`, e.g. the fit test at each TP degree of one node) whose
+A family of lines (:data:`inference_ledger.graph.plan.FAMILIES`, e.g. the fit test at each TP degree of one node) whose
 members belong to a sheet's ledger follows the lines as a table: one row per member, one column per candidate.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import plan
-from inference_ledger.line import Family
+from inference_ledger.graph import plan
+from inference_ledger.core.line import Family
 
 from . import style
 from .cells import LEDGER_SHEETS, flag_rules, header, line_row, named, py_value, quantity_format, section, unit_text

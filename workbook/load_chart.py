@@ -2,7 +2,7 @@
 
 Each row of its table is the plan's own lines at concurrency = the row's value (live formulas over the
 Plan's named inputs, the concurrency from the row's first cell).  The rows are the candidates of
-:mod:`inference_ledger.concurrency`: the most the deployment holds (min of the KV plateau
+:mod:`inference_ledger.graph.concurrency`: the most the deployment holds (min of the KV plateau
 ``max_concurrency`` and the engine's ``max_running_sequences``), then the fixed family below it.  A row
 qualifies when it meets both targets within the KV cache and the engine limit; ``concurrency_auto`` is
 the largest qualifying row (a MAX over a column), which the Plan's concurrency takes while its Override is
@@ -11,7 +11,7 @@ Throughput flattens where the KV cache stops admitting sequences (``effective_co
 climbs with the batch and its prompt chunks.  Two native scatter charts plot them; a dashed vertical
 line marks ``max_concurrency`` and a dashed horizontal line the ``tpot_target``; light dotted lines the error
 band of throughput and TPOT (about 80% of new measurements should fall inside).  The package writer fills
-every series' cache from the cells' cached values (:func:`workbook.package.fill_chart_caches`).
+every series' cache from the cells' cached values (:func:`inference_ledger.workbook.package.fill_chart_caches`).
 
 Also :func:`binding_limit_row`, the Plan's line saying which limit binds (KV cache, max_num_seqs, TPOT
 target, compute, or none).
@@ -23,16 +23,17 @@ import numpy as np
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import concurrency as choice
-from inference_ledger import plan, serving
-from inference_ledger.expr import Sym
+from inference_ledger.graph import concurrency as choice
+from inference_ledger.graph import plan
+from inference_ledger.formulas import serving
+from inference_ledger.core.expr import Sym
 
 from . import style
 from .context import Ctx, xname
 
 #: The lines the charts plot, the lines a candidate's test reads, and the bill at each candidate.
 TARGETS = ("tokens_per_second", "tpot_seconds")
-#: Each plotted line's error band (inference_ledger/band_lines.py), drawn as two light dotted lines around it.
+#: Each plotted line's error band (inference_ledger/graph/band_lines.py), drawn as two light dotted lines around it.
 BANDS = {"tokens_per_second": ("tokens_per_second_low", "tokens_per_second_high"),
          "tpot_seconds": ("tpot_seconds_low", "tpot_seconds_high")}
 BAND_WORDS = "band: about 80% of new measurements should fall inside"

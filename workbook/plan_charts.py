@@ -10,8 +10,8 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import plan
-from inference_ledger.expr import Sym
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import Sym
 
 from . import style
 from .cells import header, named, py_value, section, shown

@@ -1,6 +1,6 @@
 """The Plan sheet: the verdict, the choices, the headline, every input (with overrides) and the results.
 
-Its two charts and their data are in :mod:`workbook.plan_charts`.
+Its two charts and their data are in :mod:`inference_ledger.workbook.plan_charts`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import concurrency, plan, verdict
-from inference_ledger.expr import Sym, eq, isblank, where
-from inference_ledger.units import CONSTANTS
+from inference_ledger.graph import concurrency, plan, verdict
+from inference_ledger.core.expr import Sym, eq, isblank, where
+from inference_ledger.core.units import CONSTANTS
 
 from . import checks, style
 from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header, is_bill,
@@ -39,7 +39,7 @@ HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_s
 #: -> monthly_cost, what `plan` and `email` print) is on the Cost sheet with every other cost line.
 DEMAND_INPUT = "target_qps"
 BILL = ("gpus_for_qps", "monthly_cost_qps")
-#: The headline and bill figures with an error band (inference_ledger/band_lines.py): line -> (low, high) lines.
+#: The headline and bill figures with an error band (inference_ledger/graph/band_lines.py): line -> (low, high) lines.
 BANDED = {name: (f"{name}_low", f"{name}_high") for name in
           ("ttft_seconds", "tpot_seconds", "tokens_per_second", "cost_per_million_output_tokens", "gpus_for_qps",
            "monthly_cost_qps")}
@@ -234,7 +234,8 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = line_row(ctx, ws, r, "A", line)
-        if line.name == "verdict":   # the plan's code, unless a typed input breaks a rule (workbook.checks)
+        # the verdict is the plan's code, unless a typed input breaks a rule (inference_ledger.workbook.checks)
+        if line.name == "verdict":
             formula, _ = plan.render(line, named)
             ctx.formula(ws, coord, where(eq(Sym("checks_pass"), 1), Sym(formula[1:]), verdict.VERDICT_INVALID),
                         ctx.verdict_code, style.FORMULA)

@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference_ledger import files, resolve
-from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.plan import INPUT_BY_NAME
-from inference_ledger.serving import batching_code
+from inference_ledger.core import files
+from inference_ledger.graph import resolve
+from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.graph.plan import INPUT_BY_NAME
+from inference_ledger.formulas.serving import batching_code
 
 
 @dataclass(frozen=True)

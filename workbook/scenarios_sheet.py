@@ -5,7 +5,7 @@ the workload, memory per GPU, speed, cost and the verdict.  Every other input an
 line the row's formulas refer to follows in a collapsed column group ("Detail"), so a
 copied row stays complete and live; lines no shown column needs (the what-if TP columns, the
 finance lines: see the TCO and Sensitivity sheets) are left out.  The rows themselves (the defaults and a user's CSV)
-come from :mod:`workbook.scenarios`.
+come from :mod:`inference_ledger.workbook.scenarios`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.properties import Outline
 
-from inference_ledger import plan, resolve, verdict
-from inference_ledger.args import LedgerInputError, echo
-from inference_ledger.expr import Sym
+from inference_ledger.graph import plan, resolve, verdict
+from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.core.expr import Sym
 
 from . import style
 from .cells import (SELECTOR_NAMES, bars, bill, billed, flag_rules, list_validation, named, py_value,
@@ -55,7 +55,7 @@ COST_GROUP = "Cost (catalog price of the row's GPU)"
 #: Column labels that say where a row's value comes from.
 LABELS = {"price_per_gpu_hour": "Price per GPU-hour (GPUs catalog; the Plan's override does not apply)"}
 #: The grid's visible groups, left to right: (group header, columns); a column is a dropdown choice
-#: (workbook.tables.SELECTORS), a plan input or a plan line.
+#: (inference_ledger.workbook.tables.SELECTORS), a plan input or a plan line.
 GROUPS = (
     ("Choice", ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "tp", "pp", "ep", "dp_attention")),
     ("Workload", ("input_tokens", "output_tokens", "concurrency")),

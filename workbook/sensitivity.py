@@ -3,7 +3,7 @@
 Each key input (``KEY_INPUTS``) is moved down and up by ``sensitivity_step`` (an input
 cell, 20% by default), one grid column per case.  A case column holds the moved input
 and, one row each, the plan lines the outputs need that depend on it, each rendered by
-:func:`inference_ledger.plan.render` with the moved input and the column's own lines as cell
+:func:`inference_ledger.graph.plan.render` with the moved input and the column's own lines as cell
 references (every other quantity is the Plan's defined name).  So no cell re-evaluates
 the plan: each is one plan line, and a line the input does not touch is not repeated.
 
@@ -21,9 +21,9 @@ from typing import Any
 from openpyxl.chart import BarChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import finance
-from inference_ledger import plan
-from inference_ledger.expr import Sym, abs_
+from inference_ledger.formulas import finance
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import Sym, abs_
 
 from . import style
 from .context import Ctx, xname

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from openpyxl.styles import Font, PatternFill
 
-from inference_ledger import verdict
-from inference_ledger.expr import Sym
+from inference_ledger.graph import verdict
+from inference_ledger.core.expr import Sym
 
 from . import style
 from .cells import section

@@ -88,7 +88,7 @@ _FORMATS = {
     "W": '#,##0" W"',
     "GB": '#,##0.00" GB"',
     "GiB": '#,##0.00" GiB"',
-    # finance (inference_ledger.finance)
+    # finance (inference_ledger.formulas.finance)
     "$/GPU": '"$"#,##0',
     "$/GPU-year": '"$"#,##0',
     "$/kWh": '"$"0.000',

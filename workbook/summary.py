@@ -1,6 +1,6 @@
 """The Summary sheet, first in the workbook: the question and the answer on one screen and one printed page.
 
-* The answer in words: the sentences of :mod:`inference_ledger.summary` (the same definition `plan` prints
+* The answer in words: the sentences of :mod:`inference_ledger.graph.summary` (the same definition `plan` prints
   first and the email says), each a live formula over the plan's defined names.
 * The key numbers with their targets, a status in words (coloured only where it is a pass or a fail).
 * The cheapest scenario that meets the targets (the TCO sheet's comparison of the Scenarios rows) and every
@@ -19,9 +19,10 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 
-from inference_ledger import plan, serving, summary, verdict
-from inference_ledger.expr import Sym, ceil, concat, eq, ge, where
-from inference_ledger.units import MS_PER_S
+from inference_ledger.graph import plan, summary, verdict
+from inference_ledger.formulas import serving
+from inference_ledger.core.expr import Sym, ceil, concat, eq, ge, where
+from inference_ledger.core.units import MS_PER_S
 
 from . import style
 from .cells import bill, fit_rows, header, named, py_value, section, verdict_rules, verdict_words
@@ -155,7 +156,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
     row("Servers / GPUs per server", unless_unfit("", *servers), "#,##0", line("gpus_per_server"), "#,##0")
     row("Monthly cost: on demand / owned", unless_unfit("monthly_cost_qps"), fmt("$/month"),
         unless_unfit("owned_monthly_cost_qps"), fmt("$/month"))
-    if "gpus_for_qps_low" in v:  # the error bands (inference_ledger/band_lines.py): low / high
+    if "gpus_for_qps_low" in v:  # the error bands (inference_ledger/graph/band_lines.py): low / high
         row("GPUs, band low / high (about 80% of new measurements fall inside)", unless_unfit("gpus_for_qps_low"),
             "#,##0", unless_unfit("gpus_for_qps_high"), "#,##0")
         row("Monthly cost on demand, band low / high", unless_unfit("monthly_cost_qps_low"), fmt("$/month"),

@@ -1,7 +1,7 @@
-"""Sweeps as files: a :class:`inference_ledger.sweep.Table` written as .xlsx (live formulas) or .csv.
+"""Sweeps as files: a :class:`inference_ledger.graph.sweep.Table` written as .xlsx (live formulas) or .csv.
 
-Which rows a sweep has, and their inputs, is the library's (:mod:`inference_ledger.sweep`,
-through :mod:`inference_ledger.resolve`); this module only writes them.
+Which rows a sweep has, and their inputs, is the library's (:mod:`inference_ledger.graph.sweep`,
+through :mod:`inference_ledger.graph.resolve`); this module only writes them.
 
 The .xlsx is written by a small streaming SpreadsheetML writer rather than openpyxl:
 
@@ -30,13 +30,14 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from inference_ledger import __version__, plan, verdict
-from inference_ledger.args import LedgerInputError
-from inference_ledger.expr import Sym
-from inference_ledger.files import check_name, write_with
-from inference_ledger.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
-                                    build_sweep, columns, evaluate_block, family_candidates)
-from inference_ledger.units import CONSTANTS
+from inference_ledger import __version__
+from inference_ledger.graph import plan, verdict
+from inference_ledger.core.args import LedgerInputError
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.files import check_name, write_with
+from inference_ledger.graph.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec,  # noqa: F401
+                                          Table, build_sweep, columns, evaluate_block, family_candidates)
+from inference_ledger.core.units import CONSTANTS
 
 from .cells import bill, billed, build_date
 from .package import MissingCachedValue, zip_info
@@ -58,7 +59,7 @@ _VERDICT_DXF = {verdict.WORDS[3]: 0, verdict.WORDS[2]: 1, verdict.WORDS[1]: 1, v
 def write(table: Table, path: str | os.PathLike, *, cached: bool = True,
           progress: Optional[Callable[[int], None]] = None) -> Path:
     """Write a .xlsx (live formulas) or .csv (values) atomically, under the file policy of
-    :mod:`inference_ledger.files`; returns the path."""
+    :mod:`inference_ledger.core.files`; returns the path."""
     path = check_name(path, "table")
     if path.suffix.lower() == ".xlsx" and table.n_rows > XLSX_MAX_ROWS:
         raise LedgerInputError(f"{table.n_rows:,} rows do not fit one .xlsx sheet (at most {XLSX_MAX_ROWS:,}): write a .csv")

@@ -1,6 +1,6 @@
 """A sweep or recommend table as CSV: one row per combination, values (no formulas).
 
-Text cells go through :func:`inference_ledger.files.csv_text`, so no spreadsheet runs them as
+Text cells go through :func:`inference_ledger.core.files.csv_text`, so no spreadsheet runs them as
 a formula; whole numbers are written as ``1``, not ``1.0``.
 """
 
@@ -10,8 +10,8 @@ import csv
 
 import numpy as np
 
-from inference_ledger.files import csv_text
-from inference_ledger.sweep import Table, columns, evaluate_block
+from inference_ledger.core.files import csv_text
+from inference_ledger.graph.sweep import Table, columns, evaluate_block
 
 
 def write_csv(table: Table, tmp: str, progress) -> None:

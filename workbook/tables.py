@@ -1,6 +1,6 @@
 """The catalogs as workbook tables, and the one place catalog facts become plan inputs.
 
-The GPUs, Models and Dtypes sheets hold the catalogs of :mod:`inference_ledger.catalog` as plain
+The GPUs, Models and Dtypes sheets hold the catalogs of :mod:`inference_ledger.catalogs.catalog` as plain
 tables: a row of field ids (what formulas MATCH on), a header row of labels, a row of
 units, then one row per entry.  Every catalog-derived plan input (``num_params``,
 ``kv_heads``, ``gpu_memory_bytes``, ``hbm_bw``, ``peak_flops``, ``weight_bytes`` ...) is
@@ -8,7 +8,7 @@ an ``INDEX/MATCH`` into those tables keyed by the dropdown choices; :func:`looku
 writes that formula and computes the same value in Python, so the Plan sheet, every
 Scenarios row and the cached values share one mapping.
 
-The mapping mirrors ``inference_ledger.resolve.plan_inputs`` (a test holds them equal):
+The mapping mirrors ``inference_ledger.graph.resolve.plan_inputs`` (a test holds them equal):
 
 * an input named like a Models field reads that field of the chosen model;
 * an input named like a GPUs field reads that field of the chosen GPU;
@@ -35,10 +35,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from inference_ledger import catalog, engines, kernels, ledger
-from inference_ledger.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.expr import Sym, gt, maximum, where
-from inference_ledger.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
+from inference_ledger.catalogs import catalog, engines
+from inference_ledger.formulas import kernels, ledger
+from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
+from inference_ledger.core.expr import Sym, gt, maximum, where
+from inference_ledger.formulas.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
 #: inside every lookup range and dropdown.
@@ -132,8 +133,8 @@ def _columns(cls, declared) -> list[Column]:
 
 
 def load_tables() -> dict[str, Table]:
-    """GPUs, Models and Dtypes from :mod:`inference_ledger.catalog`, GPU costs from
-    :mod:`inference_ledger.finance`, in file order."""
+    """GPUs, Models and Dtypes from :mod:`inference_ledger.catalogs.catalog`, GPU costs from
+    :mod:`inference_ledger.formulas.finance`, in file order."""
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
                   Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),
                   Column("bytes_per_element", "Bytes per element", "B"), Column("use", "Use", ""),
@@ -182,8 +183,8 @@ _RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes")}
 _DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquantized_bytes": None}
 
 
-#: Kernel inputs looked up on the Kernels sheet (workbook.kernels_sheet) by model|gpu|tp|ep|weight dtype|KV
-#: dtype|engine, in its column order (kernel_tables first).
+#: Kernel inputs looked up on the Kernels sheet (inference_ledger.workbook.kernels_sheet) by model|gpu|tp|ep|weight
+#: dtype|KV dtype|engine, in its column order (kernel_tables first).
 KERNEL_INPUTS = ("kernel_tables", *(n for op in kernels.OPS for n in kernels.op_input_names(op)),
                  "moe_kernel_launch_seconds", "moe_kernel_table")
 KERNEL_PREFIX = "KERNEL"

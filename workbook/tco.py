@@ -1,11 +1,11 @@
 """The TCO sheet: own vs rent per used GPU-hour, by utilization, and the scenarios compared.
 
-* The plan's finance lines (``inference_ledger.plan``, ledger ``finance``; formulas in
-  :mod:`inference_ledger.finance`) side by side: on demand, 1- and 3-year reserved, spot, owned, the
+* The plan's finance lines (``inference_ledger.graph.plan``, ledger ``finance``; formulas in
+  :mod:`inference_ledger.formulas.finance`) side by side: on demand, 1- and 3-year reserved, spot, owned, the
   cheapest, in $ per used GPU-hour and $ per million output tokens; the break-even
   utilization and the months of use for owning to pay back.
 * A utilization table (20% to 100%): the cost per used GPU-hour of each source at that
-  utilization, the same :mod:`inference_ledger.finance` formulas with the utilization a cell of the
+  utilization, the same :mod:`inference_ledger.formulas.finance` formulas with the utilization a cell of the
   row; charted as lines that cross at the break-even.
 * Scenario comparison: each Scenarios row's $/Mtok and monthly cost, whether it meets the
   targets, and the cheapest row that does (a formula), charted per row.
@@ -20,11 +20,11 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from inference_ledger import finance
-from inference_ledger import plan
-from inference_ledger.expr import Sym, and_, concat, eq, ge, where
-from inference_ledger.units import VERDICT_MEETS
-from inference_ledger.verdict import DOES_NOT_FIT
+from inference_ledger.formulas import finance
+from inference_ledger.graph import plan
+from inference_ledger.core.expr import Sym, and_, concat, eq, ge, where
+from inference_ledger.core.units import VERDICT_MEETS
+from inference_ledger.graph.verdict import DOES_NOT_FIT
 
 from . import style
 from .calibration import _Names
@@ -112,7 +112,8 @@ def _sources(ctx: Ctx, ws, r: int) -> int:
         ctx.put(ws, f"A{r}", label)
         v = _num(ctx.values[hour])
         ctx.formula(ws, f"B{r}", Sym(hour), v, style.FORMULA, style.number_format("$/GPU-h"))
-        # $ per output token is a bill: a plan that does not start shows the verdict's words (workbook.cells.bill)
+        # $ per output token is a bill: a plan that does not start shows the verdict's words
+        # (inference_ledger.workbook.cells.bill)
         code = Sym(named("verdict"))
         if mtok:
             ctx.formula(ws, f"C{r}", bill(code, Sym(mtok)), bill(ctx.verdict_code, _num(ctx.values[mtok])),

@@ -78,7 +78,7 @@ def error_line(e: BaseException) -> tuple[int, str]:
     if isinstance(e, click.ClickException):
         return e.exit_code, e.format_message()
     if isinstance(e, OSError):
-        from inference_ledger.files import FileFailed, reason
+        from inference_ledger.core.files import FileFailed, reason
 
         if isinstance(e, FileFailed) or not (e.strerror or e.errno):
             return 1, str(e)

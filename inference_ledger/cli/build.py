@@ -2,7 +2,7 @@
 
 :func:`build_options` adds every option the workbook takes (the plan's: model, GPU,
 formats, every plan input; plus ``--scenarios``) so another command (``email``) can
-build the same workbook with ``workbook.build.build_workbook(path, **options)``.
+build the same workbook with ``inference_ledger.workbook.build.build_workbook(path, **options)``.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from typing import Any, Callable
 
 import click
 
-from inference_ledger import files, verdict
-from inference_ledger.args import LedgerInputError
+from inference_ledger.core import files
+from inference_ledger.graph import verdict
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import Command, write_options
 from inference_ledger.cli.plan import plan_options
-from inference_ledger.finance import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
+from inference_ledger.formulas.finance import DEFAULT_MONTHS, MONTHS_RANGE, finance_options
 
 DEFAULT_OUTPUT = "inference-ledger.xlsx"
 
@@ -67,7 +68,8 @@ def build_cmd(output: str, **options: Any) -> None:
     inference-ledger build -o plan.xlsx --model llama-3.1-70b --gpu h200 --tp 2 --weight-dtype fp8
     inference-ledger build --scenarios my-scenarios.csv
     """
-    from workbook.build import build_workbook  # openpyxl loads only for the commands that write workbooks
+    # openpyxl loads only for the commands that write workbooks
+    from inference_ledger.workbook.build import build_workbook
 
     from inference_ledger.cli.options import calibrated_line, load_profile
 

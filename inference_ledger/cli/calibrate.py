@@ -1,7 +1,7 @@
 """`inference-ledger calibrate`: benchmark results and engine logs of one deployment in, a profile of fitted plan inputs out.
 
 Takes plan's options (model or config, GPU, layout, formats, engine: :func:`inference_ledger.cli.plan.plan_options`,
-resolved by the one resolver) and the files; the fit is :mod:`inference_ledger.calibrate`.
+resolved by the one resolver) and the files; the fit is :mod:`inference_ledger.validation.calibrate`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from inference_ledger import files as _files
+from inference_ledger.core import files as _files
 from inference_ledger.cli.options import Command, check_output, write_options
 from inference_ledger.cli.plan import option_hint, plan_options
 
@@ -39,7 +39,8 @@ def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
         --weight-dtype fp8 --kv-dtype fp8 -o profile.csv
     inference-ledger calibrate vllm-startup.log --model llama-3.1-8b --gpu h100-sxm -o kv.csv
     """
-    from inference_ledger import benchfiles, calibrate as cal, calibrate_profile
+    from inference_ledger.io import benchfiles
+    from inference_ledger.validation import calibrate as cal, calibrate_profile
 
     check_output(output, "csv")
     for k in WORKLOAD:

@@ -11,9 +11,10 @@ import json
 
 import click
 
-from inference_ledger import catalog, resolve
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import resolve
 from inference_ledger.cli.options import Command
-from inference_ledger.units import BYTES_PER_GIB
+from inference_ledger.core.units import BYTES_PER_GIB
 
 TERA = 1e12
 

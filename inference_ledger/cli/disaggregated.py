@@ -1,6 +1,6 @@
 """`plan --disaggregated` and `recommend --disaggregated`: prefill and decode pools (xPyD) as text or JSON.
 
-A thin layer over :mod:`inference_ledger.disaggregated`: the decode pool takes the plan's own layout
+A thin layer over :mod:`inference_ledger.graph.disaggregated`: the decode pool takes the plan's own layout
 options (``--tp --pp --ep --dp-attention``), the prefill pool ``--prefill-tp`` and friends (default: the same).
 """
 
@@ -11,10 +11,11 @@ from typing import Any, Mapping, Optional
 
 import click
 
-from inference_ledger import catalog, disaggregated, resolve
-from inference_ledger.plan import INPUT_BY_NAME
-from inference_ledger.recommend import layout_words, layouts
-from inference_ledger.report import human
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import disaggregated, resolve
+from inference_ledger.graph.plan import INPUT_BY_NAME
+from inference_ledger.graph.recommend import layout_words, layouts
+from inference_ledger.io.report import human
 
 def pools_text(pools: disaggregated.Pools, title: str = "") -> str:
     """The two pools side by side, then the KV transfer and the totals."""

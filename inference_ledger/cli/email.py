@@ -13,10 +13,12 @@ from pathlib import Path
 
 import click
 
-from inference_ledger import PASSWORD_ENV, files, summary
+from inference_ledger import PASSWORD_ENV
+from inference_ledger.core import files
+from inference_ledger.graph import summary
 from inference_ledger.cli.build import build_options
 from inference_ledger.cli.options import Command, check_output, write_options
-from inference_ledger.finance import finance_options
+from inference_ledger.formulas.finance import finance_options
 
 
 def fresh_name(path: Path) -> Path:
@@ -59,8 +61,8 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
         --user planner@example.com --model llama-3.1-70b --gpu h100-sxm --tp 4
     inference-ledger email --to cfo@example.com --from me@example.com --eml plan.eml
     """
-    from inference_ledger import mail  # smtplib, ssl and email load only for this command
-    from workbook.build import build_workbook, resolve_build
+    from inference_ledger.io import mail  # smtplib, ssl and email load only for this command
+    from inference_ledger.workbook.build import build_workbook, resolve_build
 
     if eml is not None:
         check_output(eml, "eml", "--eml")

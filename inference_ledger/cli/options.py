@@ -1,5 +1,5 @@
 """What every command shares: one value per option (:class:`Command`), and for commands that write a file
---force and --follow-symlinks (see inference_ledger.files)."""
+--force and --follow-symlinks (see inference_ledger.core.files)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Callable, Optional
 
 import click
 
-from inference_ledger import files
+from inference_ledger.core import files
 
 #: Said in every command's --help (the epilog of :class:`Command`).
 ONCE = ("Each option is given once: a repeated option (--tp 4 --tp 8) is refused rather than the last one "
@@ -44,7 +44,7 @@ class Command(click.Command):
 
 
 def write_options(f: Callable) -> Callable:
-    """Add --force and --follow-symlinks; the command's writers follow them (inference_ledger.files.policy)."""
+    """Add --force and --follow-symlinks; the command's writers follow them (inference_ledger.core.files.policy)."""
     @functools.wraps(f)
     def wrapper(*args, force: bool, follow_symlinks: bool, **kwargs):
         with files.policy(force=force, follow_symlinks=follow_symlinks):
@@ -63,7 +63,8 @@ def check_output(path: str, fmt: str, option: str = "--output") -> None:
 
 
 def profile_option(f: Callable) -> Callable:
-    """Add --profile: plan inputs fitted by `inference-ledger calibrate` (inference_ledger.calibrate_profile.read_profile)."""
+    """Add --profile: plan inputs fitted by `inference-ledger calibrate`
+    (inference_ledger.validation.calibrate_profile.read_profile)."""
     return click.option("--profile", metavar="PROFILE.csv", type=click.Path(exists=True, dir_okay=False),
                         help="A profile written by `inference-ledger calibrate`: its fitted plan inputs replace the "
                              "defaults (options you give still win), and the output says it is calibrated from your "
@@ -74,7 +75,7 @@ def load_profile(path: Optional[str]):
     """The profile at ``path`` (None without one); a bad row is one line naming the file and the row (exit 2)."""
     if path is None:
         return None
-    from inference_ledger.calibrate_profile import read_profile
+    from inference_ledger.validation.calibrate_profile import read_profile
 
     return read_profile(path)
 

@@ -1,6 +1,6 @@
 """`inference-ledger plan`: the three ledgers of one deployment, as a table or JSON.
 
-Every numeric option is generated from :data:`inference_ledger.plan.INPUTS` (label, unit, doc,
+Every numeric option is generated from :data:`inference_ledger.graph.plan.INPUTS` (label, unit, doc,
 default and allowed range come from there), so ``--help`` and validation never drift
 from the plan.  A model (``--model`` from the catalog, or ``--config`` a config.json)
 and a GPU (``--gpu``) fill in their facts; explicit numbers override them.
@@ -16,13 +16,16 @@ from typing import Any, Callable, Optional
 
 import click
 
-from inference_ledger import concurrency, engines, files, resolve, serving, summary
+from inference_ledger.graph import concurrency, resolve, summary
+from inference_ledger.catalogs import engines
+from inference_ledger.core import files
+from inference_ledger.formulas import serving
 from inference_ledger.cli.options import Command
-from inference_ledger.args import LedgerInputError
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
-from inference_ledger.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
-from inference_ledger.report import human, plan_json, plan_table
-from inference_ledger.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
+from inference_ledger.graph.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
+from inference_ledger.io.report import human, plan_json, plan_table
+from inference_ledger.core.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
 
 #: Option names that read better than the input names.
 OPTION_NAMES = {
@@ -116,7 +119,7 @@ class Quantity(click.ParamType):
 
     def convert(self, value, param, ctx):
         if self.inp.name == "concurrency" and isinstance(value, str) and concurrency.is_auto(value):
-            return None   # --concurrency auto: the plan chooses it (inference_ledger.concurrency)
+            return None   # --concurrency auto: the plan chooses it (inference_ledger.graph.concurrency)
         if isinstance(value, (int, float)):
             x = float(value)
         else:
@@ -193,7 +196,7 @@ def option_hint(name: str) -> str:
 
 
 def resolved_or_usage(**choice: Any) -> resolve.Resolved:
-    """:func:`inference_ledger.resolve.resolve`, a refused choice as a usage error naming its option (exit 2)."""
+    """:func:`inference_ledger.graph.resolve.resolve`, a refused choice as a usage error naming its option (exit 2)."""
     try:
         return resolve.resolve(**choice)
     except resolve.ChoiceError as e:

@@ -1,4 +1,4 @@
-"""`inference-ledger recommend`: a thin command over :func:`inference_ledger.recommend.recommend`.
+"""`inference-ledger recommend`: a thin command over :func:`inference_ledger.graph.recommend.recommend`.
 
 The deployments that meet a QPS, TTFT and TPOT target, cheapest per month first.
 
@@ -17,15 +17,15 @@ from typing import Optional, Sequence
 
 import click
 
-from inference_ledger import catalog, engines
+from inference_ledger.catalogs import catalog, engines
 from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
 from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
-from inference_ledger.plan import INPUT_BY_NAME
-from inference_ledger.recommend import (DEFAULT_MAX_GPUS, TARGETS, Recommendation, cheapest_of_each_kind,
-                                        plans_table, recommend, summary)
-from inference_ledger.report import human, plan_json
+from inference_ledger.graph.plan import INPUT_BY_NAME
+from inference_ledger.graph.recommend import (DEFAULT_MAX_GPUS, TARGETS, Recommendation, cheapest_of_each_kind,
+                                              plans_table, recommend, summary)
+from inference_ledger.io.report import human, plan_json
 
 
 def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:

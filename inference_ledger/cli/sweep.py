@@ -1,7 +1,7 @@
 """`inference-ledger sweep`: every combination of the lists, one row each, as live formulas (.xlsx) or values (.csv).
 
 List options take comma-separated values.  Plan inputs that are not swept (output tokens,
-efficiencies, targets, prices ...) are options too, generated from :data:`inference_ledger.plan.INPUTS`
+efficiencies, targets, prices ...) are options too, generated from :data:`inference_ledger.graph.plan.INPUTS`
 like `plan`'s, and hold for every row; in the .xlsx they are named cells on the Inputs sheet.
 """
 
@@ -15,15 +15,15 @@ from typing import Any, Callable, Iterable, Optional
 
 import click
 
-from inference_ledger import concurrency as concurrency_choice
-from inference_ledger import engines
-from inference_ledger.args import LedgerInputError
+from inference_ledger.graph import concurrency as concurrency_choice
+from inference_ledger.catalogs import engines
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
 from inference_ledger.cli.plan import AUTO_HELP, Quantity, default_help, option_name, parse_quantity
-from inference_ledger.plan import INPUT_BY_NAME, INPUTS
-from inference_ledger.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
-from workbook.sweep import write
+from inference_ledger.graph.plan import INPUT_BY_NAME, INPUTS
+from inference_ledger.graph.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
+from inference_ledger.workbook.sweep import write
 
 #: Inputs a sweep sets per row (the lists, and the catalog's model, format and GPU facts): no option for them.
 SWEPT = {"tp", "input_tokens", "concurrency"} | {i.name for i in INPUTS if i.group in ("model", "precision", "gpu")}

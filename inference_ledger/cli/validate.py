@@ -16,9 +16,10 @@ from typing import Optional
 
 import click
 
-from inference_ledger import deployments, fidelity, files
+from inference_ledger.validation import deployments, fidelity
+from inference_ledger.core import files
 from inference_ledger.cli.options import Command
-from inference_ledger.files import csv_text
+from inference_ledger.core.files import csv_text
 
 
 def _fmt(metric: str, x: float) -> str:
@@ -55,7 +56,7 @@ def summary_table(summary: list[fidelity.Summary]) -> list[list[str]]:
 
 def load_table(summary: list) -> list[list[str]]:
     """Per metric and regime over the load rows (inference_ledger/data/measured_load.csv): median |error| and bias."""
-    from inference_ledger import load_fidelity
+    from inference_ledger.validation import load_fidelity
     head = ["metric under load", "regime", "rows", "median abs. error", "median error"]
     return [head] + [[load_fidelity.METRICS[s.metric], s.regime, str(s.n), f"{s.median_abs_error:.1%}",
                       f"{s.median_error:+.1%}"] for s in summary]
@@ -92,7 +93,7 @@ def deployments_table(checked) -> list[list[str]]:
 
 def accuracy_tables(st) -> list[tuple[str, list[list[str]]]]:
     """The leave-one-source-out report: (title, table) in print order."""
-    from inference_ledger import accuracy_report
+    from inference_ledger.validation import accuracy_report
     return [("leave one source out, load rows (inference_ledger/data/measured_load.csv):",
              accuracy_report.loso_table(st)),
             ("the plan's held-out figures against the targets:", accuracy_report.targets_table(st)),
@@ -105,7 +106,7 @@ def accuracy_tables(st) -> list[tuple[str, list[list[str]]]]:
 
 def accuracy_line(st) -> str:
     """The README's one headline line (generated): the plan's held-out median errors, linking the accuracy page."""
-    from inference_ledger import accuracy, accuracy_report
+    from inference_ledger.validation import accuracy, accuracy_report
     h = accuracy_report.headline(st)
     cov = {c.metric: c for c in accuracy_report.coverage(st.served)}
     parts = [f"{accuracy_report.SHORT[m]} {h[m]:.0%}" for m in accuracy.METRICS if m in h]
@@ -120,7 +121,7 @@ def accuracy_line(st) -> str:
 
 def _fit_verdict(st) -> str:
     """Which does better on the held-out rows, the left-out fit or the defaults (output tokens/s and TPOT)."""
-    from inference_ledger import accuracy_report
+    from inference_ledger.validation import accuracy_report
     lo = {g.metric: g.median_abs_error for g in accuracy_report.groups(st.left_out) if g.breakdown == "all"}
     de = {g.metric: g.median_abs_error for g in accuracy_report.groups(st.defaults) if g.breakdown == "all"}
     parts = [f"{accuracy_report.SHORT[m]} {lo[m]:.1%} left out vs {de[m]:.1%} with the defaults"
@@ -132,7 +133,8 @@ def _fit_verdict(st) -> str:
 
 def accuracy_page(st) -> str:
     """docs/accuracy.md, generated from the leave-one-source-out study (tests/test_accuracy.py keeps it fresh)."""
-    from inference_ledger import accuracy, accuracy_report, bands
+    from inference_ledger.validation import accuracy, accuracy_report
+    from inference_ledger.catalogs import bands
     rows, srcs = len(st.rowset), st.sources
     h = accuracy_report.headline(st)
     out = ["# How accurate is the plan on deployments it has not seen?", "",
@@ -171,8 +173,8 @@ def accuracy_page(st) -> str:
                                                    str(b.sources), f"{b.low:.3f}", f"{b.median:.3f}", f"{b.high:.3f}"]
                                                   for b in accuracy_report.bands(st.served)]), "",
            "## Declared parameters, fitted on every source", "",
-           "A few global, physically named plan inputs per GPU vendor or engine family (inference_ledger/accuracy.py "
-           f"`PARAMETERS`), never one per row; a scope with fewer than {accuracy.MIN_FIT_ROWS} training figures "
+           "A few global, physically named plan inputs per GPU vendor or engine family "
+           f"(inference_ledger/validation/accuracy.py `PARAMETERS`), never one per row; a scope with fewer than {accuracy.MIN_FIT_ROWS} training figures "
            f"or {accuracy.MIN_FIT_SOURCES} sources keeps its default. Recorded in "
            "`inference_ledger/data/fitted_parameters.csv`; plans use the fitted values only where its `applied` "
            f"column says so (`accuracy.PLAN_USES_FIT`, now {accuracy.PLAN_USES_FIT}). " + _fit_verdict(st), "",
@@ -209,8 +211,8 @@ def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool
         if data is not None:
             raise click.UsageError("--accuracy, --write-bands and --accuracy-page use the shipped load rows; "
                                    "drop --data")
-        from inference_ledger import accuracy, accuracy_report
-        from inference_ledger.files import write_with
+        from inference_ledger.validation import accuracy, accuracy_report
+        from inference_ledger.core.files import write_with
         st = accuracy.study()
         if write_bands:
             click.echo(f"wrote {accuracy_report.write_bands(st)}", err=True)
@@ -227,10 +229,10 @@ def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool
         click.echo(render(row_table(checks)))
         click.echo("")
     if data is None and not summary_only:  # the shipped load rows: steady-state figures at concurrency > 1
-        from inference_ledger import load_fidelity
+        from inference_ledger.validation import load_fidelity
         click.echo(render(load_table(load_fidelity.summarize(load_fidelity.compare()))))
         click.echo("")
-        from inference_ledger import accuracy, accuracy_report
+        from inference_ledger.validation import accuracy, accuracy_report
         for title, t in accuracy_tables(accuracy.study()):
             click.echo(title)
             click.echo(render(t))

@@ -1,0 +1,159 @@
+"""Serving engines as a catalog: vLLM, SGLang and TensorRT-LLM, their memory rule and batching defaults.
+
+The values (with a source per row) are in ``inference_ledger/data/engines.csv``; the
+formulas that use them are in :mod:`inference_ledger.formulas.engine_ledger`, and
+:mod:`inference_ledger.graph.resolve` turns an engine choice into plan inputs.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from inference_ledger.core.args import LedgerInputError, echo
+
+ENGINES_CSV = Path(__file__).resolve().parents[1] / "data" / "engines.csv"
+
+#: The engine a plan uses unless told otherwise.
+DEFAULT_ENGINE = "vllm"
+#: NCCL allocates NVLink-SHARP (NVLS) buffers only on NVSwitch-3 systems: NVLink 4 or newer,
+#: >= 450 GB/s per direction (H100/H200/B200 SXM). Below it, ring/P2P buffers only.
+NVLS_MIN_INTERCONNECT_BW = 450e9
+
+
+# ----------------------------------------------------------------------------------------
+# the catalog of engines
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine's memory rule and batching defaults (base units)."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    kv_budget_rule: int
+    memory_fraction: float
+    memory_fraction_by_tp: tuple[tuple[int, float], ...]
+    max_num_batched_tokens: int
+    max_num_batched_tokens_small_gpu: int
+    large_gpu_min_bytes: float
+    large_gpu_excludes: str
+    whole_prompt_up_to: int
+    max_num_seqs: int
+    max_num_seqs_small_gpu: int
+    sampler_bytes_per_logit: float
+    cuda_context_bytes: float
+    nccl_nvls_bytes: float
+    nccl_p2p_bytes: float
+    moe_pad_hidden: int
+    moe_pad_intermediate: int
+    chunked_prefill: int
+    source: str
+    date: str
+    notes: str
+
+    def fraction(self, tp: int) -> float:
+        """The default memory fraction at a TP degree (SGLang lowers it as TP grows)."""
+        out = self.memory_fraction
+        for t, f in self.memory_fraction_by_tp:
+            if tp >= t:
+                out = f
+        return out
+
+    def large_gpu(self, gpu_memory_bytes: float, gpu_id: str = "") -> bool:
+        """Whether the engine applies its large-GPU batching defaults to this GPU."""
+        excluded = bool(self.large_gpu_excludes) and self.large_gpu_excludes in gpu_id.lower()
+        return gpu_memory_bytes >= self.large_gpu_min_bytes and not excluded
+
+    def batched_tokens(self, gpu_memory_bytes: float, gpu_id: str = "", max_model_len: Optional[int] = None) -> int:
+        """Tokens of the prefill chunk the memory profile runs."""
+        chunk = self.max_num_batched_tokens if self.large_gpu(gpu_memory_bytes, gpu_id) \
+            else self.max_num_batched_tokens_small_gpu
+        if self.whole_prompt_up_to and max_model_len and max_model_len <= self.whole_prompt_up_to:
+            return max(int(max_model_len), chunk)
+        return chunk
+
+    def seqs(self, gpu_memory_bytes: float, gpu_id: str = "") -> int:
+        return self.max_num_seqs if self.large_gpu(gpu_memory_bytes, gpu_id) else self.max_num_seqs_small_gpu
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        lines = [ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
+    return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(lines)]
+
+
+def _by_tp(text: str) -> tuple[tuple[int, float], ...]:
+    pairs = [p.split(":") for p in text.split("|") if p.strip()]
+    return tuple(sorted((int(t), float(f)) for t, f in pairs))
+
+
+@functools.lru_cache(maxsize=None)
+def _load(path: Path) -> tuple[Engine, ...]:
+    out = []
+    for r in _rows(path):
+        try:
+            out.append(Engine(
+                id=r["id"], name=r["name"], aliases=tuple(a for a in r["aliases"].split("|") if a),
+                kv_budget_rule=int(r["kv_budget_rule"]), memory_fraction=float(r["memory_fraction"]),
+                memory_fraction_by_tp=_by_tp(r["memory_fraction_by_tp"]),
+                max_num_batched_tokens=int(r["max_num_batched_tokens"]),
+                max_num_batched_tokens_small_gpu=int(r["max_num_batched_tokens_small_gpu"]),
+                large_gpu_min_bytes=float(r["large_gpu_min_bytes"]), large_gpu_excludes=r["large_gpu_excludes"].lower(),
+                whole_prompt_up_to=int(r["whole_prompt_up_to"]), max_num_seqs=int(r["max_num_seqs"]),
+                max_num_seqs_small_gpu=int(r["max_num_seqs_small_gpu"]),
+                sampler_bytes_per_logit=float(r["sampler_bytes_per_logit"]),
+                cuda_context_bytes=float(r["cuda_context_bytes"]), nccl_nvls_bytes=float(r["nccl_nvls_bytes"]),
+                nccl_p2p_bytes=float(r["nccl_p2p_bytes"]), moe_pad_hidden=int(r["moe_pad_hidden"]),
+                moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]), source=r["source"], date=r["date"],
+                notes=r.get("notes", ""),
+            ))
+        except (KeyError, ValueError) as e:
+            raise LedgerInputError(f"engines.csv row {r.get('id')!r}: bad or missing value ({e})") from None
+    return tuple(out)
+
+
+def load_engines() -> list[Engine]:
+    """Every engine of inference_ledger/data/engines.csv, in file order."""
+    return list(_load(ENGINES_CSV))
+
+
+def engine_ids() -> tuple[str, ...]:
+    return tuple(e.id for e in load_engines())
+
+
+def get_engine(name: str) -> Engine:
+    """An engine by id or alias, case-insensitive: 'vllm', 'sglang', 'trtllm', 'TensorRT-LLM'."""
+    key = str(name).strip().lower()
+    for e in load_engines():
+        if key == e.id or key in (a.lower() for a in e.aliases):
+            return e
+    raise LedgerInputError(f"unknown engine {echo(name)} (known: {', '.join(engine_ids())})")
+
+
+def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: float, interconnect_bw: Optional[float] = None,
+                  gpu_id: str = "", tp: int = 1, max_model_len: Optional[int] = None) -> dict[str, Any]:
+    """The numeric plan inputs an engine implies on a GPU (like a catalog lookup).
+
+    Batching limits follow the engine's own GPU-dependent defaults; NCCL's non-torch memory
+    is the NVLS figure on NVSwitch-3 systems and the ring-buffer figure elsewhere.
+    """
+    e = get_engine(engine) if isinstance(engine, str) else engine
+    nvls = interconnect_bw is not None and interconnect_bw >= NVLS_MIN_INTERCONNECT_BW
+    return {
+        "kv_budget_rule": e.kv_budget_rule,
+        "gpu_memory_utilization": e.fraction(tp),
+        "max_num_batched_tokens": e.batched_tokens(gpu_memory_bytes, gpu_id, max_model_len),
+        "max_num_seqs": e.seqs(gpu_memory_bytes, gpu_id),
+        "sampler_bytes_per_logit": e.sampler_bytes_per_logit,
+        "cuda_context_bytes": e.cuda_context_bytes,
+        "nccl_bytes": e.nccl_nvls_bytes if nvls else e.nccl_p2p_bytes,
+        "moe_pad_hidden": e.moe_pad_hidden,
+        "moe_pad_intermediate": e.moe_pad_intermediate,
+        "chunked_prefill": e.chunked_prefill,
+    }

@@ -1,0 +1,357 @@
+"""Steady-state serving: what a replica does at a concurrency, as formulas.
+
+Written with the :mod:`inference_ledger.core.expr` helpers like :mod:`inference_ledger.formulas.ledger`: each function
+computes on numbers or numpy arrays and renders to one portable Excel formula.  The plan lines that use
+them are in :mod:`inference_ledger.formulas.serving_lines`; the efficiencies they take are named inputs whose
+defaults come from ``inference_ledger/data/efficiencies.csv`` (a source and a date on every row).
+
+The model, and where each piece comes from:
+
+* **Regimes.**  ``static``: one batch of B prompts is prefilled together, then decoded together
+  (TensorRT-LLM's ``gptSessionBenchmark``, vLLM's ``benchmark_throughput`` with a fixed batch).
+  ``continuous``: a client keeps C requests in flight against a continuous-batching server (Orca,
+  Yu et al. OSDI'22; vLLM, Kwon et al. SOSP'23; ``benchmark_serving --max-concurrency C``).
+* **Effective concurrency** B = min(C, sequences the KV budget holds, ``max_num_seqs``), at least 1
+  so the ledgers stay finite (the verdict says when not even one sequence fits).  Static batching
+  reserves the full context S + T per sequence; a paged continuous engine holds a sequence's blocks
+  as its context grows, so in steady state a sequence holds S + T/2 tokens on average.
+* **Decode context.**  The step that emits output token j (j = 2 .. T) attends over S + j - 1 tokens;
+  over the T - 1 decode steps the mean is S + T/2.  TPOT (the mean step a sequence sees) and its
+  floor are priced at that context, so the floor stays below a measured average step.
+* **Prefill mix.**  With continuous batching every other sequence in flight starts a new request
+  once per T output tokens, so each decode step a sequence sees carries (B - 1) x S / T prompt
+  tokens in chunks (chunked prefill, Agrawal et al. OSDI'24 "Sarathi-Serve"); its own prompt is its
+  TTFT.  Static batching mixes nothing.
+* **MoE distinct experts.**  B tokens each routed to k of E experts at random touch
+  E x (1 - (1 - k/E)^B) distinct experts per layer (expected value of a union of uniform draws);
+  each expert touched is read once per step.  Shared experts are in the active parameters already.
+  Measured on one H200 (``shared/reference/h200-microbench/moe_decode.json``): the step time
+  follows the distinct experts.
+* **Step time.**  The linear layers stream the weights or run compute-bound, whichever is slower:
+  max(weight bytes / (BW x weight-streaming efficiency), FLOPs / (peak x compute efficiency));
+  attention then reads the KV cache in its own kernels at the KV-read efficiency, and every step
+  pays the per-layer and per-step overheads and the TP all-reduces (H200 microbenchmark: a decode
+  step = GEMM part + attention part, ``gpu_microbench.json`` field ``decode``).
+* **Queueing (closed, at the given concurrency, as the benchmarks run).**  C clients each send the
+  next request when the last one finishes.  A request holds a slot for TTFT + (T - 1) x TPOT; B
+  slots give the replica B / (TTFT + (T - 1) x TPOT) requests/s (Little's law).  The C - B clients
+  beyond the slots wait in line: in a closed loop each waits (C - B) / QPS for a slot (Little's law
+  on the queue), which is what a benchmark's TTFT shows once the KV cache is full.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference_ledger.core.expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
+from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
+                                         LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
+                                         KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED)
+
+EFFICIENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "efficiencies.csv"
+
+#: Batching regimes by word, and their codes (the plan input ``batching``).
+BATCHING = {"continuous": 1, "static": 2}
+#: The words of each binding-limit code, in code order.
+LIMIT_WORDS = ("none: the requested concurrency runs, bandwidth-bound", "KV cache", "max_num_seqs",
+               "TPOT target", "compute")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """One efficiency default with its source (a row of efficiencies.csv)."""
+
+    name: str
+    value: float
+    gpu_family: str
+    source: str
+    date: str
+    quote: str
+
+
+def load_efficiencies(path: str | Path | None = None) -> dict[str, Efficiency]:
+    """The efficiency defaults by input name (rows for every GPU family, ``*``)."""
+    p = Path(path) if path is not None else EFFICIENCIES_CSV
+    with p.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")))
+    out = {}
+    for r in rows:
+        for key in ("name", "value", "gpu_family", "source", "date", "quote"):
+            if not (r.get(key) or "").strip():
+                raise ValueError(f"{p.name}: row {r.get('name')!r} has no {key}")
+        if r["gpu_family"] == "*":
+            out[r["name"]] = Efficiency(r["name"], float(r["value"]), r["gpu_family"], r["source"], r["date"],
+                                        r["quote"])
+    return out
+
+
+def batching_code(word: str) -> int:
+    """The code of a batching word (ValueError naming the words otherwise)."""
+    w = str(word).strip().lower()
+    if w not in BATCHING:
+        raise ValueError(f"batching must be one of {', '.join(BATCHING)} (got {word!r})")
+    return BATCHING[w]
+
+
+def batching_word(code: float) -> str:
+    return {v: k for k, v in BATCHING.items()}[int(code)]
+
+
+# ---------------------------------------------------------------------------------
+# concurrency and context
+# ---------------------------------------------------------------------------------
+
+
+def decode_context(input_tokens, output_tokens):
+    """Mean context of the decode steps: S + T/2 (step j of 2..T attends over S + j - 1 tokens).
+
+    A 1,024-token prompt with 512 outputs: 1,024 + 256 = 1,280 tokens."""
+    return input_tokens + output_tokens / RAMP_MEAN_DIVISOR
+
+
+def kv_sequences(kv_budget_bytes, kv_sequence_bytes_per_gpu):
+    """Whole sequences a KV budget holds at some per-GPU KV per sequence (>= 0)."""
+    return maximum(floor(kv_budget_bytes / kv_sequence_bytes_per_gpu), 0)
+
+
+def effective_concurrency(concurrency, kv_limit, max_num_seqs):
+    """Sequences decoding together: min(requested, KV budget, max_num_seqs), at least 1."""
+    return maximum(minimum(concurrency, kv_limit, max_num_seqs), 1)
+
+
+def prompt_per_sequence(batching, input_tokens, output_tokens):
+    """Prompt tokens each other sequence mixes into a step: S / T continuous (a new prompt per T steps), 0 static."""
+    return where(eq(batching, BATCHING_STATIC), 0, input_tokens / output_tokens)
+
+
+def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
+                          ttft_service_seconds):
+    """What whole-prompt prefills add to the mean step a sequence sees when the engine does not chunk.
+
+    Each of the B - 1 other sequences runs its S-token prompt as one iteration once per request, stalling every
+    decoding sequence for that prefill (Sarathi-Serve's generation stalls, Agrawal et al. OSDI'24,
+    arXiv:2403.02310): over a request's T - 1 decode steps a sequence sees (B - 1) prefills, so the mean step grows
+    by (B - 1) x prefill(S) / (T - 1).  0 when the engine chunks (the prompt tokens ride in the decode steps) and in
+    static batching (prompt_per_sequence 0)."""
+    return (1 - chunked_prefill) * (effective_concurrency - 1) * prompt_per_sequence * output_tokens \
+        / (input_tokens * maximum(output_tokens - 1, 1)) * ttft_service_seconds
+
+
+# ---------------------------------------------------------------------------------
+# kernels: one operation at a size, from its measured floor and time per unit (inference_ledger.formulas.kernels)
+# ---------------------------------------------------------------------------------
+
+
+def gemm_curve(tokens, floor_seconds, seconds_per_token):
+    """A GEMM at M tokens: (a^p + (r M)^p)^(1/p), a its measured floor, r its measured time per token at large M,
+    p = KERNEL_GEMM_POWER (inference_ledger.formulas.kernels)."""
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
+    return (floor_seconds ** KERNEL_GEMM_POWER + (seconds_per_token * tokens) ** KERNEL_GEMM_POWER) ** root
+
+
+def linear_curve(size, floor_seconds, seconds_per_unit):
+    """An attention or all-reduce kernel at some size: a + r x (its measured floor plus its time per unit)."""
+    return floor_seconds + seconds_per_unit * size
+
+
+def experts_per_gpu(distinct_experts, ep, gpus_per_stage):
+    """Touched experts whose GEMMs one GPU runs: every distinct expert's TP slice, or its share of whole experts
+    under expert parallelism (at least one, so a dense model's lines stay finite)."""
+    d = maximum(distinct_experts, 1)
+    return where(gt(ep, 1), d / gpus_per_stage, d)
+
+
+def expert_tokens(tokens, experts_per_token, distinct_experts):
+    """Tokens each touched expert multiplies: tokens x k / distinct experts."""
+    return tokens * experts_per_token / maximum(distinct_experts, 1)
+
+
+def expert_extra_seconds(expert_tokens, floor_seconds, seconds_per_token, launch_seconds, linear):
+    """One touched expert's GEMM pair beyond a launch: a fused MoE kernel pays the launch once per layer.  Read off
+    the fused-MoE table (``linear`` 1) the pair grows linearly in its tokens (a + r x: the table's growth, within
+    about 15% at its grid points); from the GEMM table, as a GEMM (:func:`gemm_curve`)."""
+    curve = where(eq(linear, 1), linear_curve(expert_tokens, floor_seconds, seconds_per_token),
+                  gemm_curve(expert_tokens, floor_seconds, seconds_per_token))
+    return maximum(curve - launch_seconds, 0)
+
+
+def mlp_seconds(num_layers, moe_layers, tokens, floor_seconds, seconds_per_token, launch_seconds, experts_per_gpu,
+                expert_extra_seconds):
+    """The MLP GEMMs of one forward pass: dense layers at M = tokens; each MoE layer one fused kernel (a launch +
+    each touched expert's time beyond it)."""
+    return (num_layers - moe_layers) * gemm_curve(tokens, floor_seconds, seconds_per_token) \
+        + moe_layers * (launch_seconds + experts_per_gpu * expert_extra_seconds)
+
+
+
+def binding_limit(concurrency, kv_limit, max_num_seqs, tpot_ok, compute_bound):
+    """What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound)."""
+    return where(gt(concurrency, minimum(kv_limit, max_num_seqs)),
+                 where(lt(kv_limit, max_num_seqs), LIMIT_KV, LIMIT_MAX_NUM_SEQS),
+                 where(eq(tpot_ok, 0), LIMIT_TPOT, where(eq(compute_bound, 1), LIMIT_COMPUTE, LIMIT_NONE)))
+
+
+def limit_words(code):
+    """The binding limit's words: a text for a number, an IF formula for a Sym."""
+    if not is_sym(code):
+        return LIMIT_WORDS[int(code)]
+    return where(eq(code, LIMIT_KV), LIMIT_WORDS[1], where(eq(code, LIMIT_MAX_NUM_SEQS), LIMIT_WORDS[2],
+                 where(eq(code, LIMIT_TPOT), LIMIT_WORDS[3], where(eq(code, LIMIT_COMPUTE), LIMIT_WORDS[4],
+                                                                   LIMIT_WORDS[0]))))
+
+
+# ---------------------------------------------------------------------------------
+# MoE
+# ---------------------------------------------------------------------------------
+
+
+def distinct_experts(num_experts, experts_per_token, tokens):
+    """Expected distinct routed experts per layer when each of ``tokens`` picks k of E: E (1 - (1 - k/E)^tokens).
+
+    Mixtral (E 8, k 2) at 64 tokens: 8 x (1 - 0.75^64) = 7.99999; 0 for a dense model (E = 0).  Every expert is
+    touched (E) when k >= E, or when (1 - k/E)^tokens is below 10^-MOE_SATURATION: the guard is sized from the
+    power's own logarithm, tokens x log10(1 - k/E), so the power that is computed never underflows (LibreOffice
+    answers #NUM! for a result below about 1e-308: Mixtral's 0.75^tokens from about 2,461 tokens).  Each IF reads
+    the logarithm only where k < E, so it is always finite; the share is capped at 1, so a power evaluated
+    but not taken (Python evaluates both branches) is at most 1, never an overflow (an expert count typed on a
+    dense model)."""
+    hit = minimum(experts_per_token / maximum(num_experts, 1), 1)   # one token's share of the experts (at most all)
+    return where(ge(hit, 1), num_experts,
+                 where(lt(tokens * log10(1 - hit) + MOE_SATURATION, 0), num_experts,
+                       num_experts * (1 - (1 - hit) ** tokens)))
+
+
+def extra_expert_bytes(distinct_experts, experts_per_token, num_layers, hidden_size, intermediate_size, weight_bytes,
+                       num_params, active_params):
+    """Bytes of the routed experts a step reads beyond one token's k: L x (D - k) x 3 x hidden x intermediate x bytes,
+    never more than the inactive parameters (every MoE layer counted, as the padding line does)."""
+    per_layer = maximum(distinct_experts - experts_per_token, 0) * GLU_MATRICES * hidden_size * intermediate_size
+    return minimum(num_layers * per_layer, num_params - active_params) * weight_bytes
+
+
+def routed_active_bytes(moe_layers, experts_per_token, hidden_size, intermediate_size, weight_bytes):
+    """Bytes of one token's k routed experts over the MoE layers (part of the active weights): L_moe x k x 3 x
+    hidden x intermediate x bytes (0 for a dense model)."""
+    return moe_layers * experts_per_token * GLU_MATRICES * hidden_size * intermediate_size * weight_bytes
+
+
+def weight_read_per_gpu(weights_read_bytes, routed_active_bytes, extra_expert_bytes, tp, gpus_per_stage):
+    """Weight bytes one GPU reads in a step: the dense part (attention, shared experts, embeddings) over TP; the
+    routed experts it reads (one token's k + the extra the step touches) over every GPU of the stage, where expert
+    parallelism or DP attention spreads them (gpus_per_stage = TP otherwise)."""
+    return (weights_read_bytes - routed_active_bytes) / tp + (routed_active_bytes + extra_expert_bytes) / gpus_per_stage
+
+
+# ---------------------------------------------------------------------------------
+# the step
+# ---------------------------------------------------------------------------------
+
+
+def step_flops(active_params, tokens):
+    """FLOPs of a step over some tokens (decode + prefill): 2 x N_active per token."""
+    return FLOPS_PER_PARAM * active_params * tokens
+
+
+def linear_seconds(weight_bytes, flops, hbm_bw, peak_flops, weight_efficiency, compute_efficiency):
+    """The linear layers of a step: max(weights / (BW x e_w), FLOPs / (peak x e_c))."""
+    return maximum(weight_bytes / (hbm_bw * weight_efficiency), flops / (peak_flops * compute_efficiency))
+
+
+def compute_bound(weight_bytes, flops, hbm_bw, peak_flops, weight_efficiency, compute_efficiency):
+    """1 when the linear layers of a step are compute-bound (FLOPs take longer than streaming the weights)."""
+    return where(gt(flops / (peak_flops * compute_efficiency), weight_bytes / (hbm_bw * weight_efficiency)), 1, 0)
+
+
+def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
+    """Prompt tokens one request's TTFT waits for: S continuous, the whole batch B x S static."""
+    return where(eq(batching, BATCHING_STATIC), effective_concurrency * input_tokens, input_tokens)
+
+
+def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
+                      prefill_seconds_per_extra_prompt):
+    """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
+
+    The wave's prefill takes one prompt's service time plus each further prompt's prefill work; prompt i of n is done
+    once i x S of the n x S tokens have run, so the mean request waits (n + 1) / (2 n) of the wave's prefill, all of
+    it when the wave fits one chunk of max_num_batched_tokens.  Static batching: the batch's own prefill (it is the
+    wave already)."""
+    n = prompts  # the effective concurrency: at least 1
+    wave = ttft_service_seconds + (n - 1) * prefill_seconds_per_extra_prompt
+    share = maximum((n + 1) / (RAMP_MEAN_DIVISOR * n), minimum(1, max_num_batched_tokens / (n * input_tokens)))
+    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
+
+
+def benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds,
+                           tpot_seconds, queue_seconds):
+    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive one by one
+    as earlier requests finish (their finishing times spread over the wave's prefill and drift apart), each met by
+    the open-arrival TTFT; never shorter than one engine step; + the wait for a slot when more clients than slots."""
+    first = minimum(effective_concurrency, benchmark_requests)
+    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * ttft_open_seconds) / benchmark_requests
+    return maximum(mean, tpot_seconds) + queue_seconds
+
+
+# The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):
+# the GEMMs' curve (W their floors, F their time per token, KERNEL_GEMM_POWER = 2) plus what grows linearly with
+# B (s per sequence, all-reduce per token folded in).  Squaring W^2 + F^2 u^2 = (y0 - s B)^2 gives
+# A2 B^2 + 2 H B + A0 = 0 with A2 = F^2 c^2 - s^2, H = y0 s - F^2 c p, A0 = F^2 p^2 + W^2 - y0^2; the root on the
+# decreasing side is -A0 / (H + sqrt(H^2 - A2 A0)) (stable as A2 -> 0).  Summing the GEMMs into one curve prices a
+# step at most a few % under the sum of their own curves (Minkowski): the batch is an upper estimate by as much
+# (within one sequence of a brute-force search on the catalog's dense models).
+
+
+def soft_batch_a2(seconds_per_token, seconds_per_sequence, prompt_per_sequence):
+    """A2 = F^2 (1 + p)^2 - s^2."""
+    c = 1 + prompt_per_sequence
+    return seconds_per_token * seconds_per_token * c * c - seconds_per_sequence * seconds_per_sequence
+
+
+def soft_batch_h(seconds_per_token, budget_seconds, seconds_per_sequence, prompt_per_sequence):
+    """H = y0 s - F^2 (1 + p) p."""
+    return budget_seconds * seconds_per_sequence \
+        - seconds_per_token * seconds_per_token * (1 + prompt_per_sequence) * prompt_per_sequence
+
+
+def soft_batch_a0(floor_seconds, seconds_per_token, budget_seconds, prompt_per_sequence):
+    """A0 = F^2 p^2 + W^2 - y0^2."""
+    return (seconds_per_token * prompt_per_sequence) ** KERNEL_GEMM_POWER + floor_seconds ** KERNEL_GEMM_POWER \
+        - budget_seconds ** KERNEL_GEMM_POWER
+
+
+def soft_step_batch(floor_seconds, budget_seconds, a2, h, a0):
+    """-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it
+    finite where every kernel figure is 0)."""
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
+    return where(gt(budget_seconds, floor_seconds), -a0 / (h + maximum(h * h - a2 * a0, 0) ** root
+                                                             + TINY_SECONDS_SQUARED), 0)
+
+
+def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):
+    """How long a request holds its slot: TTFT + (T - 1) x TPOT."""
+    return ttft_service_seconds + (output_tokens - 1) * tpot_seconds
+
+
+def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
+    """Closed-loop wait for a slot: (C - B) / QPS (Little's law on the C - B clients in line; 0 when all run)."""
+    return maximum(concurrency - effective_concurrency, 0) / qps_per_replica
+
+
+def tpot_batch_bandwidth(time_budget, weight_seconds, kv_seconds_per_sequence, allreduce_seconds_per_token,
+                         prompt_per_sequence):
+    """Batch where a weight-streaming step meets a time budget.
+
+    With p prompt tokens per extra sequence a step carries u = B (1 + p) - p tokens and takes
+    max(W, u f) + B k + u a (weights W, compute f and all-reduce a per token, KV k per sequence);
+    streaming: W + B k + u a <= budget, so B <= (budget - W + p a) / (k + (1 + p) a)."""
+    p, a, k = prompt_per_sequence, allreduce_seconds_per_token, kv_seconds_per_sequence
+    return (time_budget - weight_seconds + p * a) / (k + (1 + p) * a)
+
+
+def tpot_batch_compute(time_budget, flops_seconds_per_token, kv_seconds_per_sequence, allreduce_seconds_per_token,
+                       prompt_per_sequence):
+    """Batch where a compute-bound step meets a time budget: u (f + a) + B k <= budget,
+    so B <= (budget + p (f + a)) / ((1 + p)(f + a) + k)."""
+    p, fa, k = prompt_per_sequence, flops_seconds_per_token + allreduce_seconds_per_token, kv_seconds_per_sequence
+    return (time_budget + p * fa) / ((1 + p) * fa + k)

@@ -1,0 +1,150 @@
+"""The largest batch meeting the TPOT target when the step is priced from the measured kernel tables: the inverse
+of :mod:`inference_ledger.formulas.step_lines`' step (``tpot_seconds``), with the step's GEMMs summed into one curve and
+MoE layers reading every expert (a bound).  One plain function per line, like
+:mod:`inference_ledger.formulas.step_lines`.
+"""
+
+from __future__ import annotations
+
+from inference_ledger.formulas import serving
+from inference_ledger.core.expr import gt, maximum, where
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
+from inference_ledger.core.units import ALLREDUCES_PER_LAYER
+
+# ---------------------------------------------------------------------------------
+# the largest batch meeting the TPOT target when the step is priced from the kernel tables (the inverse of
+# tpot_seconds, with the step's GEMMs summed into one curve and MoE layers reading every expert: a bound)
+# ---------------------------------------------------------------------------------
+
+
+@line("Experts per GPU, every expert touched", "experts", BANDWIDTH,
+      "Routed experts whose GEMMs a GPU runs when a step touches every expert (0 for a dense model).")
+def experts_per_gpu_all(num_experts, ep, gpus_per_stage):
+    return where(gt(ep, 1), num_experts / gpus_per_stage, num_experts)
+
+
+@line("Kernel step: MoE floors", "s", BANDWIDTH,
+      "Each MoE layer's fused kernel over every expert on the GPU at one token: a launch + each expert's floor beyond it.")
+def kernel_moe_floor_seconds(moe_layers, moe_kernel_launch_seconds, experts_per_gpu_all,
+                             moe_expert_kernel_floor_seconds):
+    return moe_layers * (moe_kernel_launch_seconds + experts_per_gpu_all * (moe_expert_kernel_floor_seconds
+                                                                           - moe_kernel_launch_seconds))
+
+
+@line("Kernel step: GEMM floors", "s", BANDWIDTH,
+      "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + the MoE floors where the experts "
+      "follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).")
+def kernel_gemm_floor_seconds(num_layers, moe_layers, qkv_kernel_floor_seconds, o_kernel_floor_seconds,
+                              mlp_kernel_floor_seconds, moe_kernel_table, kernel_moe_floor_seconds):
+    return num_layers * (qkv_kernel_floor_seconds + o_kernel_floor_seconds) \
+        + (num_layers - moe_layers) * mlp_kernel_floor_seconds + (1 - moe_kernel_table) * kernel_moe_floor_seconds
+
+
+@line("Kernel step: MoE experts' time per token", "s", BANDWIDTH,
+      "MoE layers x k experts' time per token, on this GPU's share of them (0 for a dense model).")
+def kernel_moe_seconds_per_token(moe_layers, experts_per_token, num_experts, experts_per_gpu_all,
+                                 moe_expert_kernel_seconds_per_token):
+    return moe_layers * experts_per_token * experts_per_gpu_all / maximum(num_experts, 1) \
+        * moe_expert_kernel_seconds_per_token
+
+
+@line("Kernel step: GEMM time per token", "s", BANDWIDTH,
+      "Layers x (QKV + O time per token) + the dense MLP's per token + the experts' where they follow a GEMM's curve "
+      "(from the GEMM table; the fused-MoE table's grow linearly: a per step token term).")
+def kernel_gemm_seconds_per_token(num_layers, moe_layers, qkv_kernel_seconds_per_token, o_kernel_seconds_per_token,
+                                  mlp_kernel_seconds_per_token, moe_kernel_table, kernel_moe_seconds_per_token):
+    return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
+        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token \
+        + (1 - moe_kernel_table) * kernel_moe_seconds_per_token
+
+
+@line("Kernel step: fixed time", "s", BANDWIDTH,
+      "What a step costs whatever the batch: attention and all-reduce floors, element-wise and per-step overhead, "
+      "the LM head's floor, EP/PP latencies, the MoE floors priced from the fused-MoE table.")
+def kernel_fixed_seconds(num_layers, tp, decode_attention_kernel_floor_seconds, allreduce_kernel_floor_seconds,
+                         decode_elementwise_seconds, lm_head_kernel_floor_seconds, parallel_fixed_seconds,
+                         moe_kernel_table, kernel_moe_floor_seconds):
+    return num_layers * decode_attention_kernel_floor_seconds + decode_elementwise_seconds \
+        + where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_floor_seconds, 0) \
+        + lm_head_kernel_floor_seconds + parallel_fixed_seconds + moe_kernel_table * kernel_moe_floor_seconds
+
+
+@line("Kernel step: per other sequence's prompt", "s", BANDWIDTH,
+      "What each other sequence's prompt adds to the mean step: its share of a prompt's attention when chunked, or "
+      "its whole-prompt stall when not.")
+def kernel_prompt_seconds_per_sequence(num_layers, chunked_prefill, prompt_per_sequence, input_tokens,
+                                       output_tokens, prefill_attention_kernel_floor_seconds,
+                                       prefill_attention_kernel_seconds_per_token_squared, ttft_service_seconds):
+    attention = num_layers * serving.linear_curve(input_tokens * input_tokens, prefill_attention_kernel_floor_seconds,
+                                                  prefill_attention_kernel_seconds_per_token_squared)
+    stall = (1 - chunked_prefill) * output_tokens / maximum(output_tokens - 1, 1) * ttft_service_seconds
+    return prompt_per_sequence / input_tokens * (chunked_prefill * attention + stall)
+
+
+@line("Kernel step: per decoding sequence", "s", BANDWIDTH,
+      "Each sequence's KV read (layers x time per KV token x its context) + its LM-head row + its prompt share.")
+def kernel_seconds_per_sequence(num_layers, decode_attention_kv_tokens, effective_concurrency,
+                                decode_attention_kernel_seconds_per_kv_token, lm_head_kernel_seconds_per_token,
+                                kernel_prompt_seconds_per_sequence):
+    return num_layers * decode_attention_kernel_seconds_per_kv_token * decode_attention_kv_tokens \
+        / effective_concurrency + lm_head_kernel_seconds_per_token + kernel_prompt_seconds_per_sequence
+
+
+@line("Kernel step: per step token", "s", BANDWIDTH,
+      "Each token of a step's all-reduces (2 per layer of hidden x bytes), EP/PP traffic and experts priced from the "
+      "fused-MoE table (linear in their tokens).")
+def kernel_seconds_per_step_token(tp, num_layers, hidden_size, unquantized_bytes, allreduce_kernel_seconds_per_byte,
+                                  parallel_seconds_per_token, moe_kernel_table, kernel_moe_seconds_per_token):
+    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_seconds_per_byte * hidden_size
+                 * unquantized_bytes, 0) + parallel_seconds_per_token + moe_kernel_table * kernel_moe_seconds_per_token
+
+
+@line("Kernel step: budget left for the batch", "s", BANDWIDTH,
+      "TPOT target - fixed time + the prompt share one sequence does not pay + the all-reduce of the prompt tokens "
+      "the first sequence does not bring.")
+def kernel_batch_budget_seconds(tpot_target, kernel_fixed_seconds, kernel_prompt_seconds_per_sequence,
+                                kernel_seconds_per_step_token, prompt_per_sequence, chunked_prefill):
+    return tpot_target - kernel_fixed_seconds + kernel_prompt_seconds_per_sequence \
+        + kernel_seconds_per_step_token * prompt_per_sequence * chunked_prefill
+
+
+@line("Kernel step: time per added sequence", "s", BANDWIDTH,
+      "What one more sequence adds outside the GEMMs: its own terms + its 1 + p step tokens' all-reduce.")
+def kernel_batch_seconds_per_sequence(kernel_seconds_per_sequence, kernel_seconds_per_step_token,
+                                      prompt_per_sequence, chunked_prefill):
+    return kernel_seconds_per_sequence + kernel_seconds_per_step_token * (1 + prompt_per_sequence * chunked_prefill)
+
+
+@line("Prompt tokens per other sequence in a step", "tokens", COMPUTE,
+      "p of the kernel inverse: prompt tokens each other sequence brings to a step (0 when prompts run whole).")
+def kernel_step_prompt_share(prompt_per_sequence, chunked_prefill):
+    return prompt_per_sequence * chunked_prefill
+
+
+@line("Kernel inverse: A2", "s2", BANDWIDTH, "F^2 (1 + p)^2 - s^2 (serving.soft_batch_a2).")
+def tpot_batch_kernel_a2(kernel_gemm_seconds_per_token, kernel_batch_seconds_per_sequence, kernel_step_prompt_share):
+    return serving.soft_batch_a2(kernel_gemm_seconds_per_token, kernel_batch_seconds_per_sequence,
+                                 kernel_step_prompt_share)
+
+
+@line("Kernel inverse: H", "s2", BANDWIDTH, "y0 s - F^2 (1 + p) p (serving.soft_batch_h).")
+def tpot_batch_kernel_h(kernel_gemm_seconds_per_token, kernel_batch_budget_seconds, kernel_batch_seconds_per_sequence,
+                        kernel_step_prompt_share):
+    return serving.soft_batch_h(kernel_gemm_seconds_per_token, kernel_batch_budget_seconds,
+                                kernel_batch_seconds_per_sequence, kernel_step_prompt_share)
+
+
+@line("Kernel inverse: A0", "s2", BANDWIDTH, "F^2 p^2 + W^2 - y0^2 (serving.soft_batch_a0).")
+def tpot_batch_kernel_a0(kernel_gemm_floor_seconds, kernel_gemm_seconds_per_token, kernel_batch_budget_seconds,
+                         kernel_step_prompt_share):
+    return serving.soft_batch_a0(kernel_gemm_floor_seconds, kernel_gemm_seconds_per_token, kernel_batch_budget_seconds,
+                                 kernel_step_prompt_share)
+
+
+@line("Batch meeting the TPOT target, kernel tables", "sequences", BANDWIDTH,
+      "The batch whose table-priced step meets the target: the GEMM curve + the per-sequence terms = the budget, "
+      "-A0 / (H + sqrt(H^2 - A2 A0)) (serving.soft_step_batch).")
+def tpot_batch_kernel(kernel_gemm_floor_seconds, kernel_batch_budget_seconds, tpot_batch_kernel_a2,
+                      tpot_batch_kernel_h, tpot_batch_kernel_a0):
+    return serving.soft_step_batch(kernel_gemm_floor_seconds, kernel_batch_budget_seconds, tpot_batch_kernel_a2,
+                                   tpot_batch_kernel_h, tpot_batch_kernel_a0)

@@ -1,0 +1,277 @@
+"""The step priced per operation from the measured kernel tables, its inverse, and TTFT as benchmarks report it.
+
+One plain function per line, like :mod:`inference_ledger.formulas.serving_lines`; the formulas are in
+:mod:`inference_ledger.formulas.serving` and the tables' figures (each operation's floor and time per unit, plan inputs)
+come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft_service_seconds`` read
+``decode_kernel_seconds`` and ``prefill_kernel_seconds`` where the GPU has tables (``kernel_tables`` 1).
+"""
+
+from __future__ import annotations
+
+from inference_ledger.formulas import serving
+from inference_ledger.core.expr import eq, gt, minimum, where
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
+from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
+
+# ---------------------------------------------------------------------------------
+# the step priced per operation from the measured kernel tables (inference_ledger.formulas.kernels)
+# decode_<op>_seconds: one decode step (the decode tokens + any prompt chunks it carries), summed over layers;
+# prefill_<op>_seconds: the prompt tokens a TTFT waits for, in chunks of max_num_batched_tokens.
+# Each operation is a curve over its size with a measured floor and time per unit (plan inputs <op>_kernel_*).
+# ---------------------------------------------------------------------------------
+
+
+@line("Decode: QKV projection", "s", BANDWIDTH,
+      "Layers x QKV GEMM at M = tokens per step (measured table, kernels.gemm_curve).")
+def decode_qkv_seconds(num_layers, step_tokens, qkv_kernel_floor_seconds, qkv_kernel_seconds_per_token):
+    return num_layers * serving.gemm_curve(step_tokens, qkv_kernel_floor_seconds, qkv_kernel_seconds_per_token)
+
+
+@line("Decode: attention output projection", "s", BANDWIDTH,
+      "Layers x O GEMM at M = tokens per step.")
+def decode_o_seconds(num_layers, step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token):
+    return num_layers * serving.gemm_curve(step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token)
+
+
+@line("Experts per GPU per step", "experts", BANDWIDTH,
+      "Touched experts whose GEMMs one GPU runs in a step: every distinct expert's TP slice, or the GPU's share of "
+      "whole experts under expert parallelism.")
+def decode_experts_per_gpu(moe_distinct_experts, ep, gpus_per_stage):
+    return serving.experts_per_gpu(moe_distinct_experts, ep, gpus_per_stage)
+
+
+@line("Tokens per touched expert per step", "tokens", COMPUTE,
+      "Tokens per step x k / distinct experts: the M of each expert's GEMMs.")
+def decode_expert_tokens(step_tokens, experts_per_token, moe_distinct_experts):
+    return serving.expert_tokens(step_tokens, experts_per_token, moe_distinct_experts)
+
+
+@line("Decode: one expert beyond a launch", "s", BANDWIDTH,
+      "One touched expert's gate/up + down GEMMs at its tokens (the fused MoE table's figures where it holds the "
+      "shape, else the GEMM table's), less the launch a fused MoE kernel pays once.")
+def decode_expert_seconds(decode_expert_tokens, moe_expert_kernel_floor_seconds, moe_expert_kernel_seconds_per_token,
+                          moe_kernel_launch_seconds, moe_kernel_table):
+    return serving.expert_extra_seconds(decode_expert_tokens, moe_expert_kernel_floor_seconds,
+                                        moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds,
+                                        moe_kernel_table)
+
+
+@line("Decode: MLP / expert GEMMs", "s", BANDWIDTH,
+      "Gate/up + down GEMMs: dense layers at M = tokens per step; each MoE layer one fused kernel (a launch + every "
+      "touched expert on the GPU).")
+def decode_mlp_seconds(num_layers, moe_layers, step_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
+                       moe_kernel_launch_seconds, decode_experts_per_gpu, decode_expert_seconds):
+    return serving.mlp_seconds(num_layers, moe_layers, step_tokens, mlp_kernel_floor_seconds,
+                               mlp_kernel_seconds_per_token, moe_kernel_launch_seconds, decode_experts_per_gpu,
+                               decode_expert_seconds)
+
+
+@line("Decode: LM head", "s", BANDWIDTH,
+      "The vocabulary GEMM over the decoding sequences (one sampled row each).")
+def decode_lm_head_seconds(effective_concurrency, lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token):
+    return serving.gemm_curve(effective_concurrency, lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token)
+
+
+@line("KV tokens attention reads per layer", "tokens", BANDWIDTH,
+      "Decoding sequences per attention rank x the mean decode context (sliding-window layers at most the window), "
+      "averaged over the layers.")
+def decode_attention_kv_tokens(effective_concurrency, dp_attention, decode_context_tokens, num_layers, sliding_layers,
+                               window):
+    per_layer = ((num_layers - sliding_layers) * decode_context_tokens
+                 + sliding_layers * minimum(decode_context_tokens, window)) / num_layers
+    return effective_concurrency / dp_attention * per_layer
+
+
+@line("Decode: attention", "s", BANDWIDTH,
+      "Layers x decode attention (measured floor + time per KV token read), plus the attention of the prompt tokens "
+      "the step carries (their share of one prompt's causal attention).")
+def decode_attention_seconds(num_layers, decode_attention_kv_tokens, decode_attention_kernel_floor_seconds,
+                             decode_attention_kernel_seconds_per_kv_token, prefill_tokens_per_step, input_tokens,
+                             prefill_attention_kernel_floor_seconds, prefill_attention_kernel_seconds_per_token_squared):
+    decode = serving.linear_curve(decode_attention_kv_tokens, decode_attention_kernel_floor_seconds,
+                                  decode_attention_kernel_seconds_per_kv_token)
+    prompt = serving.linear_curve(input_tokens * input_tokens, prefill_attention_kernel_floor_seconds,
+                                  prefill_attention_kernel_seconds_per_token_squared)
+    return num_layers * (decode + prefill_tokens_per_step / input_tokens * prompt)
+
+
+@line("Decode: TP all-reduces", "s", BANDWIDTH,
+      "2 all-reduces per layer of tokens per step x hidden x bytes (measured NCCL / custom all-reduce); 0 at TP 1.")
+def decode_allreduce_seconds(tp, num_layers, step_tokens, hidden_size, unquantized_bytes,
+                             allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
+    one = serving.linear_curve(step_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+                               allreduce_kernel_seconds_per_byte)
+    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * one, 0)
+
+
+@line("Decode: element-wise work and per-step overhead", "s", BANDWIDTH,
+      "Layers x the element-wise kernels the tables do not hold (norms, rotary, activation, residual adds) + the "
+      "per-step overhead (embedding, sampling, scheduling).")
+def decode_elementwise_seconds(num_layers, kernel_layer_overhead_seconds, step_overhead_seconds):
+    return num_layers * kernel_layer_overhead_seconds + step_overhead_seconds
+
+
+@line("Decode step from the kernel tables", "s", BANDWIDTH,
+      "Sum of the step's operations (QKV, O, MLP/experts, LM head, attention, all-reduces, element-wise and per-step "
+      "overhead).")
+def decode_kernel_seconds(decode_qkv_seconds, decode_o_seconds, decode_mlp_seconds, decode_lm_head_seconds,
+                          decode_attention_seconds, decode_allreduce_seconds, decode_elementwise_seconds):
+    return decode_qkv_seconds + decode_o_seconds + decode_mlp_seconds + decode_lm_head_seconds \
+        + decode_attention_seconds + decode_allreduce_seconds + decode_elementwise_seconds
+
+
+@line("Prefill chunk tokens", "tokens", COMPUTE,
+      "Prompt tokens per forward pass: the prompt tokens a TTFT waits for over its chunks.")
+def prefill_chunk_tokens(prefill_batch_tokens, prefill_chunks):
+    return prefill_batch_tokens / prefill_chunks
+
+
+@line("Prefill: QKV projection", "s", COMPUTE,
+      "Chunks x layers x QKV GEMM at M = chunk tokens.")
+def prefill_qkv_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, qkv_kernel_floor_seconds,
+                        qkv_kernel_seconds_per_token):
+    return prefill_chunks * num_layers * serving.gemm_curve(prefill_chunk_tokens, qkv_kernel_floor_seconds,
+                                                            qkv_kernel_seconds_per_token)
+
+
+@line("Prefill: attention output projection", "s", COMPUTE,
+      "Chunks x layers x O GEMM at M = chunk tokens.")
+def prefill_o_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, o_kernel_floor_seconds,
+                      o_kernel_seconds_per_token):
+    return prefill_chunks * num_layers * serving.gemm_curve(prefill_chunk_tokens, o_kernel_floor_seconds,
+                                                            o_kernel_seconds_per_token)
+
+
+@line("Experts per GPU per prefill chunk", "experts", BANDWIDTH,
+      "Touched experts whose GEMMs one GPU runs in a prefill chunk.")
+def prefill_experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage):
+    return serving.experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage)
+
+
+@line("Tokens per touched expert per prefill chunk", "tokens", COMPUTE,
+      "Chunk tokens x k / distinct experts of the chunk: the M of each expert's GEMMs.")
+def prefill_expert_tokens(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts):
+    return serving.expert_tokens(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts)
+
+
+@line("Prefill: one expert beyond a launch", "s", COMPUTE,
+      "One touched expert's GEMM pair at its tokens per chunk, less the fused kernel's launch.")
+def prefill_expert_seconds(prefill_expert_tokens, moe_expert_kernel_floor_seconds,
+                           moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds, moe_kernel_table):
+    return serving.expert_extra_seconds(prefill_expert_tokens, moe_expert_kernel_floor_seconds,
+                                        moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds,
+                                        moe_kernel_table)
+
+
+@line("Prefill: MLP / expert GEMMs", "s", COMPUTE,
+      "Chunks x (dense layers at M = chunk tokens; each MoE layer one fused kernel over its touched experts).")
+def prefill_mlp_seconds(prefill_chunks, num_layers, moe_layers, prefill_chunk_tokens, mlp_kernel_floor_seconds,
+                        mlp_kernel_seconds_per_token, moe_kernel_launch_seconds, prefill_experts_per_gpu,
+                        prefill_expert_seconds):
+    return prefill_chunks * serving.mlp_seconds(num_layers, moe_layers, prefill_chunk_tokens, mlp_kernel_floor_seconds,
+                                                mlp_kernel_seconds_per_token, moe_kernel_launch_seconds,
+                                                prefill_experts_per_gpu, prefill_expert_seconds)
+
+
+@line("Prefill: attention", "s", COMPUTE,
+      "Layers x prompts x one prompt's causal attention (measured floor + time per prompt length squared).")
+def prefill_attention_seconds(num_layers, prefill_batch_tokens, input_tokens, prefill_attention_kernel_floor_seconds,
+                              prefill_attention_kernel_seconds_per_token_squared):
+    return num_layers * prefill_batch_tokens / input_tokens * serving.linear_curve(
+        input_tokens * input_tokens, prefill_attention_kernel_floor_seconds,
+        prefill_attention_kernel_seconds_per_token_squared)
+
+
+@line("Prefill: TP all-reduces", "s", COMPUTE,
+      "Chunks x 2 all-reduces per layer of chunk tokens x hidden x bytes; 0 at TP 1.")
+def prefill_allreduce_seconds(tp, prefill_chunks, num_layers, prefill_chunk_tokens, hidden_size, unquantized_bytes,
+                              allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
+    one = serving.linear_curve(prefill_chunk_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+                               allreduce_kernel_seconds_per_byte)
+    return where(gt(tp, 1), prefill_chunks * ALLREDUCES_PER_LAYER * num_layers * one, 0)
+
+
+@line("Prefill: LM head and overhead", "s", COMPUTE,
+      "One LM-head row per prompt + each chunk's element-wise and per-step overhead.")
+def prefill_overhead_seconds(prefill_batch_tokens, input_tokens, prefill_chunks, decode_elementwise_seconds,
+                             lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token):
+    return serving.gemm_curve(prefill_batch_tokens / input_tokens, lm_head_kernel_floor_seconds,
+                              lm_head_kernel_seconds_per_token) + prefill_chunks * decode_elementwise_seconds
+
+
+@line("Prefill from the kernel tables", "s", COMPUTE,
+      "Sum of the prefill's operations.")
+def prefill_kernel_seconds(prefill_qkv_seconds, prefill_o_seconds, prefill_mlp_seconds, prefill_attention_seconds,
+                           prefill_allreduce_seconds, prefill_overhead_seconds):
+    return prefill_qkv_seconds + prefill_o_seconds + prefill_mlp_seconds + prefill_attention_seconds \
+        + prefill_allreduce_seconds + prefill_overhead_seconds
+
+
+@line("Whole-prompt prefill stalls per step", "s", BANDWIDTH,
+      "(1 - chunked_prefill) x (B - 1) x prefill(S) / (T - 1): an engine that runs each prompt as its own iteration "
+      "stalls every decoding sequence (Sarathi-Serve, arXiv:2403.02310); 0 when it chunks or in static batching.")
+def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
+                          ttft_service_seconds):
+    return serving.prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens,
+                                         output_tokens, ttft_service_seconds)
+
+
+#: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
+#: render): with measured tables, and on the roofline fallback.
+DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
+              "lm_head": "decode_lm_head_seconds", "attention": "decode_attention_seconds",
+              "allreduce": "decode_allreduce_seconds", "elementwise": "decode_elementwise_seconds"}
+PREFILL_OPS = {"qkv": "prefill_qkv_seconds", "o": "prefill_o_seconds", "mlp": "prefill_mlp_seconds",
+               "attention": "prefill_attention_seconds", "allreduce": "prefill_allreduce_seconds",
+               "elementwise": "prefill_overhead_seconds"}
+DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_seconds",
+                       "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
+PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
+#: what every step adds after its operations, whichever way they are priced
+DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds"}
+PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
+
+
+# ---------------------------------------------------------------------------------
+# TTFT as serving benchmarks measure it (vllm bench serve / benchmark_serving.py --max-concurrency, SGLang
+# bench_serving, AIPerf): c clients started together, N requests, the mean over them, queueing included
+# ---------------------------------------------------------------------------------
+
+
+@line("Prefill GEMMs per prompt token", "s", COMPUTE,
+      "Layers x the measured time per token of QKV, O and the MLP (k experts' for a MoE layer): what each prompt token "
+      "adds to a large prefill.")
+def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, qkv_kernel_seconds_per_token,
+                                     o_kernel_seconds_per_token, mlp_kernel_seconds_per_token,
+                                     moe_expert_kernel_seconds_per_token):
+    return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
+        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token \
+        + moe_layers * experts_per_token * moe_expert_kernel_seconds_per_token
+
+
+@line("Prefill of each further prompt", "s", COMPUTE,
+      "What one more S-token prompt adds to a prefill: its tokens at the GEMMs' measured time per token + its "
+      "attention (kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
+def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_token, num_layers, input_tokens,
+                                     prefill_attention_kernel_seconds_per_token_squared, active_params, tp, peak_flops,
+                                     prefill_efficiency):
+    measured = prefill_seconds_per_prompt_token * input_tokens \
+        + num_layers * prefill_attention_kernel_seconds_per_token_squared * input_tokens * input_tokens
+    roofline = FLOPS_PER_PARAM * active_params * input_tokens / tp / (peak_flops * prefill_efficiency)
+    return where(eq(kernel_tables, 1), measured, roofline)
+
+
+@line("Mean TTFT of a wave", "s", COMPUTE,
+      "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
+      "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.")
+def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens, ttft_service_seconds,
+                      prefill_seconds_per_extra_prompt):
+    return serving.wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens,
+                                     ttft_service_seconds, prefill_seconds_per_extra_prompt)
+
+
+@line("TTFT under open arrivals", "s", COMPUTE,
+      "Steady state of requests arriving one by one below capacity: the prompt's own prefill + half of the step "
+      "already running (no wave, no queue); static batching: the batch's prefill.")
+def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds):
+    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0, tpot_seconds / STEP_RESIDUAL_DIVISOR)

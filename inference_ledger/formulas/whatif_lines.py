@@ -1,0 +1,237 @@
+"""The plan's what-if lines: closed-form inverses (longest context, fewest GPUs, largest batch) and QPS.
+
+One plain function per line, like :mod:`inference_ledger.graph.plan_lines`; the formulas they call
+are in :mod:`inference_ledger.formulas.whatif`.  The fit test at each TP degree of one node is spelt
+out once, as the family ``TP_CANDIDATES`` instantiated at each TP degree of the GPU's node (weights,
+workspace and KV budget as members), so every cell formula stays short enough to audit.
+"""
+
+from __future__ import annotations
+
+from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
+from inference_ledger.core.expr import eq, floor, le, maximum, minimum, where
+from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, line
+
+
+@line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
+      "The engine's KV budget shared by the concurrent sequences, in all-layer tokens: budget / (B x KV per token "
+      "per GPU).")
+def kv_tokens_per_sequence(kv_cache_budget_bytes_per_gpu, concurrency, kv_bytes_per_token_per_gpu):
+    return kv_cache_budget_bytes_per_gpu / (concurrency * kv_bytes_per_token_per_gpu)
+
+
+@line("Longest context that fits at this concurrency", "tokens", MEMORY,
+      "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window "
+      "layers included).")
+def max_context_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window):
+    return whatif.context_for_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window)
+
+
+# --- the fit test at each TP degree of one node: a family of named members, so no cell inlines the whole graph ---
+
+
+def weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
+                  moe_pad_intermediate, weight_bytes):
+    """Weights per GPU at a TP degree: the split weights plus the MoE kernel's padding."""
+    return ledger.per_gpu(weights_bytes, tp) + engine_ledger.moe_padding_bytes_per_gpu(
+        num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+def activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
+                     sampler_activation_bytes_per_gpu):
+    """The engine profile's activation peak at a TP degree (the sampler does not split)."""
+    prefill = engine_ledger.prefill_activation_bytes(max_num_batched_tokens, hidden_size, intermediate_size,
+                                                     experts_per_token, unquantized_bytes, tp)
+    return engine_ledger.activation_peak_bytes(prefill, sampler_activation_bytes_per_gpu)
+
+
+def workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
+                    sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
+    """Activation peak + non-torch memory at a TP degree."""
+    return activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                            unquantized_bytes, sampler_activation_bytes_per_gpu) \
+        + engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
+
+
+#: The fit test at each TP degree one node offers (1, 2, 4, ... up to the GPU's gpus_per_node): each member is
+#: written once, its ``tp`` the candidate; ``plan --json`` nests it (tp_candidates: {"1": {...}, "2": {...}}) and the
+#: workbook writes it as a table, one column per candidate.
+TP_CANDIDATES = Family(
+    "tp_candidates", "Fit at each TP degree of one node", "tp", "gpus_per_node", whatif.tp_candidates,
+    whatif.tp_candidate_formula,
+    "The plan's memory ledger and fit test with the model split over each TP degree one node offers (the powers of "
+    "two up to gpus_per_node): what min_gpus_to_fit chooses from.")
+
+
+@TP_CANDIDATES.member("Weights per GPU", "B", MEMORY,
+                      "Weights per GPU (MoE padding included) with the model split over this TP degree.")
+def weights_bytes_per_gpu(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
+                          moe_pad_intermediate, weight_bytes):
+    return weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
+                         moe_pad_intermediate, weight_bytes)
+
+
+@TP_CANDIDATES.member("Workspace per GPU", "B", MEMORY,
+                      "Activation peak + non-torch memory with the model split over this TP degree.")
+def workspace_bytes_per_gpu(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                            unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
+    return workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                           unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes)
+
+
+@TP_CANDIDATES.member("Engine rule adjustment per GPU", "B", MEMORY,
+                      "kv_budget_rule_adjustment_bytes_per_gpu with the model split over this TP degree.")
+def kv_budget_rule_adjustment_bytes_per_gpu(tp, kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
+                                            workspace_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
+    non_torch = engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
+                                                   non_torch, workspace_bytes_per_gpu)
+
+
+@TP_CANDIDATES.member("KV cache budget per GPU", "B", MEMORY,
+                      "The engine's KV budget with the model split over this TP degree.")
+def kv_cache_budget_bytes_per_gpu(usable_bytes_per_gpu, weights_bytes_per_gpu, workspace_bytes_per_gpu,
+                                  kv_budget_rule_adjustment_bytes_per_gpu):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu - workspace_bytes_per_gpu \
+        + kv_budget_rule_adjustment_bytes_per_gpu
+
+
+@TP_CANDIDATES.member("Fits", "1/0", FIT,
+                      "The fit test with the model split over this TP degree: the peak KV per GPU at that split "
+                      "within that KV budget.")
+def fits(tp, kv_bytes_peak, kv_heads, mla_latent_dim, kv_cache_budget_bytes_per_gpu):
+    shards = ledger.kv_shards(kv_heads, tp, mla_latent_dim)
+    return ledger.fits(ledger.per_gpu(kv_bytes_peak, shards), kv_cache_budget_bytes_per_gpu)
+
+
+@TP_CANDIDATES.member("Fits within the node", "1/0", FIT,
+                      "Fits, and this TP degree is within the GPU's node (gpus_per_node): a table column beyond the "
+                      "node counts as not fitting.")
+def fits_in_node(tp, gpus_per_node, fits):
+    return where(le(tp, gpus_per_node), fits, 0)
+
+
+@line("Fewest GPUs that fit (engine budget)", "GPUs", MEMORY,
+      "Smallest TP degree of one node (1, 2, 4, ... up to gpus_per_node) whose GPUs hold this load: the first of "
+      "tp_candidates that fits within the node (0 = none does).")
+def min_gpus_to_fit(tp_candidates):
+    at = list(tp_candidates.values())
+    return whatif.first_fit([c["tp"] for c in at], [c["fits_in_node"] for c in at])
+
+
+@line("Fixed decode time per step", "s", BANDWIDTH,
+      "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.")
+def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw,
+                         parallel_fixed_seconds):
+    return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds, 0,
+                                                                     interconnect_bw) + parallel_fixed_seconds
+
+
+@line("All-reduce time per token", "s", BANDWIDTH,
+      "What each token of a step adds to its all-reduces: its ring bytes over the interconnect.")
+def allreduce_seconds_per_sequence(tp, num_layers, hidden_size, unquantized_bytes, interconnect_bw):
+    return engine_ledger.allreduce_seconds(tp, num_layers, 0, hidden_size * unquantized_bytes, interconnect_bw)
+
+
+@line("Step seconds per decoding sequence", "s", BANDWIDTH,
+      "What one more decoding sequence adds to a step: its KV at the decode context / (BW x KV-read efficiency).")
+def kv_seconds_per_sequence(kv_bytes_per_sequence_decode, kv_shards, hbm_bw, kv_read_efficiency):
+    return kv_bytes_per_sequence_decode / kv_shards / (hbm_bw * kv_read_efficiency)
+
+
+@line("Compute seconds per token", "s", BANDWIDTH,
+      "What one more token of a step adds when compute-bound: 2 x N_active / the replica's GPUs / (peak x compute "
+      "efficiency).")
+def flops_seconds_per_token(active_params, gpus_per_replica, peak_flops, decode_compute_efficiency):
+    return serving.step_flops(active_params, 1) / gpus_per_replica / (peak_flops * decode_compute_efficiency)
+
+
+@line("Every routed expert beyond one token's", "B", BANDWIDTH,
+      "MoE layers x (E - k) x 3 x hidden x intermediate x bytes: the most a step can add to the weight read.")
+def all_extra_expert_bytes(num_experts, experts_per_token, moe_layers, hidden_size, intermediate_size, weight_bytes,
+                           num_params, active_params):
+    return serving.extra_expert_bytes(num_experts, experts_per_token, moe_layers, hidden_size, intermediate_size,
+                                      weight_bytes, num_params, active_params)
+
+
+@line("Weight streaming per step, every expert", "s", BANDWIDTH,
+      "Active weights + every routed expert (an upper bound for MoE, exact for dense) / (BW x weight-streaming "
+      "efficiency).")
+def weight_seconds_all_experts(weights_read_bytes, routed_active_bytes, all_extra_expert_bytes, tp, gpus_per_stage,
+                               hbm_bw, bw_efficiency):
+    return serving.weight_read_per_gpu(weights_read_bytes, routed_active_bytes, all_extra_expert_bytes, tp,
+                                       gpus_per_stage) / (hbm_bw * bw_efficiency)
+
+
+@line("Batch meeting the TPOT target, streaming", "sequences", BANDWIDTH,
+      "Decode batch whose weight-streaming step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
+def tpot_batch_bandwidth(tpot_target, decode_fixed_seconds, weight_seconds_all_experts, kv_seconds_per_sequence,
+                         allreduce_seconds_per_sequence, parallel_seconds_per_token, prompt_per_sequence):
+    return serving.tpot_batch_bandwidth(tpot_target - decode_fixed_seconds, weight_seconds_all_experts,
+                                        kv_seconds_per_sequence,
+                                        allreduce_seconds_per_sequence + parallel_seconds_per_token, prompt_per_sequence)
+
+
+@line("Batch meeting the TPOT target, compute-bound", "sequences", BANDWIDTH,
+      "Decode batch whose compute-bound step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
+def tpot_batch_compute(tpot_target, decode_fixed_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
+                       allreduce_seconds_per_sequence, parallel_seconds_per_token, prompt_per_sequence):
+    return serving.tpot_batch_compute(tpot_target - decode_fixed_seconds, flops_seconds_per_token,
+                                      kv_seconds_per_sequence,
+                                      allreduce_seconds_per_sequence + parallel_seconds_per_token, prompt_per_sequence)
+
+
+@line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
+      "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) meeting the target (0 = none; MoE: "
+      "with every expert read, a lower bound): from the kernel tables' step, or the roofline's two bounds.")
+def tpot_max_batch(kernel_tables, tpot_batch_kernel, tpot_batch_bandwidth, tpot_batch_compute):
+    return maximum(floor(where(eq(kernel_tables, 1), tpot_batch_kernel,
+                               minimum(tpot_batch_bandwidth, tpot_batch_compute))), 0)
+
+
+@line("Concurrency meeting memory and TPOT", "sequences", BANDWIDTH,
+      "The most sequences in flight that fit in memory, meet the TPOT target and the schedulers run.")
+def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
+    return minimum(max_concurrency, tpot_max_batch, max_running_sequences)
+
+
+@line("QPS per replica", "requests/s", BANDWIDTH,
+      "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
+def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
+    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds)
+
+
+@line("Replicas for the target QPS", "replicas", COST,
+      "Whole model copies whose QPS covers the target (at least one).")
+def replicas_for_qps(target_qps, qps_per_replica):
+    return ledger.replicas_needed(target_qps, qps_per_replica)
+
+
+@line("GPUs for the target QPS", "GPUs", COST,
+      "Replicas x GPUs per replica.")
+def gpus_for_qps(replicas_for_qps, gpus_per_replica):
+    return replicas_for_qps * gpus_per_replica
+
+
+@line("QPS the replicas sustain", "requests/s", COST,
+      "Replicas x QPS per replica.")
+def qps_capacity(replicas_for_qps, qps_per_replica):
+    return replicas_for_qps * qps_per_replica
+
+
+@line("QPS headroom", "fraction", COST,
+      "Capacity over target, minus one: the spare share of the provisioned QPS.")
+def qps_headroom(qps_capacity, target_qps):
+    return qps_capacity / target_qps - 1
+
+
+@line("Monthly GPU-hours for the target QPS", "GPU-h/month", COST,
+      "GPUs for the target QPS x 730 h.")
+def monthly_gpu_hours_qps(gpus_for_qps):
+    return whatif.monthly_gpu_hours(gpus_for_qps)
+
+
+@line("Monthly cost for the target QPS", "$/month", COST,
+      "GPUs for the target QPS x price x 730 h.")
+def monthly_cost_qps(price_per_gpu_hour, gpus_for_qps):
+    return ledger.monthly_cost(price_per_gpu_hour, gpus_for_qps)

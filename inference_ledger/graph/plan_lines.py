@@ -1,0 +1,362 @@
+"""The plan's ledger lines: memory, compute, bandwidth, cost and fit, one plain function each.
+
+Each function is one line of the plan (see :mod:`inference_ledger.core.line`): its name is the
+line's name, its parameters are the inputs and lines it uses, its body is a call into
+:mod:`inference_ledger.formulas.ledger` (the paper's formulas) or :mod:`inference_ledger.formulas.engine_ledger`
+(what the serving engine adds), or trivial arithmetic over other lines.  The same function
+computes the number and writes the cell formula.  The what-if lines (inverses, QPS) are in
+:mod:`inference_ledger.formulas.whatif_lines`.
+"""
+
+from __future__ import annotations
+
+from inference_ledger.formulas import engine_ledger, ledger, parallel, serving
+from inference_ledger.graph import verdict as verdict_rule
+from inference_ledger.core.expr import eq, floor, le, maximum, where
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, line
+from inference_ledger.formulas import whatif
+
+
+@line("Weights", "B", MEMORY,
+      "Resident weights: quantized layers at the weight dtype, the rest at BF16 (seed: W = N x bytes).")
+def weights_bytes(num_params, quantized_params, weight_bytes, unquantized_bytes):
+    return ledger.weights_bytes_mixed(num_params, quantized_params, weight_bytes, unquantized_bytes)
+
+
+@line("MoE kernel padding per GPU", "B", MEMORY,
+      "Experts padded to the MoE kernel's tile: L x E x 3 x (padded - actual hidden x intermediate / TP) x bytes.")
+def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden,
+                              moe_pad_intermediate, weight_bytes):
+    return engine_ledger.moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp,
+                                                   moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+
+
+@line("Weights per GPU", "B", MEMORY,
+      "Tensor parallelism splits every weight matrix evenly over the TP GPUs (routed experts over every GPU of a "
+      "stage, layers over the PP stages); plus any MoE kernel padding.")
+def weights_bytes_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage, pp,
+                          moe_padding_bytes_per_gpu):
+    return parallel.weights_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_bytes, tp, gpus_per_stage,
+                                    pp) + moe_padding_bytes_per_gpu
+
+
+@line("Prefill chunk activations per GPU", "B", MEMORY,
+      "max_num_batched_tokens x bytes x ((3 + routed experts) x hidden + 3 x experts x intermediate / TP): "
+      "the MLP's live tensors.")
+def prefill_activation_bytes_per_gpu(max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                                     unquantized_bytes, tp):
+    return engine_ledger.prefill_activation_bytes(max_num_batched_tokens, hidden_size, intermediate_size,
+                                                  experts_per_token, unquantized_bytes, tp)
+
+
+@line("Sampler working set per GPU", "B", MEMORY,
+      "max_num_seqs x vocab x sampler bytes per logit: the profile samples one logits row per sequence.")
+def sampler_activation_bytes_per_gpu(max_num_seqs, vocab_size, sampler_bytes_per_logit):
+    return engine_ledger.sampler_activation_bytes(max_num_seqs, vocab_size, sampler_bytes_per_logit)
+
+
+@line("Activation peak per GPU", "B", MEMORY,
+      "The larger of the prefill chunk and the sampler (they run one after the other in the engine's profile).")
+def activation_peak_bytes_per_gpu(prefill_activation_bytes_per_gpu, sampler_activation_bytes_per_gpu):
+    return engine_ledger.activation_peak_bytes(prefill_activation_bytes_per_gpu, sampler_activation_bytes_per_gpu)
+
+
+@line("Non-torch memory per GPU", "B", MEMORY,
+      "CUDA context, plus NCCL buffers when TP > 1.")
+def non_torch_bytes_per_gpu(cuda_context_bytes, nccl_bytes, tp):
+    return engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
+
+
+@line("Workspace per GPU", "B", MEMORY,
+      "Activation peak + non-torch memory: what the engine keeps beside weights and KV.")
+def workspace_bytes_per_gpu(activation_peak_bytes_per_gpu, non_torch_bytes_per_gpu):
+    return activation_peak_bytes_per_gpu + non_torch_bytes_per_gpu
+
+
+@line("Engine rule adjustment per GPU", "B", MEMORY,
+      "What the engine's KV budget rule adds to vLLM's (0 for vLLM; SGLang also leaves activations and part of the "
+      "non-torch memory to the KV cache; TensorRT-LLM keeps back a share of what weights and workspace leave).")
+def kv_budget_rule_adjustment_bytes_per_gpu(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
+                                            non_torch_bytes_per_gpu, workspace_bytes_per_gpu):
+    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
+                                                   non_torch_bytes_per_gpu, workspace_bytes_per_gpu)
+
+
+@line("KV cache budget per GPU (engine)", "B", MEMORY,
+      "The engine's documented rule (kv_budget_rule): usable memory - weights - workspace, plus the rule's "
+      "adjustment; negative means the engine refuses to start.")
+def kv_cache_budget_bytes_per_gpu(usable_bytes_per_gpu, weights_bytes_per_gpu, workspace_bytes_per_gpu,
+                                  kv_budget_rule_adjustment_bytes_per_gpu):
+    return usable_bytes_per_gpu - weights_bytes_per_gpu - workspace_bytes_per_gpu \
+        + kv_budget_rule_adjustment_bytes_per_gpu
+
+
+@line("KV elements per token per layer", "elements", MEMORY,
+      "2 x KV heads x head dim (K and V), or the MLA latent width when the model has one.")
+def kv_elements_per_token_layer(kv_heads, head_dim, mla_latent_dim):
+    return ledger.kv_elements_per_token_layer(kv_heads, head_dim, mla_latent_dim)
+
+
+@line("KV per token", "B/token", MEMORY,
+      "Seed: 2 x L x K x H x bytes; every layer counted (engines size their KV pool this way).")
+def kv_bytes_per_token(kv_elements_per_token_layer, kv_bytes, num_layers):
+    return kv_elements_per_token_layer * kv_bytes * num_layers
+
+
+@line("KV split across GPUs", "x", MEMORY,
+      "KV heads split over TP, replicated once TP exceeds them (an MLA latent is not split); x DP-attention ranks "
+      "(each holds its own sequences) x PP stages (each holds its layers).")
+def kv_shards(kv_heads, tp, mla_latent_dim, dp_attention, pp):
+    return ledger.kv_shards(kv_heads, tp, mla_latent_dim) * dp_attention * pp
+
+
+@line("KV per token per GPU", "B/token", MEMORY,
+      "KV per token divided by the KV split.")
+def kv_bytes_per_token_per_gpu(kv_bytes_per_token, kv_shards):
+    return ledger.per_gpu(kv_bytes_per_token, kv_shards)
+
+
+@line("Context per sequence", "tokens", MEMORY,
+      "Peak context a sequence holds: input + output tokens.")
+def context_tokens(input_tokens, output_tokens):
+    return input_tokens + output_tokens
+
+
+@line("KV per sequence at full context", "B", MEMORY,
+      "Full layers hold the whole context, sliding-window layers at most the window.")
+def kv_bytes_per_sequence(kv_elements_per_token_layer, kv_bytes, num_layers, context_tokens, sliding_layers, window):
+    return ledger.kv_sequence_bytes(kv_elements_per_token_layer, kv_bytes, num_layers, context_tokens, sliding_layers,
+                                    window)
+
+
+@line("KV at peak concurrency", "B", MEMORY,
+      "Planned for the peak number of concurrent sequences at full context, not the average.")
+def kv_bytes_peak(kv_bytes_per_sequence, concurrency):
+    return kv_bytes_per_sequence * concurrency
+
+
+@line("KV per GPU at peak", "B", MEMORY,
+      "Peak KV divided by the KV split.")
+def kv_bytes_per_gpu(kv_bytes_peak, kv_shards):
+    return ledger.per_gpu(kv_bytes_peak, kv_shards)
+
+
+@line("Total per GPU", "B", MEMORY,
+      "Weights + KV + workspace on each GPU: all three, never weights only.")
+def total_bytes_per_gpu(weights_bytes_per_gpu, kv_bytes_per_sequence, kv_shards, concurrency,
+                        workspace_bytes_per_gpu):
+    return ledger.memory_total_bytes(weights_bytes_per_gpu, kv_bytes_per_sequence / kv_shards, concurrency,
+                                     workspace_bytes_per_gpu)
+
+
+@line("Usable memory per GPU", "B", MEMORY,
+      "GPU memory x gpu_memory_utilization: what the engine lets itself use.")
+def usable_bytes_per_gpu(gpu_memory_bytes, gpu_memory_utilization):
+    return ledger.usable_bytes(gpu_memory_bytes, gpu_memory_utilization)
+
+
+@line("Headroom per GPU", "B", MEMORY,
+      "What the engine's KV budget has left after the peak KV (negative = does not fit); under vLLM's rule "
+      "this is usable memory - total.")
+def headroom_bytes_per_gpu(kv_cache_budget_bytes_per_gpu, kv_bytes_per_gpu):
+    return kv_cache_budget_bytes_per_gpu - kv_bytes_per_gpu
+
+
+@line("Total memory, all GPUs", "B", MEMORY,
+      "Weights + peak KV + one workspace per GPU of the replica.")
+def memory_total_bytes(weights_bytes, kv_bytes_per_sequence, concurrency, workspace_bytes_per_gpu, gpus_per_replica):
+    return ledger.memory_total_bytes(weights_bytes, kv_bytes_per_sequence, concurrency,
+                                     workspace_bytes_per_gpu * gpus_per_replica)
+
+
+@line("GPUs needed (seed rule)", "GPUs", MEMORY,
+      "Fewest GPUs, as a power-of-two TP degree, whose usable memory holds weights + peak KV.")
+def gpus_needed(weights_bytes, kv_bytes_peak, gpu_memory_bytes, gpu_memory_utilization, workspace_bytes_per_gpu):
+    return ledger.gpus_needed(weights_bytes + kv_bytes_peak, gpu_memory_bytes, gpu_memory_utilization,
+                              workspace_bytes_per_gpu)
+
+
+@line("KV tokens that fit", "tokens", MEMORY,
+      "Whole tokens of KV the engine's KV budget holds per GPU (its log: 'GPU KV cache size: N tokens').")
+def kv_capacity_tokens(kv_cache_budget_bytes_per_gpu, kv_bytes_per_token_per_gpu):
+    return maximum(floor(kv_cache_budget_bytes_per_gpu / kv_bytes_per_token_per_gpu), 0)
+
+
+@line("Max concurrency at this context", "sequences", MEMORY,
+      "Whole sequences of this context the KV budget holds: KV budget / KV per sequence per GPU (sliding "
+      "windows included).")
+def max_concurrency(kv_cache_budget_bytes_per_gpu, kv_bytes_per_sequence, kv_shards):
+    return whatif.max_sequences(kv_cache_budget_bytes_per_gpu, kv_bytes_per_sequence / kv_shards)
+
+
+@line("FLOPs per request", "FLOP", COMPUTE,
+      "Seed: 2N x S + 2N x T with N the active parameters.")
+def flops_request(active_params, input_tokens, output_tokens):
+    return ledger.flops_request(active_params, input_tokens, output_tokens)
+
+
+@line("Prefill FLOPs", "FLOP", COMPUTE,
+      "2 x N_active x S: the whole prompt in one parallel pass.")
+def prefill_flops(active_params, input_tokens):
+    return ledger.prefill_flops(active_params, input_tokens)
+
+
+@line("Prefill time (TTFT floor)", "s", COMPUTE,
+      "Prefill FLOPs over TP GPUs at dense peak x prefill efficiency: compute-bound.")
+def prefill_seconds(prefill_flops, peak_flops, prefill_efficiency, tp):
+    return ledger.compute_seconds(prefill_flops, peak_flops, prefill_efficiency, tp)
+
+
+@line("Weight bytes read per decode step", "B", BANDWIDTH,
+      "Every active weight is read from HBM once per step (MoE reads only the routed experts).")
+def weights_read_bytes(active_params, active_quantized_params, weight_bytes, unquantized_bytes):
+    return ledger.weights_bytes_mixed(active_params, active_quantized_params, weight_bytes, unquantized_bytes)
+
+
+@line("Compute-bound from batch", "sequences", COMPUTE,
+      "Roofline ridge: batch where 2 x N x B FLOPs take as long as reading the weights.")
+def ridge_batch(peak_flops, hbm_bw, weights_read_bytes, active_params):
+    return ledger.ridge_batch(peak_flops, hbm_bw, weights_read_bytes / active_params)
+
+
+@line("Decode FLOPs per step per GPU", "FLOP", COMPUTE,
+      "2 x N_active per decoding sequence (effective concurrency), split over the replica's GPUs (TP; DP-attention "
+      "ranks and PP stages each work on their own sequences); prompt chunks not included.")
+def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per_replica):
+    return ledger.forward_flops(active_params, effective_concurrency) / gpus_per_replica
+
+
+@line("Bytes read per decode step per GPU", "B", BANDWIDTH,
+      "Weights read per step (MoE: every distinct expert) + every decoding sequence's KV at the decode context.")
+def decode_bytes_per_step_per_gpu(step_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
+    return step_weight_bytes_per_gpu + step_kv_bytes_per_gpu
+
+
+@line("TPOT floor", "s", BANDWIDTH,
+      "Roofline at 100% on the decode context S + T/2: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / "
+      "HBM bandwidth.")
+def tpot_floor_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops):
+    return ledger.decode_step_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw,
+                                      peak_flops)
+
+
+@line("TP all-reduce time per step", "s", BANDWIDTH,
+      "2 all-reduces per layer x (latency + 2 (TP-1)/TP x tokens per step x hidden x bytes / interconnect); 0 at TP 1.")
+def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, step_tokens, hidden_size, unquantized_bytes,
+                               interconnect_bw):
+    return engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds,
+                                           step_tokens * hidden_size * unquantized_bytes, interconnect_bw)
+
+
+@line("Decode overhead per step", "s", BANDWIDTH,
+      "Layers x per-layer kernel overhead + per-step overhead.")
+def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_seconds):
+    return engine_ledger.decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_seconds)
+
+
+@line("TPOT expected", "s", BANDWIDTH,
+      "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
+      "the step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
+      "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
+      "tables; + EP/PP communication + whole-prompt prefill stalls.")
+def tpot_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
+                 allreduce_seconds_per_step, parallel_seconds_per_step, decode_overhead_seconds, prefill_stall_seconds):
+    roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
+    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline) \
+        + parallel_seconds_per_step + prefill_stall_seconds
+
+
+@line("TTFT expected", "s", COMPUTE,
+      "As serving benchmarks report it: the mean over N requests of c clients started together (the first wave, "
+      "then arrivals one by one at the open-arrival TTFT), never shorter than one step, + the wait for a slot.")
+def ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds, tpot_seconds,
+                 queue_seconds):
+    return serving.benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds,
+                                          ttft_open_seconds, tpot_seconds, queue_seconds)
+
+
+@line("Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
+      "QPS per replica x output tokens: the effective concurrency's T tokens per request cycle (steady state).")
+def tokens_per_second(qps_per_replica, output_tokens):
+    return qps_per_replica * output_tokens
+
+
+@line("Output tokens/s per GPU", "tokens/s", BANDWIDTH,
+      "Replica throughput over its GPUs.")
+def tokens_per_second_per_gpu(tokens_per_second, gpus_per_replica):
+    return tokens_per_second / gpus_per_replica
+
+
+@line("Request latency", "s", BANDWIDTH,
+      "TTFT + output tokens x TPOT.")
+def request_seconds(ttft_seconds, output_tokens, tpot_seconds):
+    return ttft_seconds + output_tokens * tpot_seconds
+
+
+@line("Cost per hour (one replica)", "$/h", COST,
+      "Price per GPU-hour x the replica's GPUs.")
+def cost_per_hour(price_per_gpu_hour, gpus_per_replica):
+    return ledger.cost_per_hour(price_per_gpu_hour, gpus_per_replica)
+
+
+@line("Cost per million output tokens", "$/Mtok", COST,
+      "Hourly cost over an hour of output at full concurrency.")
+def cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second):
+    return ledger.cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second)
+
+
+@line("Output tokens/s the forecast needs", "tokens/s", COST,
+      "Requests per day x output tokens / 86,400 (daily average).")
+def required_tokens_per_second(requests_per_day, output_tokens):
+    return ledger.required_tokens_per_second(requests_per_day, output_tokens)
+
+
+@line("Replicas for the forecast", "replicas", COST,
+      "Whole model copies to serve the forecast's token rate (at least one).")
+def replicas_needed(required_tokens_per_second, tokens_per_second):
+    return ledger.replicas_needed(required_tokens_per_second, tokens_per_second)
+
+
+@line("GPUs for the forecast", "GPUs", COST,
+      "Replicas x GPUs per replica.")
+def gpus_total(replicas_needed, gpus_per_replica):
+    return replicas_needed * gpus_per_replica
+
+
+@line("Monthly GPU cost", "$/month", COST,
+      "GPUs for the forecast x price x 730 h.")
+def monthly_cost(price_per_gpu_hour, gpus_total):
+    return ledger.monthly_cost(price_per_gpu_hour, gpus_total)
+
+
+@line("Fits in memory", "1/0", FIT,
+      "1 when the peak KV per GPU fits the engine's KV budget (weights, activations and non-torch taken "
+      "out; a negative budget never fits).")
+def fits(kv_bytes_per_gpu, kv_cache_budget_bytes_per_gpu):
+    return ledger.fits(kv_bytes_per_gpu, kv_cache_budget_bytes_per_gpu)
+
+
+@line("KV holds the peak concurrency", "1/0", FIT,
+      "1 when the KV capacity holds the peak concurrency at full context.")
+def kv_fits(concurrency, max_concurrency):
+    return where(le(concurrency, max_concurrency), 1, 0)
+
+
+@line("TTFT meets target", "1/0", FIT,
+      "1 when the TTFT a service sees at its target QPS (open arrivals: the prompt's prefill + half a running step) "
+      "<= target; a benchmark's first wave (ttft_seconds) is not what the promise is about.")
+def ttft_ok(ttft_open_seconds, ttft_target):
+    return where(le(ttft_open_seconds, ttft_target), 1, 0)
+
+
+@line("TPOT meets target", "1/0", FIT,
+      "1 when expected TPOT <= target.")
+def tpot_ok(tpot_seconds, tpot_target):
+    return where(le(tpot_seconds, tpot_target), 1, 0)
+
+
+@line("Verdict", "code", FIT,
+      "0 does not fit (one sequence is over the engine's KV budget), 1 fits below the requested concurrency"
+      " (the rest queue), 2 fits but misses a target, 3 fits and meets the targets.")
+def verdict(fits, max_concurrency, ttft_ok, tpot_ok):
+    return verdict_rule.verdict(fits, max_concurrency, ttft_ok, tpot_ok)

@@ -1,0 +1,195 @@
+"""The plan's answer in sentences: one definition for `plan`'s first lines, the email body and the Summary sheet.
+
+Each sentence is written once with the :mod:`inference_ledger.core.expr` helpers over named quantities
+(plan inputs and lines, and the choice ids ``model_id``, ``gpu_id``, ``weight_dtype``, ``kv_dtype``,
+``engine_id``).  Called with numbers it returns the text (:func:`sentences_of`); called with
+:class:`~inference_ledger.core.expr.Sym` references it returns one Excel formula per sentence, so the
+workbook's Summary says the same words and stays live.  The numbers in words are rounded for a
+reader (GB to 0.1, milliseconds to 0.1, money to the unit or the cent, counts with separators).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional
+
+from inference_ledger.formulas import serving
+from inference_ledger.graph import verdict
+from inference_ledger.core.expr import and_, ceil, concat, eq, ge, text, where
+from inference_ledger.core.units import BYTES_PER_GB, MS_PER_S
+
+#: The choice ids a sentence names (the workbook's defined names of the dropdowns).
+CHOICE_NAMES = ("model_id", "gpu_id", "weight_dtype", "kv_dtype", "engine_id")
+
+
+class _Q:
+    """Attribute access over a mapping of quantities (numbers or Sym references)."""
+
+    def __init__(self, values: Mapping[str, Any]):
+        self._v = values
+
+    def __getattr__(self, name: str):
+        try:
+            return self._v[name]
+        except KeyError:
+            raise AttributeError(f"the summary needs {name!r}") from None
+
+
+def count(x):
+    return text(x, "#,##0")
+
+
+def gb(x):
+    return concat(text(x / BYTES_PER_GB, "#,##0.0"), " GB")
+
+
+def ms(x):
+    return concat(text(x * MS_PER_S, "#,##0.0"), " ms")
+
+
+def pct(x):
+    return text(x, "0%")
+
+
+def money(x, symbol: str, cents: bool = False):
+    return concat(symbol, text(x, "#,##0.00" if cents else "#,##0"))
+
+
+def seconds(x):
+    return concat(text(x, "#,##0.00"), " s")
+
+
+def _question(q, cur):
+    return concat(q.model_id, " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
+                  q.engine_id, "), ", count(q.gpus_per_replica), " GPUs per replica.")
+
+
+def _targets(q, cur):
+    return concat("Targets: ", text(q.target_qps, "#,##0.0"), " requests/s, TTFT under ", seconds(q.ttft_target),
+                  ", TPOT under ", ms(q.tpot_target), ".")
+
+
+def _verdict(q, cur):
+    return concat("Verdict: ", verdict.words(q.verdict), ".")
+
+
+def _memory(q, cur):
+    return concat("Memory per GPU: ", gb(q.total_bytes_per_gpu), " of ", gb(q.usable_bytes_per_gpu), " usable",
+                  where(ge(q.headroom_bytes_per_gpu, 0), concat(", ", gb(q.headroom_bytes_per_gpu), " to spare."),
+                        ": it does not fit."))
+
+
+def _fleet(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No fleet: one replica does not fit on this GPU.",
+                 concat("For the target QPS: ", count(q.gpus_for_qps), " GPUs (", count(q.replicas_for_qps),
+                        " replicas) in ", count(ceil(q.gpus_for_qps / q.gpus_per_server)), " servers, ",
+                        pct(q.qps_headroom), " QPS headroom."))
+
+
+def _cost(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No bill: the plan does not fit.",
+                 concat("Cost: ", money(q.monthly_cost_qps, cur), " per month on demand, ",
+                        money(q.cost_per_million_output_tokens, cur, True), " per million output tokens (",
+                        money(q.owned_cost_per_million_output_tokens, cur, True), " owned)."))
+
+
+def _band(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No range: the plan does not fit.",
+                 concat("Range: ", count(q.gpus_for_qps_low), " to ", count(q.gpus_for_qps_high), " GPUs, ",
+                        money(q.monthly_cost_qps_low, cur), " to ", money(q.monthly_cost_qps_high, cur),
+                        " per month (about 80% of new measurements should fall inside)."))
+
+
+def _own(q, cur):
+    return where(eq(q.owned_beats_rent, 1),
+                 concat("Owning is cheaper than renting at this utilization (break-even ",
+                        pct(q.breakeven_utilization), ", payback ", count(q.payback_months), " months)."),
+                 concat("Renting is cheaper than owning at this utilization (break-even ",
+                        pct(q.breakeven_utilization), ")."))
+
+
+def _ttft(q, cur):
+    # the target is checked on requests arriving one by one at the target QPS (ttft_ok); a benchmark's clients start
+    # together, so its mean TTFT (ttft_seconds, and its band) is the next sentence, never compared in its place
+    return concat("TTFT at the target QPS ", seconds(q.ttft_open_seconds), where(eq(q.ttft_ok, 1), " meets", " misses"),
+                  " the ", seconds(q.ttft_target), " target.")
+
+
+def _ttft_benchmark(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No benchmark TTFT: the plan does not fit.",
+                 concat("A benchmark at concurrency ", count(q.concurrency), " (clients start together) reports TTFT ",
+                        seconds(q.ttft_seconds), " (band ",
+                        seconds(q.ttft_seconds_low), " to ", seconds(q.ttft_seconds_high), ")."))
+
+
+def _tpot(q, cur):
+    return concat("TPOT ", ms(q.tpot_seconds), where(eq(q.tpot_ok, 1), " meets", " misses"), " the ",
+                  ms(q.tpot_target), " target.")
+
+
+def _band(q, cur):
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No band: the plan does not fit.",
+                 concat("Band (80% of measurements): TPOT ", ms(q.tpot_seconds_low), " to ", ms(q.tpot_seconds_high),
+                        ", monthly cost ", money(q.monthly_cost_qps_low, cur), " to ",
+                        money(q.monthly_cost_qps_high, cur), "."))
+
+
+def _limit(q, cur):
+    return concat("What limits a replica: ", serving.limit_words(q.binding_limit), ".")
+
+
+def _fails(q, cur):
+    return where(eq(q.fits * q.kv_fits * q.ttft_ok * q.tpot_ok, 1), "Nothing fails: memory, concurrency, TTFT, TPOT.",
+                 concat("Fails:", where(eq(q.fits, 0), " the KV cache is over the engine's budget.", ""),
+                        where(and_(eq(q.fits, 1), eq(q.kv_fits, 0)), " fewer sequences fit than asked.", ""),
+                        where(eq(q.ttft_ok, 0), " TTFT over target.", ""),
+                        where(eq(q.tpot_ok, 0), " TPOT over target.", "")))
+
+
+#: The sentences, in reading order: (key, label, definition(quantities, currency symbol)).
+SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
+    ("question", "The question", _question),
+    ("targets", "Targets", _targets),
+    ("verdict", "Does it fit", _verdict),
+    ("memory", "Memory per GPU", _memory),
+    ("fleet", "GPUs and servers", _fleet),
+    ("cost", "Monthly cost", _cost),
+    ("own", "Own or rent", _own),
+    ("ttft", "Time to first token", _ttft),
+    ("ttft_benchmark", "TTFT a benchmark reports", _ttft_benchmark),
+    ("tpot", "Time per output token", _tpot),
+    ("band", "How far to trust it", _band),
+    ("limit", "What limits it", _limit),
+    ("fails", "What fails", _fails),
+)
+
+
+def alternative(label, monthly_cost, symbol: str = "$"):
+    """The cheapest alternative that meets the targets (a scenario's label and monthly cost; "" when none does)."""
+    return where(eq(label, ""), "Alternatives: no scenario on the Scenarios sheet meets the targets.",
+                 concat("Cheapest scenario that meets the targets: ", label, ", ", money(monthly_cost, symbol),
+                        " per month."))
+
+
+def sentence(key: str, quantities: Mapping[str, Any], symbol: str = "$"):
+    """One sentence: its text for numbers, its Excel formula (a Sym) for Sym references."""
+    fn = {k: f for k, _, f in SENTENCES}[key]
+    return fn(_Q(quantities), symbol)
+
+
+def quantities(values: Mapping[str, Any], desc: Mapping[str, Optional[str]]) -> dict[str, Any]:
+    """A plan's evaluated values (inputs included) with the choice ids of ``Resolved.describe()``."""
+    ids = {"model_id": desc.get("model") or "the model given by its numbers",
+           "gpu_id": desc.get("gpu") or "the GPU given by its numbers",
+           "weight_dtype": desc.get("weight_dtype") or "checkpoint", "kv_dtype": desc.get("kv_dtype") or "bf16",
+           "engine_id": desc.get("engine") or ""}
+    return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in values.items()}, **ids}
+
+
+def sentences_of(quantities: Mapping[str, Any], symbol: str = "$") -> list[str]:
+    """Every sentence of the summary as text, in reading order."""
+    return [str(sentence(k, quantities, symbol)) for k, _, _ in SENTENCES]
+
+
+def summary_text(quantities: Mapping[str, Any], symbol: str = "$") -> str:
+    """The summary as a paragraph per sentence (what `plan` prints before its table and the email says)."""
+    return "\n".join(sentences_of(quantities, symbol))

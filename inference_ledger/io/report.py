@@ -1,0 +1,210 @@
+"""A plan as people read it (a table with human units) and as scripts read it (JSON).
+
+Both take the dict :func:`inference_ledger.graph.plan.evaluate` returns.  The table groups the lines by
+ledger (memory, compute, bandwidth, cost, fit) after the inputs, and prints bytes in GB
+(1e9) and GiB (2**30), both labelled, times in ms, FLOPs in TFLOP.  The JSON is flat,
+snake_case, in base units: every plan input and every plan line under its own name (a family of lines
+nested by candidate),
+1/0 lines as true/false, plus the catalog ids it was built from and a ``units`` map.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Optional
+
+from inference_ledger.catalogs import catalog
+from inference_ledger.graph import concurrency, verdict
+from inference_ledger.formulas import kernels, serving, step_lines
+from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
+from inference_ledger.core.units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
+
+LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
+INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance", "accuracy")
+TERA, MEGA = 1e12, 1e6
+KIB, MIB = 2**10, 2**20
+
+
+def unit_of(name: str) -> str:
+    q = LINE_BY_NAME.get(name) or INPUT_BY_NAME.get(name)
+    return q.unit if q is not None else ""
+
+
+def _num(v: Any) -> Optional[float]:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _json_value(name: str, v: Any, unit: Optional[str] = None) -> Any:
+    x = _num(v)
+    if x is None:
+        return None
+    if (unit_of(name) if unit is None else unit) == "1/0":
+        return bool(x)
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,
+              weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None,
+              engine: Optional[str] = None) -> dict[str, Any]:
+    """The stable JSON of a plan: base units, snake_case keys, every input and line.
+
+    ``fits`` and the other 1/0 lines are booleans; whole numbers are integers; a value
+    that cannot be computed (e.g. a division by zero throughput) is null.
+    """
+    out: dict[str, Any] = {"model": model, "gpu": gpu, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype,
+                           "engine": engine}
+    for q in (*INPUTS, *LINES):
+        if q.name in values:
+            out[q.name] = _json_value(q.name, values[q.name])
+    for fam in FAMILIES:   # nested by candidate: {"1": {"tp": 1, "fits": true, ...}, "2": {...}}
+        if fam.name in values:
+            units = {fam.param: unit_of(fam.param)} | {m.name: m.unit for m in fam.members}
+            out[fam.name] = {k: {m: _json_value(m, v, units[m]) for m, v in row.items()}
+                             for k, row in values[fam.name].items()}
+    if "verdict" in values:
+        out["verdict_words"] = verdict.words_of(values["verdict"])
+    if "concurrency_used" in values:   # the concurrency the plan runs at, and which limit chose it
+        out["concurrency_used"] = _json_value("concurrency", values["concurrency_used"])
+        out["concurrency_reason"] = _json_value("concurrency_reason", values["concurrency_reason"])
+        out["concurrency_reason_words"] = concurrency.reason_words(values["concurrency_reason"])
+    if "binding_limit" in values:
+        out["binding_limit_words"] = serving.limit_words(values["binding_limit"])
+        out["batching_words"] = serving.batching_word(values["batching"])
+    if "tpot_seconds" in values and "kernel_tables" in values:
+        out.update(step_ops(values, model=model, gpu=gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            engine=engine))
+    out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
+    out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
+                     for f in FAMILIES if f.name in values}
+    return out
+
+
+def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,
+             weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None,
+             engine: Optional[str] = None) -> dict[str, Any]:
+    """``kernel_source`` and the per-operation times of one decode step and one prefill, each with its source:
+    {"decode_ops": {operation: {"seconds": ..., "source": ...}}, "prefill_ops": {...}}."""
+    measured = int(_num(values["kernel_tables"]) or 0) == 1
+    sources: dict[str, str] = {}
+    if measured and gpu:
+        try:
+            heads = catalog.get_model(model).num_attention_heads if model else None
+        except (KeyError, ValueError, LookupError):
+            heads = None
+        _, sources = kernels.plan_kernel_inputs(values, gpu, engine or "vllm", heads, weight_dtype,
+                                                kv_dtype or "bf16")
+    fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
+             "parallel": "EP all-to-all and PP hand-offs (inference_ledger/formulas/parallel.py)",
+             "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
+                              "(Sarathi-Serve, arXiv:2403.02310)"}
+    op_source = {"attention": "decode_attention", "linear": "qkv"}
+
+    def ops(table: Mapping[str, str], common: Mapping[str, str], prefill: bool) -> dict[str, Any]:
+        out = {}
+        for op, name in {**table, **common}.items():
+            if name not in values:
+                continue
+            if op in fixed:
+                src = fixed[op]
+            elif not measured:
+                src = f"{kernels.FALLBACK}: bytes / (HBM bandwidth x efficiency), FLOPs / (peak x efficiency) " \
+                      "(data/efficiencies.csv)"
+            else:
+                key = "prefill_attention" if (prefill and op == "attention") else op_source.get(op, op)
+                src = sources.get(key, kernels.MEASURED)
+            out[op] = {"seconds": _json_value(name, values[name]), "source": src}
+        return out
+
+    return {"kernel_source": kernels.MEASURED if measured else kernels.FALLBACK,
+            "decode_ops": ops(step_lines.DECODE_OPS if measured else step_lines.DECODE_OPS_ROOFLINE,
+                              step_lines.DECODE_OPS_COMMON, False),
+            "prefill_ops": ops(step_lines.PREFILL_OPS if measured else step_lines.PREFILL_OPS_ROOFLINE,
+                               step_lines.PREFILL_OPS_COMMON, True)}
+
+
+def _money(x: float) -> str:
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}" if abs(x) >= 1 else f"${x:.4g}"
+
+
+def human(v: Any, unit: str) -> str:
+    """One value in human units, labelled (GB = 1e9 B and GiB = 2**30 B side by side)."""
+    x = _num(v)
+    if x is None:
+        return "n/a"
+    if unit == "B":
+        if abs(x) < MEGA:
+            return f"{x:,.0f} B"
+        if abs(x) < BYTES_PER_GB:
+            return f"{x / MEGA:,.1f} MB ({x / MIB:,.1f} MiB)"
+        return f"{x / BYTES_PER_GB:,.2f} GB ({x / BYTES_PER_GIB:,.2f} GiB)"
+    if unit == "B/token":
+        return f"{x:,.0f} B/token ({x / KIB:,.1f} KiB)"
+    if unit == "B/param":
+        return f"{x:g} B/param"
+    if unit == "B/s":
+        return f"{x / TERA:,.3g} TB/s"
+    if unit == "FLOP":
+        return f"{x / TERA:,.2f} TFLOP"
+    if unit == "FLOP/s":
+        return f"{x / TERA:,.1f} TFLOP/s (dense)"
+    if unit == "s":
+        return f"{x * MS_PER_S:,.2f} ms" if abs(x) < 1 else f"{x:,.3f} s"
+    if unit == "1/0":
+        return "yes" if x else "NO"
+    if unit == "fraction":
+        return f"{x * 100:.1f}%"
+    if unit.startswith("fraction/"):  # a rate: 8.0%/year, 5.0%/month
+        return f"{x * 100:.1f}%/{unit.split('/', 1)[1]}"
+    if unit.startswith("$/"):
+        return f"{_money(x)}/{unit[2:]}"
+    if unit == "params":
+        return f"{x:,.0f} ({x / 1e9:,.2f} billion)"
+    number = f"{x:,.0f}" if x.is_integer() else f"{x:,.2f}"
+    return f"{number} {unit}".rstrip()
+
+
+def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool = True) -> str:
+    """The plan as text: inputs by group, then the ledgers (finance last), one labelled line each."""
+    rows: list[tuple[str, str, str]] = []  # (label, value, json key); label '' + value = section title
+
+    def section(name: str) -> None:
+        rows.append(("", name, ""))
+
+    if show_inputs:
+        for group in INPUT_GROUPS:
+            items = [i for i in INPUTS if i.group == group and i.name in values]
+            if items:
+                section(f"inputs: {group}")
+                rows.extend((i.label, human(values[i.name], i.unit), i.name) for i in items)
+    if "concurrency_used" in values:
+        section("concurrency the plan runs at")
+        rows.append(("Concurrency used", human(values["concurrency_used"], "sequences"), "concurrency_used"))
+        rows.append(("Chosen by", concurrency.reason_words(values["concurrency_reason"]), "concurrency_reason_words"))
+    for ledger in LEDGERS:
+        items = [l for l in LINES if l.ledger == ledger and l.name in values]
+        if items:
+            section(f"{ledger} ledger")
+            rows.extend((l.label, human(values[l.name], l.unit), l.name) for l in items)
+    for fam in FAMILIES:   # one row per member at each candidate
+        if fam.name in values:
+            section(f"{fam.label[0].lower()}{fam.label[1:]} ({fam.name})")
+            for k, row in values[fam.name].items():
+                rows.extend((f"{m.label} at {fam.param.upper()} {k}", human(row[m.name], m.unit),
+                             fam.flat_name(k, m.name)) for m in fam.members)
+    lw = max(len(r[0]) for r in rows if r[0])
+    vw = max(len(r[1]) for r in rows if r[0])
+    lines = [title, "=" * len(title)] if title else []
+    for label, value, key in rows:
+        if not label:
+            lines.append(f"\n[{value}]")
+        else:
+            lines.append(f"  {label:<{lw}}  {value:>{vw}}  {key}")
+    if any(l.ledger == "accuracy" and l.name in values for l in LINES):
+        lines.append("\nBands (accuracy ledger): about 80% of new measurements should fall inside low-high "
+                     "(docs/accuracy.md).")
+    lines.append("\nGB = 1e9 bytes, GiB = 2^30 bytes; FLOP/s are dense; the right column is the --json key.")
+    return "\n".join(lines).lstrip("\n")
