@@ -34,7 +34,7 @@ MODULES = ("inference_ledger/graph/plan_lines.py", "inference_ledger/formulas/se
            "inference_ledger/formulas/finance.py")
 TESTS = ("tests/test_seed.py", "tests/test_plan.py", "tests/test_whatif.py", "tests/test_cli_plan.py",
          "tests/test_excel_plan.py", "tests/test_ledger_hand.py", "tests/test_fidelity.py", "tests/test_engines.py",
-         "tests/test_finance.py", "tests/test_properties.py", "tests/test_plan_structure.py", "tests/test_serving.py",
+         "tests/test_finance.py", "tests/test_ledger_properties.py", "tests/test_plan_structure.py", "tests/test_serving.py",
          "tests/test_parallel.py", "tests/test_deployments.py", "tests/test_disaggregated.py", "tests/test_validate.py",
          "tests/test_plan_lines_hand.py", "tests/test_serving_hand.py")
 #: Plans a mutant is evaluated on first: one that changes none of their numbers (a product's factors swapped, a

@@ -17,4 +17,5 @@ if ! command -v soffice >/dev/null 2>&1 || ! command -v pdftoppm >/dev/null 2>&1
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
-exec python3 -m pytest "$@"
+# every property test at its full example count (the fast loop, plain pytest, tries fewer: tests/examples.py)
+IL_EXAMPLES=all exec python3 -m pytest "$@"

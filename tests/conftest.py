@@ -9,6 +9,10 @@ otherwise (``openpyxl.xml.LXML``, decided at import).  The suite runs with lxml 
 dependency); ``IL_XML_BACKEND=stdlib`` hides lxml before anything imports openpyxl, and
 tests/test_xml_backends.py builds workbooks that way in a subprocess and checks that both
 backends write the same bytes, so both are exercised by every run.
+
+The costly pure steps run once per session and are shared read-only: ``workbooks`` (a built workbook per option
+set), ``cached_renders`` (in-process builds, e.g. through the CLI, reuse a render of the same options:
+tests/renders.py) and ``accuracy_study`` / ``shared_study`` (the leave-one-source-out study of the shipped rows).
 """
 
 from __future__ import annotations
@@ -95,3 +99,60 @@ def pytest_runtest_call(item):
         return (yield)
     with _office_refused(item):
         return (yield)
+
+
+@pytest.fixture
+def cached_renders():
+    """Builds in this test (in process: build_workbook, or the CLI's build and email) share the session's renders."""
+    from renders import memoised_renders
+
+    with memoised_renders():
+        yield
+
+
+@pytest.fixture(scope="session")
+def workbooks(tmp_path_factory):
+    """``workbooks(name=".xlsx", **options) -> (path, values)``: a workbook built once per session (SOURCE_DATE_EPOCH
+    unset: dated by the catalogs, as templates/ are) and shared read-only (the file is made read-only; values are a
+    copy).  A name ending in .xltx builds the template."""
+    from renders import memoised_renders
+    from inference_ledger.workbook.build import build_workbook
+
+    folder = tmp_path_factory.mktemp("workbooks")
+    built: dict = {}
+
+    def get(name: str = ".xlsx", **options):
+        key = (name, tuple(sorted(options.items())))
+        if key not in built:
+            path = folder / f"{len(built)}{name}"
+            with pytest.MonkeyPatch.context() as mp, memoised_renders():
+                mp.delenv("SOURCE_DATE_EPOCH", raising=False)
+                path, values = build_workbook(path, **options)
+            path.chmod(0o444)
+            built[key] = (path, values)
+        path, values = built[key]
+        return path, dict(values)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def accuracy_study():
+    """The leave-one-source-out study of the shipped load rows (every parameter), fitted once per session."""
+    from inference_ledger.validation import accuracy
+
+    return accuracy.study()
+
+
+@pytest.fixture
+def shared_study(accuracy_study, monkeypatch):
+    """In this test ``accuracy.study()`` of the shipped rows and parameters (what `validate` runs) is the session's
+    study (a pure function of the shipped data files); other rows or parameters fit afresh."""
+    from inference_ledger.validation import accuracy
+
+    real = accuracy.study
+
+    def study(rows=None, params=None):
+        return accuracy_study if rows is None and params is None else real(rows, params)
+
+    monkeypatch.setattr(accuracy, "study", study)

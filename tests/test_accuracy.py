@@ -30,17 +30,43 @@ BAND_KEYS = ("tokens_per_second_low", "tokens_per_second_high", "tpot_seconds_lo
 
 
 @pytest.fixture(scope="module")
-def study():
-    return accuracy.study()
+def study(accuracy_study):
+    return accuracy_study
 
 
-def _percentile(xs, q):
-    """The q-th percentile by hand: linear interpolation between order statistics at rank q/100 x (n - 1)."""
-    s = sorted(xs)
-    rank = q / 100 * (len(s) - 1)
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (rank - lo) * (s[hi] - s[lo])
+def _percentile(pairs, q):
+    """The q-th percentile of (value, source) pairs by hand, each source weighing the same: sort, give each value
+    weight 1 / (its source's count), place it at the middle of its weight on the cumulative scale, interpolate
+    linearly between neighbours, flat beyond the first and last."""
+    count = {}
+    for _, src in pairs:
+        count[src] = count.get(src, 0) + 1
+    items = sorted((v, 1 / count[src]) for v, src in pairs)
+    total = sum(w for _, w in items)
+    pos, acc = [], 0.0
+    for _, w in items:
+        pos.append((acc + w / 2) / total)
+        acc += w
+    x = q / 100
+    if x <= pos[0]:
+        return items[0][0]
+    for k in range(1, len(items)):
+        if x <= pos[k]:
+            t = (x - pos[k - 1]) / (pos[k] - pos[k - 1])
+            return items[k - 1][0] + t * (items[k][0] - items[k - 1][0])
+    return items[-1][0]
+
+
+def test_the_band_percentile_with_equal_weights_is_hazens():
+    """One source, ten values: each weighs the same, so the percentile is numpy's 'hazen' (position (i - 1/2) / n)."""
+    xs = [3.0, 1.0, 4.0, 1.5, 9.0, 2.6, 5.0, 3.5, 8.0, 7.0]
+    for q in (5, 10, 50, 90, 97):
+        assert accuracy_report.weighted_percentile(xs, [1] * 10, q) == pytest.approx(
+            float(np.percentile(xs, q, method="hazen")))
+    # two sources, nine figures at 1 (weight 1/9 each) and one at 10 (weight 1): the last 1 sits at (1 - 1/18) / 2 =
+    # 0.4722 of the cumulative weight, the 10 at 1.5 / 2 = 0.75, so the median is 1 + 9 x (0.5 - 0.4722) / 0.2778 =
+    # 1.9 (unweighted it would be 1: the large source alone)
+    assert accuracy_report.weighted_percentile([1.0] * 9 + [10.0], [1 / 9] * 9 + [1.0], 50) == pytest.approx(1.9)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -51,11 +77,12 @@ def _percentile(xs, q):
 def test_one_segments_band_recomputed_by_hand_from_its_held_out_ratios():
     """TensorRT-LLM x NVIDIA x dense, output tokens/s: every row of that segment read from the CSV's own cells,
     predicted one row at a time through the resolver (not the vectorised study), measured / predicted sorted, the
-    10th and 90th percentiles interpolated by hand: the shipped band table holds those numbers."""
+    10th and 90th percentiles interpolated by hand with each source weighing the same: the shipped band table holds
+    those numbers."""
     assert not accuracy.PLAN_USES_FIT  # the plan runs its defaults, so its held-out prediction is the plain plan's
     with MEASURED_LOAD_CSV.open(encoding="utf-8", newline="") as fh:
         raw = {r["id"]: r for r in csv.DictReader(ln for ln in fh if not ln.startswith("#"))}
-    ratios = []
+    ratios = []   # (measured / predicted, source)
     for row in load_measured_load():
         if not row.engine_id.startswith("trtllm") or catalog.get_gpu(row.gpu_id).vendor != "NVIDIA" \
                 or (catalog.get_model(row.model_id).num_experts or 0) > 0:
@@ -66,11 +93,11 @@ def test_one_segments_band_recomputed_by_hand_from_its_held_out_ratios():
         measured = float(cells["output_tok_s"]) * (int(cells["gpus"]) if cells["output_tok_s_basis"] == "per_gpu" else 1)
         v = load_fidelity.row_values(row)
         predicted = float(v["tokens_per_second"]) * int(cells["gpus"]) / int(cells["tp"])
-        ratios.append(measured / predicted)
-    assert len(ratios) >= bands.MIN_BAND_ROWS
+        ratios.append((measured / predicted, cells["source_group"]))
+    assert len(ratios) >= bands.MIN_BAND_ROWS and len({s for _, s in ratios}) >= bands.MIN_BAND_SOURCES
     shipped = {(b.key, b.metric): b for b in bands.load_bands()}
     b = shipped[(("trtllm", "NVIDIA", "dense"), "output_tok_s")]
-    assert b.n == len(ratios)
+    assert b.n == len(ratios) and b.sources == len({s for _, s in ratios})
     assert b.low == pytest.approx(_percentile(ratios, 10), abs=6e-5)     # the file keeps 4 decimals
     assert b.high == pytest.approx(_percentile(ratios, 90), abs=6e-5)
     assert b.median == pytest.approx(_percentile(ratios, 50), abs=6e-5)
@@ -166,24 +193,39 @@ def _fig(engine, vendor, arch, ratio, source="s"):
 
 
 def test_a_thin_segment_falls_back_to_its_parent():
-    """20 dense and 5 MoE TensorRT-LLM figures on NVIDIA: the MoE segment and its dense/MoE parent are thinner than
-    MIN_BAND_ROWS, so a TensorRT-LLM MoE plan takes the NVIDIA band over all 25 (ratios 1..25: 10th percentile at
-    rank 2.4 -> 3.4, 90th at rank 21.6 -> 22.6); a dense one keeps its own (ratios 1..20: 2.9 and 18.1)."""
-    assert bands.MIN_BAND_ROWS == 12
-    figs = [_fig("trtllm", "NVIDIA", "dense", k) for k in range(1, 21)] + \
-           [_fig("trtllm", "NVIDIA", "moe", k) for k in range(21, 26)]
+    """20 dense TensorRT-LLM figures on NVIDIA from two sources (odd ratios from a, even from b) and 5 MoE ones from a:
+    the MoE segment and its dense/MoE parent are thinner than MIN_BAND_ROWS, so a TensorRT-LLM MoE plan takes the
+    NVIDIA band over all 25; a dense one keeps its own: 1..20 with both sources weighing the same is the Hazen
+    percentile, position (i - 1/2) / 20: the 10th at i = 2.5, the 90th at i = 18.5."""
+    assert bands.MIN_BAND_ROWS == 12 and bands.MIN_BAND_SOURCES == 2
+    figs = [_fig("trtllm", "NVIDIA", "dense", k, "a" if k % 2 else "b") for k in range(1, 21)] + \
+           [_fig("trtllm", "NVIDIA", "moe", k, "a") for k in range(21, 26)]
     table = accuracy_report.bands(figs)
     keys = {b.key for b in table}
     assert ("trtllm", "NVIDIA", "moe") not in keys and ("*", "NVIDIA", "moe") not in keys
     moe = bands.pick(table, "output_tok_s", {"engine_family": "trtllm", "gpu_vendor": "NVIDIA", "architecture": "moe"})
-    assert moe.key == ("*", "NVIDIA", "*") and moe.n == 25
-    assert (moe.low, moe.high) == pytest.approx((3.4, 22.6))
+    assert moe.key == ("*", "NVIDIA", "*") and moe.n == 25 and moe.sources == 2
+    pairs = [(f.ratio, f.source) for f in figs]
+    assert (moe.low, moe.high) == pytest.approx((_percentile(pairs, 10), _percentile(pairs, 90)))
     dense = bands.pick(table, "output_tok_s", {"engine_family": "trtllm", "gpu_vendor": "NVIDIA",
                                                "architecture": "dense"})
-    assert dense.key == ("trtllm", "NVIDIA", "dense") and (dense.low, dense.high) == pytest.approx((2.9, 18.1))
+    assert dense.key == ("trtllm", "NVIDIA", "dense") and (dense.low, dense.high) == pytest.approx((2.5, 18.5))
     # a vendor with no figures at all: the all-rows band (always listed, whatever its count)
     amd = bands.pick(table, "output_tok_s", {"engine_family": "vllm", "gpu_vendor": "AMD", "architecture": "dense"})
     assert amd.key == ("*", "*", "*") and amd.n == 25
+
+
+def test_a_segment_seen_by_one_source_only_takes_its_parents_band():
+    """30 vLLM dense figures, all from one source, and 12 TensorRT-LLM dense ones from two others: the vLLM segment is
+    large but says nothing about a second source (one harness, one bias), so it takes the NVIDIA dense band."""
+    figs = [_fig("vllm", "NVIDIA", "dense", 2.0, "one") for _ in range(30)] + \
+           [_fig("trtllm", "NVIDIA", "dense", 1.0, "x" if k % 2 else "y") for k in range(12)]
+    table = accuracy_report.bands(figs)
+    assert ("vllm", "NVIDIA", "dense") not in {b.key for b in table}
+    b = bands.pick(table, "output_tok_s", {"engine_family": "vllm", "gpu_vendor": "NVIDIA", "architecture": "dense"})
+    assert b.key == ("*", "NVIDIA", "dense") and b.sources == 3
+    # each source weighs a third: 'one' at 2.0 holds the top third, so the median is 1.0 and the 90th percentile 2.0
+    assert (b.median, b.high) == pytest.approx((1.0, 2.0))
 
 
 def test_coverage_draws_each_sources_band_from_the_other_sources():

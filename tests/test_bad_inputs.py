@@ -28,6 +28,7 @@ from inference_ledger.graph import resolve
 from inference_ledger.core.args import LedgerInputError
 from udfs import _xl, excel
 
+from renders import memoised_renders
 from test_cli_rules import assert_one_line, cli
 
 import inference_ledger
@@ -128,17 +129,37 @@ def test_a_folder_as_input_names_it(tmp_path):
 # --- OS errors while writing: one line naming the path, exit 1, target untouched ----------------------------
 
 
-def test_W16_file_size_limit_is_one_line_and_keeps_the_target(tmp_path):
+def _forked(fn):
+    """``fn()`` in a forked child of this process (its modules and the session's renders loaded): its JSON result."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (child)
+        try:
+            os.close(r)
+            os.write(w, json.dumps(fn()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(got or "null")
+
+
+def test_W16_file_size_limit_is_one_line_and_keeps_the_target(tmp_path, workbooks):
     keep = tmp_path / "keep.xlsx"
     keep.write_bytes(b"the user's old workbook")
     before = md5(keep)
+    workbooks()   # the default workbook's render, which the child below reuses
 
-    def limit():
+    def limited_build():
         resource.setrlimit(resource.RLIMIT_FSIZE, (100 * 512, resource.RLIM_INFINITY))   # ulimit -f 100
+        with memoised_renders():
+            return cli("build", "-o", str(keep))
 
-    r = il("build", "-o", keep, "--model", "llama-3.1-8b", "--gpu", "l40s", "--tp", "1", preexec_fn=limit)
-    assert r.returncode == 1, r.stderr
-    assert_one_line(r.stderr, f"cannot write {keep}", "file too large")
+    code, _, err = _forked(limited_build)   # a child process: the limit stays out of this one
+    assert code == 1, err
+    assert_one_line(err, f"cannot write {keep}", "file too large")
     assert md5(keep) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.xlsx"]
 
@@ -294,7 +315,7 @@ def test_E24_bad_sender_echoed_whole(tmp_path):
             "--to: 'bad to' is not an email address")
 
 
-def test_E29_email_without_output_never_replaces_an_earlier_workbook(tmp_path):
+def test_E29_email_without_output_never_replaces_an_earlier_workbook(tmp_path, cached_renders):
     code, out, err = cli(*MAIL, "--eml", tmp_path / "tp4.eml")
     assert code == 0, err
     (first,) = tmp_path.glob("*.xlsx")

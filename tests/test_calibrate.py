@@ -119,7 +119,11 @@ def test_calibrate_reports_fit_defaults_residuals_outliers_and_leave_one_out(tmp
     lines = {Path(ln.split(":")[0].strip()).parent.name: ln for ln in out.splitlines() if "profile_export_aiperf" in ln}
     assert set(lines) == {f"c{c}" for c in SWEEP}
     assert all("left out:" in ln for ln in lines.values())
-    assert "OUTLIER" in lines["c5"] and "OUTLIER" not in lines["c150"]
+    # the benchmark's clients arrive in lockstep groups, so c5's TTFT is the group's prefill (it was 29% low when
+    # priced as one lone prompt, and flagged): every concurrency's TTFT is now within 20% left out; the flag still
+    # marks a point beyond 3 median absolute deviations of the others (c50's +18% TTFT among errors of a few %)
+    assert "OUTLIER" not in lines["c5"] and "OUTLIER" not in lines["c150"]
+    assert any("OUTLIER" in ln for ln in lines.values())
     text = out_csv.read_text()
     assert text.startswith("# Calibration profile")
     assert "# date: " in text and text.count("# source: ") == 7 and text.count("# measured: ") == 7

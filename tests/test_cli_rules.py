@@ -35,6 +35,12 @@ def _scratch_cwd(tmp_path_factory, monkeypatch):
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
+@pytest.fixture(autouse=True)
+def _shared_renders(cached_renders):
+    """These tests are of the commands around the workbook (writer policy, exit codes, one-line errors): a workbook
+    of the same options is rendered once per session (tests/renders.py)."""
+
+
 def cli(*argv: str) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of the real entry point, in process."""
     out, err = io.StringIO(), io.StringIO()

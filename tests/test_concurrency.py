@@ -168,10 +168,8 @@ def _edited(path, tmp_path, tag, **cells):
 
 
 @pytest.fixture(scope="module")
-def workbook_built(tmp_path_factory):
-    from inference_ledger.workbook.build import build_workbook
-
-    return build_workbook(tmp_path_factory.mktemp("auto") / "auto.xlsx")
+def workbook_built(workbooks):
+    return workbooks()
 
 
 @pytest.mark.libreoffice

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import email
+import functools
 import email.policy
 import io
 import os
@@ -28,6 +29,9 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
 from inference_ledger.io import mail
+
+from renders import memoised_renders
+from test_cli_rules import cli as run_cli
 
 PASSWORD = "s3cret-Pa55word-9f2c"
 USER = "planner"
@@ -179,14 +183,26 @@ TODAY = __import__("datetime").date.today().isoformat()
 NAME = f"llama-3.1-70b_h100-sxm_{TODAY}.xlsx"
 
 
-def cli(*args, cwd, password=None, env=None):
-    """`inference-ledger email ...` in a child process; the password only ever in its environment."""
+def cli(*args, cwd, password=None, env=None, process=False):
+    """`inference-ledger email ...`: the password only ever in its environment.  In process (from ``cwd``, with that
+    environment; the workbook of these options is rendered once per session), or in a child process with
+    ``process=True``."""
     child = {k: v for k, v in os.environ.items() if k not in (mail.PASSWORD_ENV, "SSL_CERT_FILE")}
     if password:
         child[mail.PASSWORD_ENV] = password
     child.update(env or {})
-    return subprocess.run([sys.executable, "-m", "inference_ledger", "email", *args], cwd=cwd, env=child,
-                          capture_output=True, text=True, timeout=300)
+    if process:
+        return subprocess.run([sys.executable, "-m", "inference_ledger", "email", *args], cwd=cwd, env=child,
+                              capture_output=True, text=True, timeout=300)
+    with pytest.MonkeyPatch.context() as mp, memoised_renders():
+        for k in (mail.PASSWORD_ENV, "SSL_CERT_FILE"):
+            mp.delenv(k, raising=False)
+        for k, v in child.items():
+            if os.environ.get(k) != v:
+                mp.setenv(k, v)
+        mp.chdir(cwd)
+        code, out, err = run_cli("email", *args)
+    return subprocess.CompletedProcess(["email", *args], code, out, err)
 
 
 def no_password(r, raw: bytes = b""):
@@ -215,11 +231,10 @@ def named(wb, name):
     return wb[sheet][ref.replace("$", "")]
 
 
-def check_message(raw: bytes):
-    """The attachment is the .xlsx with cached values; the body states the verdict those values give."""
-    msg, att = parse(raw)
-    assert att.get_content_type() == XLSX and att.get_filename() == NAME
-    data = att.get_content()
+@functools.lru_cache(maxsize=None)
+def attached_plan(data: bytes) -> dict:
+    """The attached workbook's plan: every formula has its cached value, tpot_seconds is live (a pure function of
+    the bytes: each distinct attachment is read once)."""
     formulas = openpyxl.load_workbook(io.BytesIO(data))
     cached = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
     # every <f> carries a <v>: openpyxl reads an empty-text cached value as None, so read the XML
@@ -237,6 +252,14 @@ def check_message(raw: bytes):
     assert str(named(formulas, "tpot_seconds").value).startswith("=")  # a live formula ...
     assert isinstance(v["tpot_seconds"], float) and 0 < v["tpot_seconds"] < 1  # ... with its cached number
     assert (v["model_id"], v["gpu_id"], v["gpus_per_replica"]) == ("llama-3.1-70b", "h100-sxm", 4)
+    return v
+
+
+def check_message(raw: bytes):
+    """The attachment is the .xlsx with cached values; the body states the verdict those values give."""
+    msg, att = parse(raw)
+    assert att.get_content_type() == XLSX and att.get_filename() == NAME
+    v = attached_plan(att.get_content())
     text = msg.get_body(("plain",)).get_content()
     html = re.sub(r"<[^>]+>", " ", msg.get_body(("html",)).get_content())  # the words a reader sees
     for body in (text, html):
@@ -403,7 +426,7 @@ def test_failure_is_one_line_and_keeps_the_workbook(case, tmp_path, ca):
 def test_usage_errors_come_before_any_work(args, password, error, tmp_path):
     smtp = ["--smtp", "127.0.0.1:1"] if args else []  # nothing listens there, and nothing may connect
     r = cli("--to", "cfo@example.com", "--from", "planner@example.com", *smtp, *args, *PLAN,
-            cwd=tmp_path, password=password)
+            cwd=tmp_path, password=password, process="--password" in args)   # one in a real process
     assert r.returncode == 2
     (line,) = r.stderr.splitlines()
     assert error in line and PASSWORD not in line

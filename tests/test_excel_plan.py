@@ -26,6 +26,8 @@ from inference_ledger.graph import plan, resolve
 from udfs import excel
 from inference_ledger.workbook import sweep
 
+from test_cli_rules import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Excel argument -> the plan quantity it is (a name, or a function of the plan's values); same name otherwise.
@@ -87,10 +89,9 @@ def test_excel_function_equals_its_plan_line_on_every_catalog_model(fn):
 @pytest.mark.parametrize("model,gpu,tp", [("llama-3.1-70b", "h100-sxm", 4), ("deepseek-v3", "h200", 8),
                                           ("gemma-2-27b", "l40s", 2)])
 def test_plan_returns_every_plan_json_key(model, gpu, tp):
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", model, "--gpu", gpu,
-                          "--tp", str(tp), "--json"], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
+    code, out, err = cli("plan", "--model", model, "--gpu", gpu, "--tp", tp, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
     # the unit of each key: its own map, shown beside every line; decode_ops / prefill_ops: per-operation objects
     # whose seconds are lines of their own (decode_qkv_seconds, ...), which PLAN returns like any other
     keys = [k for k in doc if k != "units" and not isinstance(doc[k], dict)]
@@ -153,10 +154,10 @@ def test_one_verdict_everywhere(tmp_path):
     v = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="vllm-0.9",
                                       numbers={"tp": 2, "concurrency": 16}).inputs)
     assert v["verdict"] == 0 and v["max_concurrency"] == 0     # not one sequence fits beside 70.6 GB of weights
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "llama-3.1-70b", "--gpu",
-                          "h100-sxm", "--tp", "2", "--concurrency", "16", "--engine", "vllm-0.9", "--json"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert json.loads(out.stdout)["verdict_words"] == "does not fit"
+    code, out, err = cli("plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--concurrency", "16",
+                         "--engine", "vllm-0.9", "--json")
+    assert code == 0, err
+    assert json.loads(out)["verdict_words"] == "does not fit"
     table = sweep.build_sweep(sweep.SweepSpec(model=["llama-3.1-70b"], gpu=["h100-sxm"], tp=[2], context=[1536],
                                               concurrency=[16], engine="vllm-0.9"))
     rows = list(csv.DictReader(sweep.write(table, tmp_path / "s.csv").open()))

@@ -20,9 +20,11 @@ from openpyxl import load_workbook
 from inference_ledger.catalogs import catalog
 from inference_ledger.formulas import finance
 from inference_ledger.graph import plan
-from inference_ledger.workbook.build import build_workbook, check_rows, make_context
+from inference_ledger.workbook.build import check_rows, make_context
 from inference_ledger.workbook.context import xname
 from inference_ledger.workbook.recalc import recalculate
+
+from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -77,10 +79,10 @@ def test_break_even_means_equal_cost_per_used_hour():
 
 
 def test_plan_json_has_the_finance_keys():
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", "--model", "llama-3.1-70b",
-                          "--gpu", "h100-sxm", "--electricity-price", "0.10", "--pue", "1.3", "--support-fraction",
-                          "0.1", "--utilization", "0.6"], capture_output=True, text=True, check=True, cwd=ROOT)
-    d = json.loads(out.stdout)
+    code, out, err = cli("plan", "--json", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--electricity-price", "0.10",
+                         "--pue", "1.3", "--support-fraction", "0.1", "--utilization", "0.6")
+    assert code == 0, err
+    d = json.loads(out)
     for key in ("owned_cost_per_gpu_hour", "owned_cost_per_million_output_tokens", "breakeven_utilization",
                 "reserved_1y_cost_per_gpu_hour", "reserved_3y_cost_per_gpu_hour", "spot_price_per_gpu_hour",
                 "payback_months", "best_cost_per_million_output_tokens"):
@@ -117,9 +119,8 @@ def test_an_estimated_price_is_flagged_on_the_checks_sheet():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    path, values = build_workbook(tmp_path_factory.mktemp("fin") / "ledger.xlsx")
-    return path, values
+def built(workbooks):
+    return workbooks()
 
 
 def _cell(wb, name):

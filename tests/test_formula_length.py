@@ -9,7 +9,6 @@ from __future__ import annotations
 from openpyxl import load_workbook
 
 from inference_ledger.workbook import sweep
-from inference_ledger.workbook.build import build_workbook
 
 MAX_FORMULA = 300
 
@@ -29,8 +28,8 @@ def _check(path):
     assert long[0][0] <= MAX_FORMULA, long[:3]
 
 
-def test_every_formula_of_the_default_workbook_is_short(tmp_path):
-    path, _ = build_workbook(tmp_path / "plan.xlsx")
+def test_every_formula_of_the_default_workbook_is_short(workbooks):
+    path, _ = workbooks()
     _check(path)
 
 

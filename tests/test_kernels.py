@@ -9,14 +9,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from inference_ledger.formulas import kernels
 from inference_ledger.graph import plan, resolve
+
+from test_cli_rules import cli
 
 DATA = Path(kernels.__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
@@ -186,8 +186,8 @@ def test_a_gpu_without_tables_falls_back_to_the_roofline_and_says_so():
 
 @pytest.mark.parametrize("gpu, source", [("h200", "measured tables"), ("mi300x", "roofline fallback")])
 def test_plan_json_has_the_operations_and_their_sources(gpu, source):
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "llama-3.1-8b", "--gpu", gpu,
-                          "--tp", "1", "--json"], capture_output=True, text=True, check=True).stdout
+    code, out, err = cli("plan", "--model", "llama-3.1-8b", "--gpu", gpu, "--tp", "1", "--json")
+    assert code == 0, err
     d = json.loads(out)
     assert d["kernel_source"] == source
     assert d["decode_ops"] and d["prefill_ops"]

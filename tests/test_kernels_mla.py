@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from inference_ledger.formulas import kernel_tables, kernels, kernels_fused
 from inference_ledger.graph import plan, resolve
+
+from test_cli_rules import cli
 
 DATA = Path(kernels.__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
@@ -87,9 +87,8 @@ def test_one_mla_decode_step_by_hand_from_the_tables():
 
 @pytest.mark.parametrize("gpu", ["h200", "h100-sxm"])
 def test_deepseek_no_longer_falls_back_to_the_roofline_where_the_tables_are(gpu):
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "deepseek-r1", "--gpu", gpu,
-                          "--tp", "8", "--engine", "sglang", "--json"], capture_output=True, text=True,
-                         check=True).stdout
+    code, out, err = cli("plan", "--model", "deepseek-r1", "--gpu", gpu, "--tp", "8", "--engine", "sglang", "--json")
+    assert code == 0, err
     d = json.loads(out)
     assert d["kernel_source"] == "measured tables"
     assert "/mla_generation_module_perf" in d["decode_ops"]["qkv"]["source"]

@@ -10,14 +10,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from inference_ledger.formulas import kernels, kernels_fused, step_lines
 from inference_ledger.graph import plan, resolve
+
+from test_cli_rules import cli
 
 DATA = Path(kernels.__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
@@ -133,9 +133,9 @@ def test_a_moe_shape_without_a_table_keeps_the_gemm_tables():
 
 
 def test_plan_json_names_the_fused_moe_table_as_the_mlp_source():
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--model", "qwen3-235b-a22b", "--gpu",
-                          "h200", "--tp", "8", "--weight-dtype", "fp8", "--engine", "sglang", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    code, out, err = cli("plan", "--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8",
+                         "--engine", "sglang", "--json")
+    assert code == 0, err
     d = json.loads(out)
     assert d["kernel_source"] == "measured tables"
     assert "h200_sxm/moe/sglang/" in d["decode_ops"]["mlp"]["source"]

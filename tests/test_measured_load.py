@@ -138,6 +138,20 @@ def test_every_number_is_in_its_quote_and_every_row_has_a_source(rows, raw):
         assert str(r.batch) in numbers, r.id
 
 
+def test_the_request_count_is_printed_by_its_source(rows, raw):
+    """N (requests) is entered only where the quote or the source prints it: a --num-prompts, 'Successful requests',
+    'completed' or $num_requests figure; a run of N requests sent at once has batch N."""
+    given = [r for r in rows if r.requests is not None]
+    assert len(given) >= 150
+    for r in given:
+        text = (raw[r.id]["quote"] + " " + r.source).replace(",", "")
+        assert str(r.requests) in set(re.findall(r"\d+", text)), r.id
+        if "sent at once" in r.notes:
+            assert r.requests <= r.batch, r.id
+    # dennislee22's runs send every request at once (no --max-concurrency): N is the batch
+    assert all(r.requests == r.batch for r in given if r.source_group == "dennislee22")
+
+
 def test_a_latency_printed_in_seconds_is_moved_three_places_exactly():
     """LMDeploy prints FTL(ave) in seconds: '0.129' is entered as 129 ms, nothing rounded."""
     quote = "| 16 | 1 | 128 | 128 | 1272.47 | 76.77 | 0.129 | 0.023 |"
@@ -204,6 +218,16 @@ def test_atom_dashboard_throughput_is_concurrency_over_the_request_time(rows):
         request_s = (r.ttft_ms + (r.output_tokens - 1) * r.tpot_ms) / 1000
         ratio = r.deployment_tok_s / (r.batch * r.output_tokens / request_s)
         assert 0.95 <= ratio <= 1.0, (r.id, ratio)
+    # the Qwen3-235B recipe prints total (input + output) throughput beside TTFT and TPOT at fixed lengths: C x (ISL + OSL)
+    # / (TTFT + (OSL - 1) x TPOT) must give the printed total, the hand check of the two latency cells entered
+    qwen = [r for r in rows if r.source_key == "rocm-atom-recipe-qwen3-235b"]
+    assert len(qwen) == 12 and all(r.output_tok_s is None for r in qwen)
+    for r in qwen:
+        header, row = r.quote.split(" -> ")
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        total = float(cells[6] if r.tp == 8 else cells[9])
+        request_s = (r.ttft_ms + (r.output_tokens - 1) * r.tpot_ms) / 1000
+        assert r.batch * (r.input_tokens + r.output_tokens) / request_s == pytest.approx(total, rel=0.02), r.id
 
 
 def test_per_gpu_throughput_is_scaled_to_the_deployment(rows):

@@ -24,7 +24,7 @@ from openpyxl import load_workbook
 from openpyxl.utils.cell import range_boundaries
 
 from ooxml import formula_cell_count, formula_cells_without_value, schema_errors
-from inference_ledger.workbook.build import build_workbook
+from test_cli_rules import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
@@ -40,17 +40,27 @@ RECOMMEND = ["recommend", "-m", "llama-3.1-70b", "--qps", "20", "--input-tokens"
              "-g", "h100-sxm,h200"]
 
 
-def _cli(args, out: Path, env=None) -> Path:
-    run = subprocess.run([sys.executable, "-m", "inference_ledger", *args, "-o", str(out)], cwd=ROOT,
-                         capture_output=True, text=True, env=env)
-    assert run.returncode == 0, run.stderr
+def _cli(args, out: Path, env=None, process=False) -> Path:
+    """The command writing ``out``: in process (``env``: the environment it runs in), or in a child process."""
+    if process:
+        run = subprocess.run([sys.executable, "-m", "inference_ledger", *args, "-o", str(out)], cwd=ROOT,
+                             capture_output=True, text=True, env=env)
+        assert run.returncode == 0, run.stderr
+        return out
+    with pytest.MonkeyPatch.context() as mp:
+        if env is not None:
+            mp.delenv("SOURCE_DATE_EPOCH", raising=False)
+            if "SOURCE_DATE_EPOCH" in env:
+                mp.setenv("SOURCE_DATE_EPOCH", env["SOURCE_DATE_EPOCH"])
+        code, _, err = cli(*args, "-o", out)
+    assert code == 0, err
     return out
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, workbooks):
     d = tmp_path_factory.mktemp("kinds")
-    return {"workbook": build_workbook(d / "ledger.xlsx")[0], "template": build_workbook(d / "ledger.xltx")[0],
+    return {"workbook": workbooks()[0], "template": workbooks(".xltx")[0],
             "sweep": _cli(SWEEP, d / "sweep.xlsx"), "recommend": _cli(RECOMMEND, d / "recommend.xlsx")}
 
 
@@ -164,7 +174,7 @@ def test_validation_texts_fit_excel_limits(files, kind):
 @pytest.mark.parametrize("args", (SWEEP, RECOMMEND), ids=("sweep", "recommend"))
 def test_sweep_and_recommend_files_are_reproducible_with_properties(args, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
-    a = _cli(args, tmp_path / "a.xlsx", env)
+    a = _cli(args, tmp_path / "a.xlsx", env, process=True)   # another process: no state of this one in the bytes
     b = _cli(args, tmp_path / "b.xlsx", env)
     assert a.read_bytes() == b.read_bytes()
     c = _cli(args, tmp_path / "c.xlsx", {**env, "SOURCE_DATE_EPOCH": "1700000000"})  # 2023-11-14T22:13:20Z
@@ -187,9 +197,9 @@ def _ledger_formats(path) -> dict[tuple[str, str], str]:
             for row in ws.iter_rows(min_row=6) for c in row[1:4] if c.value is not None}
 
 
-def test_number_formats_follow_the_line_not_the_model_picked(files, tmp_path):
+def test_number_formats_follow_the_line_not_the_model_picked(files, workbooks):
     """MoE kernel padding is 0 B for Llama and 5.5 GB for gpt-oss-120b: GB (and GiB beside it) either way."""
-    moe, _ = build_workbook(tmp_path / "moe.xlsx", model="gpt-oss-120b")
+    moe, _ = workbooks(model="gpt-oss-120b")
     dense = _ledger_formats(files["workbook"])
     assert dense == _ledger_formats(moe)
     ws = load_workbook(files["workbook"], data_only=True)["Memory"]

@@ -47,16 +47,49 @@ def test_default_plan_steady_state_by_hand():
     ttft = 2 * 70e9 * 1024 / 4 / (989e12 * 0.5)               # one 1,024-token chunk, compute-bound: 72.5 ms
     assert v["ttft_service_seconds"] == pytest.approx(ttft, rel=1e-12) and v["queue_seconds"] == 0
     # as a benchmark reports it (N = 1,000 requests): the first 16 arrive together, a wave of 16 x 1,024 tokens
-    # (2 chunks of 8,192: the mean request waits max(17/32, 8,192/16,384) of it); the other 984 one by one, each
-    # its own prefill + half a running step
+    # (2 chunks of 8,192: the mean request waits max(17/32, 8,192/16,384) of it); the other 984 arrive in lockstep
+    # groups: a step has room for 8,192 - 16 decode tokens = 8,176 prompt tokens, 7.98 prompts of 1,024, prefilled
+    # together in one step that also runs the 16 decodes (one TPOT)
     wave = 16 * ttft * 17 / 32
     assert v["wave_ttft_seconds"] == pytest.approx(wave, rel=1e-12)
+    assert v["prefill_room_tokens"] == 8176 and v["lockstep_prompts"] == pytest.approx(8176 / 1024, rel=1e-12)
+    group = ttft + (8176 / 1024 - 1) * ttft + tpot     # each further prompt adds its own prefill (compute-bound)
+    assert v["lockstep_ttft_seconds"] == pytest.approx(group, rel=1e-12)
+    assert v["prefill_bound_ttft_seconds"] == 0        # 16 x 1,024 / 8,176 = 2 steps of prompts per 511-step cycle
+    assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * group) / 1000, rel=1e-12)
+    # a service at its target QPS sees arrivals one by one: the prompt's prefill + half a running step
     assert v["ttft_open_seconds"] == pytest.approx(ttft + tpot / 2, rel=1e-12)
-    assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * (ttft + tpot / 2)) / 1000, rel=1e-12)
     qps = 16 / (ttft + 511 * tpot)                            # Little's law over 16 slots
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert v["tokens_per_second"] == pytest.approx(qps * 512, rel=1e-12)
     assert v["binding_limit"] == 0 and v["step_compute_bound"] == 0
+
+
+def test_prompts_that_outrun_the_token_budget_wait_for_room():
+    """64 clients, 4,096 in / 16 out: the prompts need 64 x 4,096 / 8,128 = 32.25 steps of room per cycle, a request
+    decodes 15: the 17.25 steps beyond the decode steps are spent waiting for room (in the benchmark's TTFT)."""
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"concurrency": 64, "input_tokens": 4096, "output_tokens": 16})
+    assert v["effective_concurrency"] == 64 and v["chunked_prefill"] == 1 and v["max_num_batched_tokens"] == 8192
+    assert v["prefill_room_tokens"] == 8192 - 64
+    tpot = v["tpot_seconds"]
+    wait = (64 * 4096 / 8128 - 15) * tpot
+    assert v["prefill_bound_ttft_seconds"] == pytest.approx(wait, rel=1e-12)
+    assert v["steady_ttft_seconds"] == pytest.approx(max(wait, v["lockstep_ttft_seconds"]), rel=1e-12)
+    assert v["qps_per_replica"] == pytest.approx(64 / (v["ttft_service_seconds"] + 15 * tpot), rel=1e-12)
+    # a one-prompt-per-step lockstep: 8,128 / 4,096 = 1.98 prompts arrive and are prefilled together
+    assert v["lockstep_prompts"] == pytest.approx(8128 / 4096, rel=1e-12)
+
+
+def test_a_whole_prompt_engine_prefills_its_lockstep_group_in_one_iteration():
+    """chunked_prefill 0 (TensorRT-LLM's default): a prompt runs whole in an iteration of up to max_num_batched_tokens
+    (8,192) tokens with no decodes in it, so 8 prompts of 1,024 arrive and are prefilled together; the group waits
+    for one running step; nothing waits for room (the prefills stall the decode steps instead, in TPOT)."""
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"chunked_prefill": 0})
+    assert v["prefill_room_tokens"] == 8192 and v["lockstep_prompts"] == 8
+    ttft, tpot = v["ttft_service_seconds"], v["tpot_seconds"]
+    assert v["prefill_seconds_per_extra_prompt"] == pytest.approx(ttft, rel=1e-12)   # roofline, compute-bound
+    assert v["lockstep_ttft_seconds"] == pytest.approx(8 * ttft + tpot, rel=1e-12)
+    assert v["prefill_bound_ttft_seconds"] == 0 and v["prefill_stall_seconds"] > 0
 
 
 def test_static_batching_mixes_no_prompt_and_waits_for_the_whole_batch():

@@ -1,6 +1,6 @@
 """The resolver's rules, one by one, with hand-derived expectations.
 
-tests/test_same_refusal.py checks that every entry point repeats the resolver's words; this
+tests/test_resolve_refusals.py checks that every entry point repeats the resolver's words; this
 file checks the words and the inputs themselves: which setting a refusal names, what a
 generic model assumes, which engine defaults follow the GPU, the TP rules at their edges.
 """
@@ -202,3 +202,19 @@ def test_a_part_larger_than_the_whole_is_refused_by_resolve():
         resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"active_params": 80e9})
     assert resolve.resolve("llama-3.1-70b", "h100-sxm", numbers={"active_params": 80e9},
                            validate=False).inputs["active_params"] == 80e9
+
+
+def test_only_mxfp4_moe_kernels_pad_the_experts():
+    """Qwen3-235B-A22B in BF16 at TP 8: each expert's 1,536-wide intermediate is 192 rows per GPU, which the BF16
+    fused-MoE kernel runs as is (no tile padding): the weights per GPU are the weights over 8. gpt-oss-120b in MXFP4
+    keeps its padded experts (2,880 -> 3,072 x 2,944 at TP 1)."""
+    from inference_ledger.graph import plan
+    v = plan.evaluate(resolve.resolve("qwen3-235b-a22b", "h100-sxm", weight_dtype="bf16",
+                                      numbers={"tp": 8}).inputs)
+    assert v["moe_padding_bytes_per_gpu"] == 0
+    assert v["weights_bytes_per_gpu"] == pytest.approx(v["weights_bytes"] / 8, rel=1e-12)
+    g = plan.evaluate(resolve.resolve("gpt-oss-120b", "h100-sxm", numbers={"tp": 1}).inputs)
+    m = catalog.get_model("gpt-oss-120b")
+    per_expert = (3072 * 2944 - 2880 * 2880) * 3   # three matrices per expert, padded elements
+    assert g["moe_padding_bytes_per_gpu"] == pytest.approx(m.num_layers * m.num_experts * per_expert
+                                                          * g["weight_bytes"], rel=1e-12)

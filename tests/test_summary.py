@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import email
 import re
-import subprocess
-import sys
 import zipfile
 from email import policy
 from pathlib import Path
@@ -23,7 +21,8 @@ from openpyxl import load_workbook
 
 from inference_ledger.graph import summary
 from inference_ledger.core.expr import Sym, concat, text
-from inference_ledger.workbook.build import build_workbook
+
+from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -39,9 +38,9 @@ BUILDS = {"default": ({}, ["--model", "llama-3.1-70b", "--gpu", "h100-sxm"]),
 
 
 @pytest.fixture(scope="module", params=list(BUILDS))
-def book(request, tmp_path_factory):
+def book(request, workbooks):
     kwargs, args = BUILDS[request.param]
-    path, _ = build_workbook(tmp_path_factory.mktemp("summary") / "book.xlsx", **kwargs)
+    path, _ = workbooks(**kwargs)
     return path, args
 
 
@@ -73,19 +72,19 @@ def _summary_sentences(path) -> list[str]:
 
 def test_plan_prints_the_summary_sentences_first(book):
     path, args = book
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", *args], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    code, out, err = cli("plan", *args)
+    assert code == 0, err
     sheet = _summary_sentences(path)
     assert out.splitlines()[:len(sheet)] == sheet
     assert sheet[2] in ("Verdict: fits, meets targets.",)
     assert re.fullmatch(r"Memory per GPU: [\d.,]+ GB of [\d.,]+ GB usable, [\d.,]+ GB to spare\.", sheet[3])
 
 
-def test_email_body_says_the_summary_sentences(tmp_path):
+def test_email_body_says_the_summary_sentences(tmp_path, cached_renders):
     eml = tmp_path / "m.eml"
-    subprocess.run([sys.executable, "-m", "inference_ledger", "email", "--to", "a@example.com", "--from",
-                    "b@example.com", "--eml", str(eml), "-o", str(tmp_path / "b.xlsx")], check=True,
-                   capture_output=True, text=True, timeout=300)
+    code, _, err = cli("email", "--to", "a@example.com", "--from", "b@example.com", "--eml", eml,
+                       "-o", tmp_path / "b.xlsx")
+    assert code == 0, err
     msg = email.message_from_bytes(eml.read_bytes(), policy=policy.default)
     body = msg.get_body(("plain",)).get_content()
     for s in _summary_sentences(tmp_path / "b.xlsx"):

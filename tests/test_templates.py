@@ -15,12 +15,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from openpyxl import load_workbook
 
 from inference_ledger.graph import plan
-from inference_ledger.workbook.build import build_workbook, named
+from inference_ledger.workbook.build import named
 
 from ooxml import formula_cells_without_value
+from renders import opened
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -65,15 +65,10 @@ def _message(name: str, diffs: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory):
-    """(shipped path, fresh path) per template, built as `inference-ledger build -o templates/NAME` does."""
-    mp = pytest.MonkeyPatch()
-    mp.delenv("SOURCE_DATE_EPOCH", raising=False)
-    d = tmp_path_factory.mktemp("templates")
-    try:
-        out = {name: (ROOT / "templates" / name, build_workbook(d / name)[0]) for name in TEMPLATES}
-    finally:
-        mp.undo()
+def pairs(workbooks):
+    """(shipped path, fresh path) per template, built as `inference-ledger build -o templates/NAME` does (no
+    SOURCE_DATE_EPOCH: the session's build of the same options)."""
+    out = {name: (ROOT / "templates" / name, workbooks(Path(name).suffix)[0]) for name in TEMPLATES}
     for name, (shipped, _) in out.items():
         assert shipped.exists(), f"templates/{name} is missing: run `inference-ledger build -o templates/{name}`"
     return out
@@ -82,7 +77,7 @@ def pairs(tmp_path_factory):
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_same_sheets_names_and_parts(pairs, name):
     shipped, fresh = pairs[name]
-    a, b = load_workbook(shipped), load_workbook(fresh)
+    a, b = opened(shipped), opened(fresh)
     assert a.sheetnames == b.sheetnames, _message(name, [f"sheets: shipped {a.sheetnames}, fresh {b.sheetnames}"])
     names = ({n: d.attr_text for n, d in a.defined_names.items()}, {n: d.attr_text for n, d in b.defined_names.items()})
     assert not _diff("defined name", *names), _message(name, _diff("defined name", *names))
@@ -94,7 +89,7 @@ def test_same_sheets_names_and_parts(pairs, name):
 def test_every_plan_line_has_its_formula_where_its_name_points(pairs, name):
     """Each plan line's cell holds the line's own rendering over defined names (reviewable one line at a time)."""
     shipped, _ = pairs[name]
-    wb = load_workbook(shipped)
+    wb = opened(shipped)
     diffs = []
     cells, cands = {}, {}   # each family's table: its grid under the family's name, a row per member
     for fam in plan.FAMILIES:
@@ -127,7 +122,7 @@ def test_every_plan_line_has_its_formula_where_its_name_points(pairs, name):
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_every_cell_formula_and_value_matches_a_fresh_build(pairs, name):
     shipped, fresh = pairs[name]
-    diffs = _diff("cell", _cells(load_workbook(shipped)), _cells(load_workbook(fresh)))
+    diffs = _diff("cell", _cells(opened(shipped)), _cells(opened(fresh)))
     assert not diffs, _message(name, diffs)
 
 
@@ -136,15 +131,15 @@ def test_cached_values_present_and_current(pairs, name):
     """A viewer that does not recalculate shows the numbers a fresh build computes."""
     shipped, fresh = pairs[name]
     assert formula_cells_without_value(shipped) == []
-    diffs = _diff("cached value", _cells(load_workbook(shipped, data_only=True)),
-                  _cells(load_workbook(fresh, data_only=True)))
+    diffs = _diff("cached value", _cells(opened(shipped, data_only=True)),
+                  _cells(opened(fresh, data_only=True)))
     assert not diffs, _message(name, diffs)
 
 
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_same_data_validations(pairs, name):
     shipped, fresh = pairs[name]
-    a, b = _validations(load_workbook(shipped)), _validations(load_workbook(fresh))
+    a, b = _validations(opened(shipped)), _validations(opened(fresh))
     diffs = [f"validation only shipped: {v}" for v in sorted(a - b, key=str)] + \
             [f"validation only fresh: {v}" for v in sorted(b - a, key=str)]
     assert not diffs, _message(name, diffs)

@@ -27,6 +27,7 @@ from inference_ledger.workbook.scenarios import DEFAULT_SCENARIOS
 from inference_ledger.workbook.tables import lookup
 
 from ooxml import formula_cell_count, formula_cells_without_value
+from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -51,9 +52,8 @@ def _cell(wb, name: str):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    path, values = build_workbook(tmp_path_factory.mktemp("wb") / "ledger.xlsx")
-    return path, values
+def built(workbooks):
+    return workbooks()
 
 
 @pytest.fixture(scope="module")
@@ -344,9 +344,9 @@ def test_mail_ready_package(built):
     assert formula_cell_count(path) > 1500
 
 
-def test_reproducible_bytes_and_build_date(tmp_path, monkeypatch):
+def test_reproducible_bytes_and_build_date(tmp_path, monkeypatch, workbooks):
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    a, _ = build_workbook(tmp_path / "a.xlsx")
+    a, _ = workbooks()   # the session's default workbook, rendered earlier in this process (no memo below)
     b, _ = build_workbook(tmp_path / "b.xlsx")
     assert a.read_bytes() == b.read_bytes()
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # 2023-11-14T22:13:20Z
@@ -356,19 +356,19 @@ def test_reproducible_bytes_and_build_date(tmp_path, monkeypatch):
         assert z.getinfo("xl/workbook.xml").date_time == (2023, 11, 14, 22, 13, 20)
 
 
-def test_cli_build_runs_with_no_arguments(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "inference_ledger", "build"], cwd=tmp_path,
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+def test_cli_build_runs_with_no_arguments(tmp_path, monkeypatch, cached_renders):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("build")   # in process (the default workbook's render is shared); the refusal below is a real process
+    assert code == 0, err
     assert (tmp_path / "inference-ledger.xlsx").exists()
-    assert "fits" in out.stdout
+    assert "fits" in out
     bad = subprocess.run([sys.executable, "-m", "inference_ledger", "build", "--gpu", "h10"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert bad.returncode == 2   # an unknown id is wrong input, as in every command
     assert bad.stderr.strip().count("\n") == 0 and "h100-sxm" in bad.stderr  # one line, with suggestions
 
 
-def test_scenarios_from_csv_and_options(tmp_path):
+def test_scenarios_from_csv_and_options(tmp_path, workbooks):
     csv = tmp_path / "mine.csv"
     csv.write_text("label,model,gpu,weight_dtype,kv_dtype,tp,concurrency,engine\n"
                    "mine A,llama-3.1-8b,l4,,bf16,1,4,\nmine B,Llama-3.1-70B,H100,fp8,fp8,2,32,SGLang\n")
@@ -385,7 +385,7 @@ def test_scenarios_from_csv_and_options(tmp_path):
     want = plan.evaluate(resolve.resolve("qwen2.5-7b", "l40s", numbers={"tp": 1, "concurrency": 8}).inputs)
     assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])
     # another engine's defaults reach the Plan as `plan --engine` applies them
-    _, sg = build_workbook(tmp_path / "sg.xlsx", model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
+    _, sg = workbooks(model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
     want = concurrency.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang",
                                                 numbers={"tp": 4}).inputs)
     assert all(_close(sg[n], float(want[n])) for n in plan.NAMES)

@@ -6,7 +6,9 @@
 band is ``predicted x [low, high]``: about 80% of new measurements should fall inside.
 
 A segment is engine family x GPU vendor x dense/MoE.  A plan takes its own segment's band when the table lists it
-(it holds at least ``MIN_BAND_ROWS`` figures of that metric), else the first listed parent along
+(it holds at least ``MIN_BAND_ROWS`` figures of that metric from at least ``MIN_BAND_SOURCES`` sources; the
+percentiles weigh each source the same, so a band describes the next source, not the largest one), else the first
+listed parent along
 :data:`SEGMENT_CHAIN`: the engine family is dropped first, then dense/MoE, then the vendor, down to all rows, which
 is always listed; so every plan has a band.
 
@@ -33,6 +35,9 @@ BAND_QUANTILES = (10.0, 90.0)
 BAND_SHARE_WORDS = "about 80% of new measurements should fall inside"
 #: A segment needs this many held-out figures of a metric for a band of its own; thinner ones use their parent.
 MIN_BAND_ROWS = 12
+#: ... from at least this many independent sources: a band says where a new source's figures fall, which one
+#: source's spread cannot say (its figures share one harness and one bias).
+MIN_BAND_SOURCES = 2
 #: Segment fields, and the levels a band is looked up at, narrowest first (the fields each keeps; '*' the others).
 SEGMENT_FIELDS = ("engine_family", "gpu_vendor", "architecture")
 SEGMENT_CHAIN = (("engine_family", "gpu_vendor", "architecture"), ("gpu_vendor", "architecture"), ("gpu_vendor",), ())

@@ -336,18 +336,26 @@ def load_dtypes() -> list[Dtype]:
 # ----------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(name: str) -> str:
-    return re.sub(r"[\s_]+", "-", str(name).strip().lower())
+    return re.sub(r"[\s_]+", "-", name.strip().lower())
+
+
+_INDEXES: dict[str, tuple[list, dict[str, Any]]] = {}   # per kind: the rows last indexed, and their index by name
+
+
+def _index(kind: str, items: Iterable[Any], names_of) -> dict[str, Any]:
+    """Each name of the rows -> the first row holding it; rebuilt only when the loaded rows change."""
+    items, last = list(items), _INDEXES.get(kind)
+    if last is None or len(last[0]) != len(items) or any(a is not b for a, b in zip(last[0], items)):
+        last = _INDEXES[kind] = (items, {_key(n): it for it in reversed(items) for n in reversed(names_of(it)) if n})
+    return last[1]
 
 
 def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
     if not isinstance(name, str) or not name.strip():
         raise UnknownId(f"{kind} must be a name (got {echo(name)})")
-    index: dict[str, Any] = {}
-    for it in items:
-        for n in names_of(it):
-            if n:
-                index.setdefault(_key(n), it)
+    index = _index(kind, items, names_of)
     k = _key(name)
     if k in index:
         return index[k]

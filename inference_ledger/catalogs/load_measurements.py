@@ -62,6 +62,7 @@ class LoadRow:
     date: str
     quote: str
     notes: str
+    requests: Optional[int] = None  # N, the requests of the benchmark run where printed; None = not printed
 
     @property
     def engine_family(self) -> str:
@@ -129,7 +130,8 @@ def _one(r: dict[str, str], where: str) -> LoadRow:
                    output_tok_s=figures["output_tok_s"], basis=basis, tpot_ms=figures["tpot_ms"],
                    itl_ms=figures["itl_ms"], ttft_ms=figures["ttft_ms"], source_key=r["source_key"],
                    source_group=r["source_group"], source=r["source"], date=r["date"],
-                   quote=r["quote"], notes=r.get("notes", ""))
+                   quote=r["quote"], notes=r.get("notes", ""),
+                   requests=_whole(r, "requests", where) if r.get("requests") else None)
 
 
 def load_measured_load(path: str | Path | None = None) -> list[LoadRow]:

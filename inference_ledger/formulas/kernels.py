@@ -249,10 +249,15 @@ def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[floa
 
 
 def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str, heads: Optional[float],
-                       weight_dtype: Optional[str], kv_dtype: str) -> tuple[dict[str, float], dict[str, str]]:
+                       weight_dtype: Optional[str], kv_dtype: str,
+                       table_version: Optional[str] = None) -> tuple[dict[str, float], dict[str, str]]:
     """The kernel plan inputs (``kernel_tables`` and each operation's floor and time per unit) for a deployment,
     with the source of each operation; a GPU without tables (or a weight format without a GEMM table) keeps
-    ``kernel_tables`` 0 and the plan prices the step on the roofline with the sourced efficiencies."""
+    ``kernel_tables`` 0 and the plan prices the step on the roofline with the sourced efficiencies.  ``engine`` is
+    the kernel-table engine (an engines.csv id or family; ``none``: no tables) and ``table_version`` the engine
+    version whose tables it reads where several are measured (engines.csv kernel_table_version; None: the newest)."""
+    if str(engine).lower() == "none":
+        return {"kernel_tables": 0}, {op: FALLBACK for op in OPS}
     out: dict[str, float] = {}
     src: dict[str, str] = {}
     dt = gemm_dtype(weight_dtype or "bf16")
@@ -289,7 +294,7 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
         out["moe_kernel_table"] = 0
         if float(v["num_experts"]) > 0:
             moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],
-                            v["experts_per_token"], v["num_experts"], tp, v["ep"])
+                            v["experts_per_token"], v["num_experts"], tp, v["ep"], table_version)
             gpus = tp * float(v.get("dp_attention", 1))
             fa, fr = op_input_names("moe_expert")
             lay = kernels_fused.moe_layout(tp, float(v["ep"]))

@@ -32,8 +32,10 @@ from inference_ledger.formulas.kernel_tables import (FAMILIES, Table, _cell, _ex
 
 
 @functools.lru_cache(maxsize=None)
-def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
-    """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): latency over tokens}."""
+def _moe() -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...], Table]]]:
+    """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): {engine version: latency over
+    tokens}} (NVIDIA's aiconfigurator tables and AMD's aiter tuner tables; an aiter table's one version is the
+    aiter commit it was read at)."""
     out: dict = {}
     for name in ("moe.csv", "moe_amd.csv"):
         rows = list(_rows(name))
@@ -43,8 +45,8 @@ def _moe() -> dict[tuple, dict[tuple[int, int], Table]]:
             row[:int(np.argmax(~np.isnan(row)))] = row[int(np.argmax(~np.isnan(row)))]  # below: the first holds
             for gid in r["gpu_ids"].split("|"):
                 key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
-                out.setdefault(key, {})[(int(r["tp"]), int(r["ep"]))] = Table(
-                    (ts,), _extend(row[None, :], ts)[0], f"{r['source']} ({r['engine']} {r['version']})")
+                out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = \
+                    Table((ts,), _extend(row[None, :], ts)[0], f"{r['source']} ({r['engine']} {r['version']})")
     return out
 
 
@@ -68,31 +70,52 @@ def moe_layout(tp: float, ep: float) -> tuple[int, int]:
 
 
 def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter: float, topk: float, experts: float,
-              tp: float, ep: float) -> Optional[Table]:
-    """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None."""
+              tp: float, ep: float, version: Optional[str] = None) -> Optional[Table]:
+    """The fused MoE curve of a shape (the engine's own table, else another engine's on the same GPU), or None.
+
+    Per kernel dtype, the engine version an engine version reads where several are measured (engines.csv
+    kernel_table_version): the newest at or below ``version``, else the oldest measured; the newest when no version
+    is given.  Of the FP8 kernels (per-tensor, block-scaled), those of the newest version read, the faster."""
     t = _moe()
     shape = (int(hidden), int(inter), int(topk), int(experts))
     for e in (_family(engine), *FAMILIES, "aiter"):
-        tabs = [tab for dt in moe_dtypes(weight_dtype)
-                if (tab := t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))) is not None]
-        if tabs:  # the newest engine version measured; of its FP8 kernels (per-tensor, block-scaled), the faster
+        tabs = []
+        for dt in moe_dtypes(weight_dtype):
+            by_version = t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))
+            if by_version:
+                tabs.append(by_version[table_version(list(by_version), version)])
+        if tabs:
             newest = max(_version(tab.source) for tab in tabs)
             return min((tab for tab in tabs if _version(tab.source) == newest),
                        key=lambda tab: float(np.sum(np.log(tab.seconds))))
     return None
 
 
+def version_key(text: str) -> tuple[int, ...]:
+    """A version as numbers for ordering: '0.24.0' (0, 24, 0), '1.3.0rc20' (1, 3, 0, 20), '0.5.10.post1'."""
+    return tuple(int(p) if p.isdigit() else 0 for p in text.replace("rc", ".").replace("post", ".").split("."))
+
+
+def table_version(measured: list[tuple[int, ...]], version: Optional[str]) -> tuple[int, ...]:
+    """The measured table version an engine version reads: the newest at or below it, else the oldest measured
+    (the newest of all when ``version`` is None or empty)."""
+    ordered = sorted(set(measured))
+    if not version:
+        return ordered[-1]
+    at_or_below = [v for v in ordered if v <= version_key(version)]
+    return at_or_below[-1] if at_or_below else ordered[0]
+
+
 def _version(source: str) -> tuple[int, ...]:
     """The engine version a table's source names ("... (vllm 0.24.0)"), as numbers for ordering."""
-    v = source.rsplit(" ", 1)[-1].rstrip(")")
-    return tuple(int(p) if p.isdigit() else 0 for p in v.replace("rc", ".").replace("post", ".").split("."))
+    return version_key(source.rsplit(" ", 1)[-1].rstrip(")"))
 
 
 def moe_seconds(gpu_id: str, engine: str, weight_dtype: str, tokens: float, hidden: float, inter: float, topk: float,
-                experts: float, tp: float, ep: float) -> tuple[float, str]:
+                experts: float, tp: float, ep: float, version: Optional[str] = None) -> tuple[float, str]:
     """Measured latency of one fused MoE layer on one GPU at ``tokens`` (the EP group's) and its source;
     KeyError when the table lacks the shape, layout or dtype."""
-    tab = moe_table(gpu_id, engine, weight_dtype, hidden, inter, topk, experts, tp, ep)
+    tab = moe_table(gpu_id, engine, weight_dtype, hidden, inter, topk, experts, tp, ep, version)
     if tab is None:
         raise KeyError(f"no MoE table for {gpu_id} {weight_dtype} {hidden:.0f}x{inter:.0f} top-{topk:.0f} of "
                        f"{experts:.0f}")
@@ -172,9 +195,10 @@ def moe_scaled_figures(gpu_id: str, weight_dtype: str, hidden: float, inter: flo
         if key[0] != gpu_id or key[1] != "aiter":
             continue
         dt, h0, i0, k0, e0 = key[2:]
-        for (tp0, ep0), tab in layouts.items():
+        for (tp0, ep0), by_version in layouts.items():
             if ep0 != 1 or dt not in MOE_BYTES:
                 continue
+            tab = by_version[table_version(list(by_version), None)]  # the newest aiter commit read
             have = _slice_bytes(h0, i0, tp0, dt)
             d = abs(math.log(want / have))
             if best is None or d < best[0]:

@@ -48,7 +48,7 @@ from pathlib import Path
 from inference_ledger.core.expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
-                                         KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED)
+                                         KERNEL_GEMM_POWER)
 
 EFFICIENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "efficiencies.csv"
 
@@ -137,6 +137,17 @@ def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_seq
     static batching (prompt_per_sequence 0)."""
     return (1 - chunked_prefill) * (effective_concurrency - 1) * prompt_per_sequence * output_tokens \
         / (input_tokens * maximum(output_tokens - 1, 1)) * ttft_service_seconds
+
+
+def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence, effective_concurrency):
+    """The engine's CPU time per step that the GPU waits for: (1 - overlap) x CPU time per sequence x sequences.
+
+    A scheduler that runs in step with the GPU (vLLM V0, vLLM V1 without async scheduling, SGLang before 0.4) leaves
+    the GPU idle while it schedules, prepares inputs and processes outputs; that time grows with the running sequences,
+    not the tokens (WukLab, 'Can Scheduling Overhead Dominate LLM Inference Performance?', 2024-09-10).  One that
+    prepares step n+1 while the GPU runs step n (NanoFlow, arXiv:2408.12757; SGLang 0.4's zero-overhead scheduler)
+    hides it.  64 sequences at 21 us without overlap: 1.3 ms per step."""
+    return (1 - overlap_scheduling) * scheduler_seconds_per_sequence * effective_concurrency
 
 
 # ---------------------------------------------------------------------------------
@@ -269,6 +280,47 @@ def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
     return where(eq(batching, BATCHING_STATIC), effective_concurrency * input_tokens, input_tokens)
 
 
+def prefill_room_tokens(max_num_batched_tokens, chunked_prefill, effective_concurrency):
+    """Prompt tokens one step has room for: a chunking engine schedules the running sequences' decode tokens first
+    and fills what is left of its token budget with waiting prompts (vLLM V1 ``Scheduler.schedule``: "First, schedule
+    the RUNNING requests", then "schedule the WAITING requests" while ``token_budget > 0``, the budget being
+    max_num_batched_tokens; vllm/v1/core/sched/scheduler.py at 00024d3), so max_num_batched_tokens - B; an engine
+    that runs prompts whole in their own iteration has its whole max_num_batched_tokens.  At least one token."""
+    return maximum(max_num_batched_tokens - chunked_prefill * effective_concurrency, 1)
+
+
+def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
+    """Prompts whose prefill ends in the same step: as many whole S-token prompts as the room holds, at least one,
+    at most the B in flight.
+
+    A benchmark's closed loop with fixed lengths (``--random-range-ratio 1`` / ``--ignore-eos``) stays in lockstep:
+    prompts that get their first token in the same step decode the same T - 1 steps, finish in the same step and
+    their clients send the next prompts together, so every later request arrives with the same group."""
+    return minimum(effective_concurrency, maximum(1, prefill_room_tokens / input_tokens))
+
+
+def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,
+                          prefill_seconds_per_extra_prompt, tpot_seconds):
+    """TTFT of a request that arrives with its lockstep group (the benchmark's steady state): the group's prefill
+    (one prompt's service time + each further prompt's prefill work) + the steps it rides, each running the B
+    decodes too (a decode step each): S / room of them for a prompt longer than the room, one at least (a prompt's
+    first token comes out of an engine step).  Static batching: the batch's own prefill."""
+    steps = maximum(1, input_tokens / prefill_room_tokens)
+    group = ttft_service_seconds + (lockstep_prompts - 1) * prefill_seconds_per_extra_prompt
+    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, group + steps * tpot_seconds)
+
+
+def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,
+                               prefill_room_tokens, tpot_seconds):
+    """TTFT when a chunking engine's prompts need more steps than a cycle has: each cycle the B clients send B x S
+    prompt tokens and a step takes at most the room of them, so a cycle lasts at least B x S / room steps; beyond
+    the T - 1 decode steps of a request the difference is spent waiting for prefill room (Little's law on the closed
+    loop).  0 when the room absorbs the prompts, in static batching, and for an engine that runs prompts whole in
+    their own iterations (their time is in the decode steps' stalls, prefill_stall_seconds)."""
+    steps = effective_concurrency * input_tokens / prefill_room_tokens - (output_tokens - 1)
+    return where(eq(batching, BATCHING_STATIC), 0, chunked_prefill * maximum(steps, 0) * tpot_seconds)
+
+
 def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
                       prefill_seconds_per_extra_prompt):
     """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
@@ -283,49 +335,16 @@ def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, t
     return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
 
 
-def benchmark_ttft_seconds(benchmark_requests, effective_concurrency, wave_ttft_seconds, ttft_open_seconds,
-                           tpot_seconds, queue_seconds):
-    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive one by one
-    as earlier requests finish (their finishing times spread over the wave's prefill and drift apart), each met by
-    the open-arrival TTFT; never shorter than one engine step; + the wait for a slot when more clients than slots."""
+def benchmark_ttft_seconds(benchmark_requests, concurrency, effective_concurrency, wave_ttft_seconds,
+                           steady_ttft_seconds, tpot_seconds, queue_seconds):
+    """Mean TTFT over a benchmark's N requests: the first B arrive together (the wave); the others arrive with their
+    lockstep group (``steady_ttft_seconds``); never shorter than one engine step; + the wait for a slot when more
+    clients than slots: (C - B) / QPS for each request of a closed loop, half of it on average for the first C,
+    which are sent at once (a benchmark of N <= C requests sends them all at once and then only drains)."""
     first = minimum(effective_concurrency, benchmark_requests)
-    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * ttft_open_seconds) / benchmark_requests
-    return maximum(mean, tpot_seconds) + queue_seconds
-
-
-# The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):
-# the GEMMs' curve (W their floors, F their time per token, KERNEL_GEMM_POWER = 2) plus what grows linearly with
-# B (s per sequence, all-reduce per token folded in).  Squaring W^2 + F^2 u^2 = (y0 - s B)^2 gives
-# A2 B^2 + 2 H B + A0 = 0 with A2 = F^2 c^2 - s^2, H = y0 s - F^2 c p, A0 = F^2 p^2 + W^2 - y0^2; the root on the
-# decreasing side is -A0 / (H + sqrt(H^2 - A2 A0)) (stable as A2 -> 0).  Summing the GEMMs into one curve prices a
-# step at most a few % under the sum of their own curves (Minkowski): the batch is an upper estimate by as much
-# (within one sequence of a brute-force search on the catalog's dense models).
-
-
-def soft_batch_a2(seconds_per_token, seconds_per_sequence, prompt_per_sequence):
-    """A2 = F^2 (1 + p)^2 - s^2."""
-    c = 1 + prompt_per_sequence
-    return seconds_per_token * seconds_per_token * c * c - seconds_per_sequence * seconds_per_sequence
-
-
-def soft_batch_h(seconds_per_token, budget_seconds, seconds_per_sequence, prompt_per_sequence):
-    """H = y0 s - F^2 (1 + p) p."""
-    return budget_seconds * seconds_per_sequence \
-        - seconds_per_token * seconds_per_token * (1 + prompt_per_sequence) * prompt_per_sequence
-
-
-def soft_batch_a0(floor_seconds, seconds_per_token, budget_seconds, prompt_per_sequence):
-    """A0 = F^2 p^2 + W^2 - y0^2."""
-    return (seconds_per_token * prompt_per_sequence) ** KERNEL_GEMM_POWER + floor_seconds ** KERNEL_GEMM_POWER \
-        - budget_seconds ** KERNEL_GEMM_POWER
-
-
-def soft_step_batch(floor_seconds, budget_seconds, a2, h, a0):
-    """-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it
-    finite where every kernel figure is 0)."""
-    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
-    return where(gt(budget_seconds, floor_seconds), -a0 / (h + maximum(h * h - a2 * a0, 0) ** root
-                                                             + TINY_SECONDS_SQUARED), 0)
+    mean = (first * wave_ttft_seconds + (benchmark_requests - first) * steady_ttft_seconds) / benchmark_requests
+    sent_at_once = minimum(concurrency, benchmark_requests) / (RAMP_MEAN_DIVISOR * benchmark_requests)
+    return maximum(mean, tpot_seconds) + queue_seconds * (1 - sent_at_once)
 
 
 def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):

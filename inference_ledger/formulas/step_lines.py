@@ -9,7 +9,7 @@ come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft
 from __future__ import annotations
 
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import eq, gt, minimum, where
+from inference_ledger.core.expr import eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 
@@ -216,6 +216,14 @@ def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_seq
                                          output_tokens, ttft_service_seconds)
 
 
+@line("Scheduler CPU time the step waits for", "s", BANDWIDTH,
+      "(1 - overlap_scheduling) x scheduler_seconds_per_sequence x sequences: an engine whose scheduler runs in step "
+      "with the GPU leaves it idle while it schedules and processes outputs (engines.csv); 0 when it overlaps.")
+def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence, effective_concurrency):
+    return serving.scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence,
+                                              effective_concurrency)
+
+
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
 #: render): with measured tables, and on the roofline fallback.
 DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
@@ -228,7 +236,8 @@ DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_se
                        "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
 PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
 #: what every step adds after its operations, whichever way they are priced
-DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds"}
+DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds",
+                     "scheduler": "scheduler_seconds_per_step"}
 PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 
@@ -275,3 +284,45 @@ def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_bat
       "already running (no wave, no queue); static batching: the batch's prefill.")
 def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds):
     return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0, tpot_seconds / STEP_RESIDUAL_DIVISOR)
+
+
+@line("Prompt-token room per step", "tokens", COMPUTE,
+      "max_num_batched_tokens less the decode tokens a chunking engine schedules first (vLLM V1's scheduler: running "
+      "requests, then waiting prompts in what is left of the token budget); the whole budget for an engine that runs "
+      "prompts whole in their own iteration.")
+def prefill_room_tokens(max_num_batched_tokens, chunked_prefill, effective_concurrency):
+    return serving.prefill_room_tokens(max_num_batched_tokens, chunked_prefill, effective_concurrency)
+
+
+@line("Prompts prefilled together in lockstep", "prompts", COMPUTE,
+      "A benchmark's fixed-length closed loop keeps the prompts that got their first token in the same step together: "
+      "min(B, max(1, room / S)) prompts arrive and are prefilled together.")
+def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
+    return serving.lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens)
+
+
+@line("TTFT of a lockstep group", "s", COMPUTE,
+      "The group's prefill (one prompt's service time + each further prompt's prefill) + a decode step for each step "
+      "it rides (S / room of them, at least one); static: the batch's prefill.")
+def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,
+                          prefill_seconds_per_extra_prompt, tpot_seconds):
+    return serving.lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens,
+                                         ttft_service_seconds, prefill_seconds_per_extra_prompt, tpot_seconds)
+
+
+@line("Wait for prefill room", "s", COMPUTE,
+      "A chunking engine: when B x S prompt tokens per cycle need more steps than a request's T - 1 decode steps at "
+      "room tokens a step, the difference in steps x TPOT is spent waiting (Little's law on the closed loop); 0 "
+      "otherwise, and for whole-prompt engines (their prefills stall the decode steps instead).")
+def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,
+                               prefill_room_tokens, tpot_seconds):
+    return serving.prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens,
+                                              output_tokens, prefill_room_tokens, tpot_seconds)
+
+
+@line("TTFT of a benchmark's steady state", "s", COMPUTE,
+      "A request after the first wave: its lockstep group's TTFT, or the wait for prefill room where the prompts "
+      "outrun the room.")
+def steady_ttft_seconds(lockstep_ttft_seconds, prefill_bound_ttft_seconds):
+    return maximum(lockstep_ttft_seconds, prefill_bound_ttft_seconds)
+

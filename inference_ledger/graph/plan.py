@@ -15,6 +15,7 @@ This is the single description of a deployment plan that every adapter shares:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -167,7 +168,9 @@ INPUTS: tuple[Input, ...] = (
     # kernels (inference_ledger.formulas.kernels: each operation's measured floor and time per unit at the model's
     # shapes, TP and dtypes, from data/kernels/*.csv; read by the resolver for GPUs with tables, 0 and unused otherwise)
     _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database; for AMD, ROCm/aiter's tuner tables and published all-reduce figures); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
-    _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", 1, "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", ENGINE["chunked_prefill"], "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang from 0.4); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off, vLLM V0 up to 32K max_model_len, SGLang 0.2-0.3; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("overlap_scheduling", "Scheduler overlaps the GPU (1 yes, 0 no)", "1/0", ENGINE["overlap_scheduling"], "1: the engine prepares step n+1 on the CPU while the GPU runs step n (SGLang 0.4+, vLLM async scheduling by default after 0.11, TensorRT-LLM 1.0+ overlap scheduler): its CPU time hides under the step; 0: every step waits for it (engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("scheduler_seconds_per_sequence", "Scheduler CPU time per sequence per step", "s", ENGINE["scheduler_seconds_per_sequence"], "CPU time the engine spends per running sequence per step (scheduling, input preparation, output processing): vLLM V1 21 us (5-6 ms at batch 256, vllm-project/vllm#10634, #11133), vLLM 0.4-0.5 106 us (vllm#6913), SGLang <= 10 us; added to the step only when the scheduler does not overlap (engines.csv).", "engine", lo=0, hi=1),
     *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
                           ("o", "attention output GEMM", "token"),
                           ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
@@ -377,7 +380,14 @@ def dependencies(line: Line | str) -> list[str]:
 
 def depends_on(line: Line | str, name: str) -> bool:
     """Whether a line uses ``name`` (an input or a line), directly or through other lines."""
-    return any(d == name or (d in LINE_BY_NAME and depends_on(d, name)) for d in dependencies(line))
+    return any(d == name or (d in LINE_BY_NAME and _line_uses(d, name)) for d in dependencies(line))
+
+
+@functools.cache
+def _line_uses(line: str, name: str) -> bool:
+    """:func:`depends_on` of a plan line by name, once per pair (the lines are fixed at import; the workbook asks
+    tens of thousands of times)."""
+    return any(d == name or (d in LINE_BY_NAME and _line_uses(d, name)) for d in dependencies(line))
 
 
 def plan_keys() -> Iterable[str]:

@@ -15,9 +15,10 @@ source is predicted with them.
   not have are skipped, so the list works on whatever step model the plan runs.
 * **Held out twice**: the plan runs its sourced defaults unless :data:`PLAN_USES_FIT` (not fitted on any load row),
   so its own figures are held out too; ``validate`` prints both, and the plan's ("served") figures set the bands.
-* **Bands** (:mod:`inference_ledger.catalogs.bands`): per segment (engine family x GPU vendor x dense/MoE, thin segments
-  falling back to a parent) the 10th and 90th percentiles of ``measured / predicted`` (numpy's default linear
-  interpolation between order statistics) over the served figures: about 80% of new measurements should fall inside
+* **Bands** (:mod:`inference_ledger.catalogs.bands`): per segment (engine family x GPU vendor x dense/MoE, segments
+  with too few figures or a single source falling back to a parent) the 10th and 90th percentiles of ``measured /
+  predicted`` over the served figures, each source weighing the same (:func:`accuracy_report.weighted_percentile`):
+  about 80% of new measurements should fall inside
   ``predicted x [low, high]``.  :func:`coverage` checks that on each source with bands drawn from the others.  They
   are data (``inference_ledger/data/error_bands.csv``, written by ``inference-ledger validate --write-bands``), read
   when a plan is resolved: nothing is refitted at plan time.
@@ -102,6 +103,8 @@ _COMPUTE = "share of dense peak a compute-bound decode step reaches (the vendor'
 _PREFILL = "share of dense peak a prefill reaches (the vendor's GEMM and attention kernels)"
 _STEP = "fixed time per decode step outside the layers (scheduler, sampling, launch): the engine's own"
 _LAYER = "time per layer per forward pass of the kernels the measured tables do not hold: the engine's fusion"
+_ROOF_LAYER = ("time per layer per decode step of kernel floors and launches where the GPU has no measured tables (the "
+               "roofline fallback): the vendor's kernel floors")
 #: The declared parameters, fitted in this order.  Physical meaning and range first; never one per row.
 PARAMETERS: tuple[Parameter, ...] = (
     Parameter("bw_efficiency", "gpu_vendor", "NVIDIA", _geom(0.35, 0.95, 25), _BW),
@@ -110,6 +113,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("decode_compute_efficiency", "gpu_vendor", "AMD", _geom(0.1, 0.9, 25), _COMPUTE),
     Parameter("prefill_efficiency", "gpu_vendor", "NVIDIA", _geom(0.1, 0.9, 25), _PREFILL),
     Parameter("prefill_efficiency", "gpu_vendor", "AMD", _geom(0.1, 0.9, 25), _PREFILL),
+    Parameter("layer_overhead_seconds", "gpu_vendor", "NVIDIA", _lin(0.0, 3e-4, 25), _ROOF_LAYER),
+    Parameter("layer_overhead_seconds", "gpu_vendor", "AMD", _lin(0.0, 3e-4, 25), _ROOF_LAYER),
     Parameter("step_overhead_seconds", "engine_family", "vllm", _lin(0.0, 6e-3, 25), _STEP),
     Parameter("step_overhead_seconds", "engine_family", "sglang", _lin(0.0, 6e-3, 25), _STEP),
     Parameter("step_overhead_seconds", "engine_family", "trtllm", _lin(0.0, 6e-3, 25), _STEP),
@@ -147,6 +152,8 @@ def row_inputs(row: LoadRow) -> dict:
     """The plan's inputs for one load row (its deployment, regime, batch and request shape)."""
     numbers = {"tp": row.tp, "concurrency": row.batch, "input_tokens": row.input_tokens,
                "output_tokens": row.output_tokens}
+    if row.requests is not None:  # the run's N where the source prints it (else the benchmark tools' default)
+        numbers["benchmark_requests"] = row.requests
     return resolve.resolve(row.model_id, row.gpu_id, weight_dtype=row.weight_dtype or None,
                            kv_dtype=row.kv_dtype or "bf16", engine=row.engine_id or engines.DEFAULT_ENGINE,
                            batching=row.regime, numbers=numbers).inputs

@@ -19,7 +19,8 @@ import numpy as np
 
 from inference_ledger.validation.accuracy import METRICS, MIN_FIT_ROWS, MIN_FIT_SOURCES, PLAN_USES_FIT, Figure, Study
 from inference_ledger.catalogs.bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, FITTED_CSV,
-                                             FITTED_HEADER, MIN_BAND_ROWS, SEGMENT_CHAIN, Band, level_key, pick)
+                                             FITTED_HEADER, MIN_BAND_ROWS, MIN_BAND_SOURCES, SEGMENT_CHAIN, Band,
+                                             level_key, pick)
 from inference_ledger.core.files import write_with
 from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV
 
@@ -68,15 +69,32 @@ def groups(figs: Sequence[Figure]) -> list[Group]:
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def quantiles(ratios: Sequence[float]) -> tuple[float, float, float]:
-    """(low, median, high): the band's percentiles of the ratios (numpy's linear interpolation)."""
-    lo, mid, hi = np.percentile(np.asarray(ratios, dtype=float), (BAND_QUANTILES[0], 50.0, BAND_QUANTILES[1]))
-    return float(lo), float(mid), float(hi)
+def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The q-th percentile of weighted values: sorted, each value sits at the middle of its weight's share of the
+    cumulative weight, (w_1 + ... + w_i - w_i / 2) / W, linear between those positions and flat beyond the ends.
+    With equal weights it is the Hazen percentile (position (i - 1/2) / n)."""
+    order = np.argsort(np.asarray(values, dtype=float), kind="stable")
+    v = np.asarray(values, dtype=float)[order]
+    w = np.asarray(weights, dtype=float)[order]
+    pos = (np.cumsum(w) - w / 2) / w.sum()
+    return float(np.interp(q / 100, pos, v))
+
+
+def quantiles(figs: Sequence[Figure]) -> tuple[float, float, float]:
+    """(low, median, high): the band's percentiles of measured / predicted, each source weighing the same (each
+    figure 1 / its source's figures): a plan's next deployment is a new source, not one more row of the largest."""
+    counts: dict[str, int] = {}
+    for f in figs:
+        counts[f.source] = counts.get(f.source, 0) + 1
+    ratios, weights = [f.ratio for f in figs], [1 / counts[f.source] for f in figs]
+    lo, mid, hi = (weighted_percentile(ratios, weights, q) for q in (BAND_QUANTILES[0], 50.0, BAND_QUANTILES[1]))
+    return lo, mid, hi
 
 
 def bands(figs: Sequence[Figure]) -> list[Band]:
     """Every segment (at every level of :data:`SEGMENT_CHAIN`) with at least :data:`MIN_BAND_ROWS` figures of a
-    metric, and the all-rows band of every metric whatever its count."""
+    metric from at least :data:`MIN_BAND_SOURCES` sources, and the all-rows band of every metric whatever its
+    count."""
     out = []
     for metric in METRICS:
         fm = [f for f in figs if f.metric == metric]
@@ -86,9 +104,10 @@ def bands(figs: Sequence[Figure]) -> list[Band]:
             keys = sorted({level_key(f.segment(), level) for f in fm})
             for key in keys:
                 fs = [f for f in fm if level_key(f.segment(), level) == key]
-                if len(fs) >= MIN_BAND_ROWS or not level:
-                    lo, mid, hi = quantiles([f.ratio for f in fs])
-                    out.append(Band(*key, metric, len(fs), len({f.source for f in fs}), lo, mid, hi))
+                n_sources = len({f.source for f in fs})
+                if (len(fs) >= MIN_BAND_ROWS and n_sources >= MIN_BAND_SOURCES) or not level:
+                    lo, mid, hi = quantiles(fs)
+                    out.append(Band(*key, metric, len(fs), n_sources, lo, mid, hi))
     return out
 
 
@@ -147,10 +166,12 @@ def bands_csv(table: Sequence[Band], n_rows: int, n_sources: int, fingerprint: s
               "# says how each figure is held out from what it is predicted with). Written by\n"
               "# `inference-ledger validate --write-bands`; read when a plan is resolved (nothing is refitted then).\n"
               f"# date {date}; data measured_load.csv sha256 {fingerprint} ({n_rows} rows, {n_sources} sources).\n"
-              f"# low/high: the {BAND_QUANTILES[0]:g}th/{BAND_QUANTILES[1]:g}th percentile, so {BAND_SHARE_WORDS}.\n"
+              f"# low/high: the {BAND_QUANTILES[0]:g}th/{BAND_QUANTILES[1]:g}th percentile (each source weighing the same),\n"
+              f"# so {BAND_SHARE_WORDS}.\n"
               f"# A segment (engine_family x gpu_vendor x architecture, '*' = any) is listed when it holds at least\n"
-              f"# {MIN_BAND_ROWS} figures of the metric; a plan uses its own segment, else the first listed parent\n"
-              "# (engine family dropped, then dense/MoE, then the vendor); the all-rows band is always listed.\n")
+              f"# {MIN_BAND_ROWS} figures of the metric from {MIN_BAND_SOURCES} sources or more; a plan uses its own segment,\n"
+              "# else the first listed parent"
+              " (engine family dropped, then dense/MoE, then the vendor); the all-rows band is always listed.\n")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(BAND_HEADER)
     for b in table:

@@ -2,8 +2,8 @@
 
 Data strings (scenario labels, model ids and names, config fields) starting with each
 character a spreadsheet reads as the start of a formula (OWASP, "CSV Injection"): = + - @
-tab and carriage return.  The openpyxl workbook is built in child processes: one with lxml
-(openpyxl's lxml writer), one with lxml blocked (its ElementTree writer).
+tab and carriage return.  The openpyxl workbook is built twice: in this process, with lxml (openpyxl's lxml
+writer), and in a child process with lxml blocked (its ElementTree writer).
 """
 
 from __future__ import annotations
@@ -29,31 +29,39 @@ from test_cli_rules import cli
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ['=HYPERLINK("http://example.com","click")', "+1+2", "-1+2", "@SUM(1,2)", "\t=1+2", "\r=1+2"]
 
+def read_back(path, labels: list[str]) -> dict:
+    """Where the labels landed in the workbook at ``path``: each text cell holding one, any formula holding one, and
+    whether a HYPERLINK formula was written; and which XML writer openpyxl used."""
+    import openpyxl.xml
+
+    # XML parsers read a bare carriage return as a line feed (XML 1.0, 2.11); compare the labels that way
+    labels = [label.replace("\r", "\n") for label in labels]
+    wb = openpyxl.load_workbook(path)
+    found, formulas = [], []
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if isinstance(c.value, str) and c.value.replace("\r", "\n") in labels:
+                    found.append([ws.title, c.coordinate, c.value.replace("\r", "\n"), c.data_type])
+                if c.data_type == "f" and any(label.strip() in str(c.value) for label in labels):
+                    formulas.append([ws.title, c.coordinate, c.value])
+    with zipfile.ZipFile(path) as z:
+        xml = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("xl/worksheets/"))
+    return {"lxml": openpyxl.xml.LXML, "found": found, "formulas": formulas, "hyperlink_formula": "<f>HYPERLINK" in xml}
+
+
+#: the leg without lxml: a child process in which the import of lxml fails (openpyxl falls back to ElementTree)
 CHILD = r"""
-import json, sys, zipfile
-if sys.argv[1] == "no-lxml":
-    sys.modules["lxml"] = None          # the import fails: openpyxl falls back to ElementTree
-import openpyxl, openpyxl.xml
+import json, sys
+sys.modules["lxml"] = None
+sys.path.insert(0, "tests")
 from inference_ledger.cli import run
+from test_files_formula_text import read_back
 try:
-    run(["build", "-o", sys.argv[2], "--scenarios", sys.argv[3], "--config", sys.argv[4]])
+    run(["build", "-o", sys.argv[1], "--scenarios", sys.argv[2], "--config", sys.argv[3]])
 except SystemExit as e:
     assert e.code == 0, e.code
-# XML parsers read a bare carriage return as a line feed (XML 1.0, 2.11); compare the labels that way
-labels = [l.replace("\r", "\n") for l in json.loads(sys.argv[5])]
-wb = openpyxl.load_workbook(sys.argv[2])
-found, formulas = [], []
-for ws in wb.worksheets:
-    for row in ws.iter_rows():
-        for c in row:
-            if isinstance(c.value, str) and c.value.replace("\r", "\n") in labels:
-                found.append([ws.title, c.coordinate, c.value.replace("\r", "\n"), c.data_type])
-            if c.data_type == "f" and any(l.strip() in str(c.value) for l in labels):
-                formulas.append([ws.title, c.coordinate, c.value])
-with zipfile.ZipFile(sys.argv[2]) as z:
-    xml = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("xl/worksheets/"))
-print(json.dumps({"lxml": openpyxl.xml.LXML, "found": found, "formulas": formulas,
-                  "hyperlink_formula": "<f>HYPERLINK" in xml}))
+print(json.dumps(read_back(sys.argv[1], json.loads(sys.argv[4]))))
 """
 
 
@@ -75,11 +83,16 @@ def _inputs(tmp: Path) -> tuple[Path, Path]:
 def test_workbook_writes_data_strings_as_text(tmp_path, leg):
     scenarios, config = _inputs(tmp_path)
     out = tmp_path / "plan.xlsx"
-    env = {**__import__("os").environ, "OPENPYXL_LXML": "True"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, leg, str(out), str(scenarios), str(config), json.dumps(LABELS)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    if leg == "lxml":   # this process's writer (the suite runs with lxml)
+        code, _, err = cli("build", "-o", out, "--scenarios", scenarios, "--config", config)
+        assert code == 0, err
+        got = read_back(out, LABELS)
+    else:
+        env = {**__import__("os").environ, "OPENPYXL_LXML": "True"}
+        proc = subprocess.run([sys.executable, "-c", CHILD, str(out), str(scenarios), str(config), json.dumps(LABELS)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["lxml"] is (leg == "lxml")                      # the leg ran the writer it names
     assert got["formulas"] == [] and not got["hyperlink_formula"]
     on_scenarios = {v for sheet, _, v, _ in got["found"] if sheet == "Scenarios"}

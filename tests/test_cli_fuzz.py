@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from inference_ledger.catalogs import catalog
 
+from examples import examples
 from test_cli_rules import cli
 
 BASE = json.loads((catalog.MODELS_DIR / "llama-3.1-8b.json").read_text())
@@ -62,7 +63,7 @@ SCENARIO = {"label": "x", "model": "llama-3.1-8b", "gpu": "h100-sxm", "weight_dt
             "tp": "1", "concurrency": "4", "gpu_memory_utilization": "0.9", "input_tokens": "1024"}
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=examples(20))   # each accepted CSV renders a workbook
 @given(column=st.sampled_from(list(SCENARIO)), cell=TEXT, raw=st.booleans())
 def test_scenario_csv_cells(column, cell, raw):
     row = dict(SCENARIO, **{column: cell})

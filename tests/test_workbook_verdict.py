@@ -16,7 +16,11 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger.catalogs import catalog
+from inference_ledger.graph import plan
 from inference_ledger.workbook.recalc import recalculate
+
+from renders import memoised_renders
+from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
 
@@ -52,8 +56,10 @@ def _all_pass(wb) -> list[tuple[str, str]]:
 
 
 def _build(args, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inference_ledger", "build", *args, "-o", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    """`build ARGS -o OUT`, in process (a workbook of the same options is rendered once per session)."""
+    with memoised_renders():
+        code, stdout, stderr = cli("build", *args, "-o", out)
+    return subprocess.CompletedProcess(["build", *args], code, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
@@ -166,10 +172,9 @@ SAMPLE = {
 
 
 def _plan_json(args) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--json", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    code, out, err = cli("plan", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
 
 
 @pytest.mark.libreoffice
@@ -221,15 +226,15 @@ def test_scenarios_cost_at_the_catalog_price_and_say_so(default_book, soffice, t
     assert groups[-1] == "Cost (catalog price of the row's GPU)"
 
 
-def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_path):
+def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_path, workbooks):
     """Both options run the peak fleet every hour; requests per day size only the base the buy option owns.  So
     more requests a day move the buy option's NPV (a larger owned base), not the rent-everything one, and its
     label says so (once it read as a number that ought to have moved)."""
-    got = {}
-    for rpd in (1_000_000, 1_500_000):
-        proc = _build(["--requests-per-day", str(rpd)], tmp_path / f"{rpd}.xlsx")
-        assert proc.returncode == 0, proc.stderr
-        got[rpd] = load_workbook(tmp_path / f"{rpd}.xlsx", data_only=True)
+    assert plan.INPUT_BY_NAME["requests_per_day"].default == 1_000_000   # the default workbook's
+    proc = _build(["--requests-per-day", "1500000"], tmp_path / "more.xlsx")
+    assert proc.returncode == 0, proc.stderr
+    got = {1_000_000: load_workbook(workbooks()[0], data_only=True),
+           1_500_000: load_workbook(tmp_path / "more.xlsx", data_only=True)}
     buy = [_cell(wb, "forecast_npv_buy").value for wb in got.values()]
     rent = [_cell(wb, "forecast_npv_rent").value for wb in got.values()]
     assert buy[0] != buy[1] and rent[0] == rent[1]
