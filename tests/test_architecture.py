@@ -4,17 +4,17 @@ from its own layer or the layers below it; the installed distribution has no top
 
 from __future__ import annotations
 
-import ast
 import sys
 import tomllib
 from pathlib import Path
 
 import inference_ledger
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_layout import _files, _imports, _module  # noqa: E402  (one reading of the import graph)
+
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "inference_ledger"
-#: where each sub-package's files live in the checkout (workbook/ is installed as inference_ledger.workbook)
-FOLDERS = {"workbook": ROOT / "workbook"}
 
 
 def _layer_of() -> dict[str, int]:
@@ -30,14 +30,10 @@ def _layer_of() -> dict[str, int]:
 def _modules(floor: dict[str, int]) -> dict[str, tuple[Path, int]]:
     """Every module of the library -> (its file, its floor); a module outside every layer fails here."""
     out = {}
-    files = [(p, ("inference_ledger",) + p.relative_to(LIBRARY).with_suffix("").parts) for p in LIBRARY.rglob("*.py")]
-    files += [(p, ("inference_ledger", pkg) + p.relative_to(folder).with_suffix("").parts)
-              for pkg, folder in FOLDERS.items() for p in folder.rglob("*.py")]
-    for path, parts in files:
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        if len(parts) == 1 or parts[1] == "__main__":
-            continue   # the package's own __init__ (the layer table) and `python -m inference_ledger`
+    for path in _files():
+        parts = _module(path).split(".")
+        if parts[0] != "inference_ledger" or len(parts) == 1 or parts[1] == "__main__":
+            continue   # udfs/, the package's own __init__ (the layer table) and `python -m inference_ledger`
         assert parts[1] in floor, f"{path.relative_to(ROOT)} sits in no layer of inference_ledger.LAYERS"
         out[".".join(parts)] = (path, floor[parts[1]])
     return out
@@ -45,18 +41,7 @@ def _modules(floor: dict[str, int]) -> dict[str, tuple[Path, int]]:
 
 def _imported(path: Path, name: str) -> set[str]:
     """The library modules (or packages) a file imports, absolute."""
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
-                base = ".".join(up + ([node.module] if node.module else []))
-            out |= {base} | {f"{base}.{a.name}" for a in node.names}
-    return {m for m in out if m.startswith("inference_ledger.")}
+    return {m for m in _imports(path) if m.startswith("inference_ledger.")}
 
 
 def upward_imports(modules: dict[str, tuple[Path, int]], floor: dict[str, int]) -> list[str]:
@@ -78,13 +63,18 @@ def test_every_module_sits_in_one_layer_and_imports_only_downward():
 
 def test_an_upward_import_is_caught(tmp_path, monkeypatch):
     """The check can fail: a formula module that imports the plan (layer 2 -> 4) is reported."""
+    import test_layout
+
     floor = _layer_of()
-    planted = tmp_path / "serving.py"
+    planted = tmp_path / "inference_ledger" / "formulas" / "serving.py"
+    planted.parent.mkdir(parents=True)
     planted.write_text("from inference_ledger.graph import plan\nfrom inference_ledger.core import expr\n")
-    modules = {"inference_ledger.formulas.serving": (planted, floor["formulas"])}
+    monkeypatch.setattr(test_layout, "ROOT", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert upward_imports(modules, floor) == ["serving.py (layer 2) imports inference_ledger.graph (layer 4)",
-                                              "serving.py (layer 2) imports inference_ledger.graph.plan (layer 4)"]
+    modules = {"inference_ledger.formulas.serving": (planted, floor["formulas"])}
+    where = "inference_ledger/formulas/serving.py (layer 2)"
+    assert upward_imports(modules, floor) == [f"{where} imports inference_ledger.graph (layer 4)",
+                                              f"{where} imports inference_ledger.graph.plan (layer 4)"]
 
 
 def test_pyproject_installs_every_sub_package_and_two_top_level_names():

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pytest
 
 from inference_ledger.formulas import engine_ledger
@@ -30,6 +34,143 @@ def test_engine_catalog_has_the_three_engines_and_their_documented_fractions():
 def test_unknown_engine_names_the_known_ones():
     with pytest.raises(LedgerInputError, match="unknown engine 'vlm'.*vllm.*sglang"):
         engines.get_engine("vlm")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# engines by version
+# ----------------------------------------------------------------------------------------------------------------
+
+VERSION_ID = re.compile(r"(vllm|sglang|trtllm)(-\d+\.\d+)?")
+#: every trait column of engines.csv that a row's trait_sources must cite
+TRAITS = ("chunked_prefill", "overlap_scheduling", "scheduler_seconds_per_sequence", "cuda_graphs", "gqa_decode",
+          "fp8_block_gemm", "mla_kernel", "fused_moe", "kernel_table_engine")
+
+
+def test_ids_are_family_or_family_major_minor_and_every_trait_cites_its_source():
+    rows = engines.load_engines()
+    assert all(VERSION_ID.fullmatch(e.id) for e in rows), [e.id for e in rows]
+    for fam in ("vllm", "sglang", "trtllm"):
+        versions = [e for e in rows if e.family == fam]
+        assert sum(e.id == fam for e in versions) == 1          # the bare id: the current release
+        assert len(versions) >= 3, fam                          # releases of 2024-2026 whose traits differ
+    for e in rows:
+        for trait in TRAITS:
+            assert trait in e.trait_sources, (e.id, trait)
+        assert e.quote and e.releases and e.date.startswith("2026"), e.id
+        assert e.kernel_table_engine == e.family and e.kernel_table_version, e.id
+    # neighbouring versions differ in at least one trait of the step (else they would be one row)
+    step = lambda e: (e.chunks(4096), e.overlap_scheduling, e.scheduler_seconds_per_sequence, e.gqa_decode,
+                      e.fp8_block_gemm, e.mla_kernel, e.max_num_batched_tokens, e.max_num_seqs, e.sampler_bytes_per_logit,
+                      e.kernel_table_version)
+    assert len({step(e) for e in rows}) == len(rows)
+
+
+@pytest.mark.parametrize("name, row", [("vllm-0.10", "vllm-0.9"), ("vllm-0.11", "vllm-0.9"), ("vllm-0.13", "vllm-0.12"),
+                                       ("vllm-0.5", "vllm-0.4"), ("vllm-v0", "vllm-0.7"), ("vllm-0.19", "vllm"),
+                                       ("sglang-0.5", "sglang"), ("trtllm-1.1", "trtllm-1.0"), ("trt-llm", "trtllm"),
+                                       ("trtllm-0.12", "trtllm-0.9"), ("TensorRT-LLM", "trtllm"), ("SGLang 0.4", "sglang-0.4")])
+def test_every_release_of_a_row_resolves_to_it(name, row):
+    assert engines.get_engine(name).id == row
+
+
+def test_the_default_stays_current_vllm_and_todays_ids_keep_working():
+    assert engines.DEFAULT_ENGINE == "vllm" and plan.INPUT_BY_NAME["chunked_prefill"].default == 1
+    for old in ("vllm", "vllm-0.9", "vllm-v0", "vllm-0.8", "sglang", "trtllm"):
+        engines.get_engine(old)
+    assert plan.INPUT_BY_NAME["overlap_scheduling"].default == 1    # vLLM schedules asynchronously since vllm#27614
+
+
+def test_an_unknown_version_is_refused_in_one_line_naming_engine():
+    with pytest.raises(ValueError) as e:
+        resolve("llama-3.1-8b", "h100-sxm", engine="vllm-9.9")
+    assert "--engine" in str(e.value) and "\n" not in str(e.value)
+    out = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--engine", "vllm-9.9"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    said = [ln for ln in out.stderr.splitlines() if "--engine" in ln and "vllm-9.9" in ln]
+    assert len(said) == 1 and "vllm-0.9" in said[0]
+
+
+def test_plan_cell_gives_an_error_value_for_an_unknown_engine():
+    from udfs import excel
+    (cell,) = excel.PLAN("llama-3.1-8b", "h100-sxm", "tpot_seconds", None, None, None, None, None, None, "vllm-9.9")[0]
+    assert str(cell).startswith("#VALUE!") and "--engine" in str(cell) and "vllm-0.9" in str(cell)
+    (ok,) = excel.PLAN("llama-3.1-8b", "h100-sxm", "tpot_seconds", None, None, None, None, None, None, "vllm-0.11")[0]
+    assert isinstance(ok, float) and ok > 0
+
+
+def test_a_scheduler_in_step_with_the_gpu_adds_its_cpu_time_per_sequence():
+    """vLLM 0.9-0.11 and 0.12-0.18 differ only in async scheduling (vllm#27614): Llama-3.1-70B TP4 at 64 sequences
+    waits 64 x 21 us = 1.344 ms more per step without it (vllm#10634: 5-6 ms at batch 256 = 21 us a sequence)."""
+    kw = dict(tp=4, concurrency=64, input_tokens=1024, output_tokens=512)
+    sync = plan.evaluate(resolve("llama-3.1-70b", "h100-sxm", engine="vllm-0.11", numbers=kw).inputs)
+    overlap = plan.evaluate(resolve("llama-3.1-70b", "h100-sxm", engine="vllm-0.13", numbers=kw).inputs)
+    assert sync["effective_concurrency"] == overlap["effective_concurrency"] == 64
+    assert overlap["scheduler_seconds_per_step"] == 0
+    assert sync["scheduler_seconds_per_step"] == pytest.approx(64 * 21e-6, rel=1e-12)
+    assert sync["tpot_seconds"] - overlap["tpot_seconds"] == pytest.approx(1.344e-3, rel=1e-9)
+    # vLLM 0.4-0.5 processed outputs in step too: 3.4 ms at batch 32 (vllm#6913) = 106 us a sequence
+    v04 = plan.evaluate(resolve("llama-3.1-70b", "h100-sxm", engine="vllm-0.5", numbers=kw).inputs)
+    assert v04["scheduler_seconds_per_step"] == pytest.approx(64 * 106e-6, rel=1e-12)
+
+
+def test_whole_prompt_versions_stall_the_step_by_the_sarathi_formula():
+    """SGLang 0.3 runs whole prompts (no chunked prefill by default) and SGLang 0.4 chunks them: the whole-prompt
+    TPOT is step(B) + (B - 1) x prefill(S) / (T - 1) + the in-step scheduler, by hand from the plan's own parts."""
+    kw = dict(tp=1, concurrency=32, input_tokens=2048, output_tokens=256)
+    whole = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="sglang-0.3", numbers=kw).inputs)
+    chunked = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="sglang-0.4", numbers=kw).inputs)
+    b, s, t = 32, 2048, 256
+    assert whole["chunked_prefill"] == 0 and chunked["chunked_prefill"] == 1
+    assert whole["step_tokens"] == b and chunked["step_tokens"] == pytest.approx(b + (b - 1) * s / t)
+    stall = (b - 1) * whole["ttft_service_seconds"] / (t - 1)
+    assert whole["prefill_stall_seconds"] == pytest.approx(stall, rel=1e-12)
+    assert whole["tpot_seconds"] == pytest.approx(max(whole["decode_kernel_seconds"], whole["tpot_floor_seconds"])
+                                                  + stall + b * 1e-5, rel=1e-12)
+    assert chunked["prefill_stall_seconds"] == 0 and chunked["scheduler_seconds_per_step"] == 0
+    assert whole["tpot_seconds"] > chunked["tpot_seconds"]
+
+
+def test_vllm_v0_chunks_above_32k_max_model_len():
+    v0 = engines.get_engine("vllm-0.7")
+    assert (v0.chunks(32768), v0.chunks(32769), engines.get_engine("vllm").chunks(1024)) == (0, 1, 1)
+    gpu = dict(gpu_memory_bytes=79.1875 * GIB, interconnect_bw=450e9, gpu_id="h100-sxm")
+    assert engines.engine_inputs(v0, **gpu, max_model_len=131072)["chunked_prefill"] == 1
+    assert engines.engine_inputs(v0, **gpu, max_model_len=8192)["chunked_prefill"] == 0
+
+
+def test_current_vllm_sglang_and_trtllm_give_different_tpot_for_one_deployment():
+    kw = dict(tp=4, concurrency=64, input_tokens=1024, output_tokens=512)
+    tpot = {e: plan.evaluate(resolve("llama-3.1-70b", "h100-sxm", engine=e, numbers=kw).inputs)["tpot_seconds"]
+            for e in ("vllm", "sglang", "trtllm", "vllm-0.9", "sglang-0.2", "trtllm-0.9")}
+    assert len({round(x, 9) for x in tpot.values()}) >= 5, tpot
+    assert tpot["vllm-0.9"] > tpot["vllm"] and tpot["sglang-0.2"] > tpot["sglang"]
+
+
+def test_each_version_reads_its_own_fused_moe_table_version():
+    from inference_ledger.formulas import kernels_fused
+    assert kernels_fused.table_version([(0, 19, 0), (0, 22, 0), (0, 24, 0)], "0.23") == (0, 22, 0)
+    assert kernels_fused.table_version([(0, 19, 0), (0, 24, 0)], "0.18") == (0, 19, 0)   # older: the oldest measured
+    assert kernels_fused.table_version([(0, 19, 0), (0, 24, 0)], None) == (0, 24, 0)
+    assert kernels_fused.table_version([(1, 3, 0, 10), (1, 3, 0, 20)], "1.3.0rc10") == (1, 3, 0, 10)
+
+
+def test_a_shape_measured_at_two_versions_is_read_at_the_release_s_own(monkeypatch):
+    """Where the MoE table holds one shape at two engine versions, vllm-0.12 (releases to 0.18) reads 0.19.0's (none
+    older), vllm (0.24.0) reads 0.24.0's; the plan's source names the version read."""
+    import numpy as np
+    from inference_ledger.formulas import kernels_fused
+    from inference_ledger.formulas.kernel_tables import Table
+    ts = np.array([1.0, 16384.0])
+    tab = lambda us, v: Table((ts,), np.array(us) * 1e-6, f"h200_sxm/moe/vllm/{v}/moe_perf.parquet (vllm {v})")
+    key = ("h200", "vllm", "fp8", 4096, 1536, 8, 128)
+    fake = {key: {(4, 1): {(0, 19, 0): tab([100, 9000], "0.19.0"), (0, 24, 0): tab([80, 7000], "0.24.0")}}}
+    monkeypatch.setattr(kernels_fused, "_moe", lambda: fake)
+    read = lambda release: kernels_fused.moe_table("h200", "vllm", "fp8", 4096, 1536, 8, 128, 4, 1,
+                                                   engines.get_engine(release).kernel_table_version).source
+    assert read("vllm-0.13").endswith("(vllm 0.19.0)") and read("vllm").endswith("(vllm 0.24.0)")
+    assert kernels_fused.moe_seconds("h200", "vllm", "fp8", 1, 4096, 1536, 8, 128, 4, 1, "0.20")[0] == \
+        pytest.approx(100e-6)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "vllm-0.9"])

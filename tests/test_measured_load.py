@@ -218,6 +218,16 @@ def test_atom_dashboard_throughput_is_concurrency_over_the_request_time(rows):
         request_s = (r.ttft_ms + (r.output_tokens - 1) * r.tpot_ms) / 1000
         ratio = r.deployment_tok_s / (r.batch * r.output_tokens / request_s)
         assert 0.95 <= ratio <= 1.0, (r.id, ratio)
+    # the Qwen3-235B recipe prints total (input + output) throughput beside TTFT and TPOT at fixed lengths: C x (ISL + OSL)
+    # / (TTFT + (OSL - 1) x TPOT) must give the printed total, the hand check of the two latency cells entered
+    qwen = [r for r in rows if r.source_key == "rocm-atom-recipe-qwen3-235b"]
+    assert len(qwen) == 12 and all(r.output_tok_s is None for r in qwen)
+    for r in qwen:
+        header, row = r.quote.split(" -> ")
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        total = float(cells[6] if r.tp == 8 else cells[9])
+        request_s = (r.ttft_ms + (r.output_tokens - 1) * r.tpot_ms) / 1000
+        assert r.batch * (r.input_tokens + r.output_tokens) / request_s == pytest.approx(total, rel=0.02), r.id
 
 
 def test_per_gpu_throughput_is_scaled_to_the_deployment(rows):

@@ -113,6 +113,19 @@ def test_calibration_flow_runs_and_prints_what_the_readme_shows(tmp_path, monkey
     assert (tmp_path / "profile.csv").exists() and (tmp_path / "plan.xlsx").exists()
 
 
+README_FLOW = re.compile(r"## Your benchmark in, a calibrated plan out.*?```bash\n(.*?)\n```", re.S)
+
+
+def test_the_readme_shows_the_calibration_flow_that_runs():
+    """The README's benchmark-in flow is the two commands of docs/cli.md's flow, which the test above runs."""
+    def commands(block):
+        return [c.split() for c in block.replace("\\\n", " ").splitlines() if c.startswith("inference-ledger ")]
+
+    readme = commands(README_FLOW.search((ROOT / "README.md").read_text()).group(1))
+    page = commands(CALIBRATE_FLOW.search(CALIBRATE_PAGE.read_text()).group(1))
+    assert [c[1] for c in readme] == ["calibrate", "build"] and readme == page
+
+
 def _update_page(page: Path) -> None:
     """Rewrite every output block of one page from its command."""
     text = page.read_text()

@@ -1,6 +1,8 @@
-"""Serving engines as a catalog: vLLM, SGLang and TensorRT-LLM, their memory rule and batching defaults.
+"""Serving engines by version as a catalog: vLLM, SGLang and TensorRT-LLM, their memory rule, batching defaults and
+the traits of their step (chunked prefill, scheduler overlap and CPU time per sequence, kernels and kernel tables).
 
-The values (with a source per row) are in ``inference_ledger/data/engines.csv``; the
+Ids are ``<family>-<major>.<minor>`` of the first release a row covers (its aliases name the others) and the bare
+family for the current release.  The values (with a source per trait) are in ``inference_ledger/data/engines.csv``; the
 formulas that use them are in :mod:`inference_ledger.formulas.engine_ledger`, and
 :mod:`inference_ledger.graph.resolve` turns an engine choice into plan inputs.
 """
@@ -53,6 +55,18 @@ class Engine:
     moe_pad_hidden: int
     moe_pad_intermediate: int
     chunked_prefill: int
+    releases: str
+    overlap_scheduling: int
+    scheduler_seconds_per_sequence: float
+    cuda_graphs: int
+    gqa_decode: int
+    fp8_block_gemm: int
+    mla_kernel: str
+    fused_moe: str
+    kernel_table_engine: str
+    kernel_table_version: str
+    trait_sources: str
+    quote: str
     source: str
     date: str
     notes: str
@@ -80,6 +94,17 @@ class Engine:
 
     def seqs(self, gpu_memory_bytes: float, gpu_id: str = "") -> int:
         return self.max_num_seqs if self.large_gpu(gpu_memory_bytes, gpu_id) else self.max_num_seqs_small_gpu
+
+    def chunks(self, max_model_len: Optional[int] = None) -> int:
+        """1 when the engine chunks prompts at this max_model_len: its default, or (vLLM V0) above whole_prompt_up_to,
+        where the API server switches chunked prefill on."""
+        long = bool(self.whole_prompt_up_to and max_model_len and max_model_len > self.whole_prompt_up_to)
+        return 1 if (self.chunked_prefill or long) else 0
+
+    @property
+    def family(self) -> str:
+        """vllm, sglang, trtllm: the id without its version."""
+        return self.id.split("-")[0]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -110,7 +135,13 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 sampler_bytes_per_logit=float(r["sampler_bytes_per_logit"]),
                 cuda_context_bytes=float(r["cuda_context_bytes"]), nccl_nvls_bytes=float(r["nccl_nvls_bytes"]),
                 nccl_p2p_bytes=float(r["nccl_p2p_bytes"]), moe_pad_hidden=int(r["moe_pad_hidden"]),
-                moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]), source=r["source"], date=r["date"],
+                moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]),
+                releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
+                scheduler_seconds_per_sequence=float(r["scheduler_seconds_per_sequence"]),
+                cuda_graphs=int(r["cuda_graphs"]), gqa_decode=int(r["gqa_decode"]),
+                fp8_block_gemm=int(r["fp8_block_gemm"]), mla_kernel=r["mla_kernel"], fused_moe=r["fused_moe"],
+                kernel_table_engine=r["kernel_table_engine"], kernel_table_version=r["kernel_table_version"],
+                trait_sources=r["trait_sources"], quote=r["quote"], source=r["source"], date=r["date"],
                 notes=r.get("notes", ""),
             ))
         except (KeyError, ValueError) as e:
@@ -127,13 +158,23 @@ def engine_ids() -> tuple[str, ...]:
     return tuple(e.id for e in load_engines())
 
 
+def engine_names() -> tuple[str, ...]:
+    """Every name ``--engine`` accepts in the id form: the ids and the aliases that are ids of a release
+    (``vllm-0.11``, ``vllm-v0``, ``trt-llm``), without the free-text aliases ('vLLM V1')."""
+    out = list(engine_ids())
+    for e in load_engines():
+        out += [a.lower() for a in e.aliases if " " not in a and a.lower() not in out]
+    return tuple(out)
+
+
 def get_engine(name: str) -> Engine:
-    """An engine by id or alias, case-insensitive: 'vllm', 'sglang', 'trtllm', 'TensorRT-LLM'."""
+    """An engine by id or alias, case-insensitive: 'vllm', 'vllm-0.11', 'sglang-0.4', 'trtllm', 'TensorRT-LLM'."""
     key = str(name).strip().lower()
     for e in load_engines():
         if key == e.id or key in (a.lower() for a in e.aliases):
             return e
-    raise LedgerInputError(f"unknown engine {echo(name)} (known: {', '.join(engine_ids())})")
+    raise LedgerInputError(f"--engine: unknown engine {echo(name)} (known: {', '.join(engine_ids())}, "
+                           f"or a release such as vllm-0.11 within a row's releases)")
 
 
 def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: float, interconnect_bw: Optional[float] = None,
@@ -155,5 +196,7 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "nccl_bytes": e.nccl_nvls_bytes if nvls else e.nccl_p2p_bytes,
         "moe_pad_hidden": e.moe_pad_hidden,
         "moe_pad_intermediate": e.moe_pad_intermediate,
-        "chunked_prefill": e.chunked_prefill,
+        "chunked_prefill": e.chunks(max_model_len),
+        "overlap_scheduling": e.overlap_scheduling,
+        "scheduler_seconds_per_sequence": e.scheduler_seconds_per_sequence,
     }

@@ -136,7 +136,7 @@ def plan_options(f: Callable) -> Callable:
                      "fp8, int8, int4, mxfp4, nvfp4 (default: the checkpoint's, else bf16)."),
         click.option("--kv-dtype", metavar="DTYPE", default="bf16", show_default=True,
                      help="KV-cache format: bf16, fp16, fp8, int8, int4-kv."),
-        click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False),
+        click.option("--engine", type=click.Choice(engines.engine_names(), case_sensitive=False),
                      default=engines.DEFAULT_ENGINE, show_default=True,
                      help="Serving engine whose memory budget and batching defaults apply (inference_ledger/data/engines.csv)."),
         click.option("--context", type=click.IntRange(1, 10**9), metavar="TOKENS",

@@ -62,7 +62,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
               "serving by $/month.")
 @click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
 @click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
-@click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
+@click.option("--engine", type=click.Choice(engines.engine_names(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
               show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Plans to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the targets and the plans, each with its full plan.")

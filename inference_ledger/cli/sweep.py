@@ -123,7 +123,7 @@ def report_skipped(table: Table, output: str) -> None:
               help="Tokens per sequence (input + output); input tokens = context - output tokens.")
 @click.option("--concurrency", default=concurrency_choice.AUTO, show_default=True, metavar="LIST",
               help="Peak concurrent sequences, numbers or auto: " + AUTO_HELP)
-@click.option("--engine", type=click.Choice(engines.engine_ids(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
+@click.option("--engine", type=click.Choice(engines.engine_names(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
               show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
 @click.option("--output", "-o", required=True, metavar="PATH", help="sweep.xlsx (live formulas) or sweep.csv (values).")
 @click.option("--max-rows", type=click.IntRange(1), default=DEFAULT_MAX_ROWS, show_default=True,

@@ -49,7 +49,7 @@ from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import Sym, eq, floor, ge, gt, is_sym, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
-                                         KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED)
+                                         KERNEL_GEMM_POWER)
 
 EFFICIENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "efficiencies.csv"
 
@@ -121,6 +121,17 @@ def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_seq
     static batching (prompt_per_sequence 0)."""
     return (1 - chunked_prefill) * (effective_concurrency - 1) * prompt_per_sequence * output_tokens \
         / (input_tokens * maximum(output_tokens - 1, 1)) * ttft_service_seconds
+
+
+def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence, effective_concurrency):
+    """The engine's CPU time per step that the GPU waits for: (1 - overlap) x CPU time per sequence x sequences.
+
+    A scheduler that runs in step with the GPU (vLLM V0, vLLM V1 without async scheduling, SGLang before 0.4) leaves
+    the GPU idle while it schedules, prepares inputs and processes outputs; that time grows with the running sequences,
+    not the tokens (WukLab, 'Can Scheduling Overhead Dominate LLM Inference Performance?', 2024-09-10).  One that
+    prepares step n+1 while the GPU runs step n (NanoFlow, arXiv:2408.12757; SGLang 0.4's zero-overhead scheduler)
+    hides it.  64 sequences at 21 us without overlap: 1.3 ms per step."""
+    return (1 - overlap_scheduling) * scheduler_seconds_per_sequence * effective_concurrency
 
 
 # ---------------------------------------------------------------------------------
@@ -312,41 +323,6 @@ def benchmark_ttft_seconds(benchmark_requests, concurrency, effective_concurrenc
     mean = (first * wave_ttft_seconds + (benchmark_requests - first) * steady_ttft_seconds) / benchmark_requests
     sent_at_once = minimum(concurrency, benchmark_requests) / (RAMP_MEAN_DIVISOR * benchmark_requests)
     return maximum(mean, tpot_seconds) + queue_seconds * (1 - sent_at_once)
-
-
-# The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):
-# the GEMMs' curve (W their floors, F their time per token, KERNEL_GEMM_POWER = 2) plus what grows linearly with
-# B (s per sequence, all-reduce per token folded in).  Squaring W^2 + F^2 u^2 = (y0 - s B)^2 gives
-# A2 B^2 + 2 H B + A0 = 0 with A2 = F^2 c^2 - s^2, H = y0 s - F^2 c p, A0 = F^2 p^2 + W^2 - y0^2; the root on the
-# decreasing side is -A0 / (H + sqrt(H^2 - A2 A0)) (stable as A2 -> 0).  Summing the GEMMs into one curve prices a
-# step at most a few % under the sum of their own curves (Minkowski): the batch is an upper estimate by as much
-# (within one sequence of a brute-force search on the catalog's dense models).
-
-
-def soft_batch_a2(seconds_per_token, seconds_per_sequence, prompt_per_sequence):
-    """A2 = F^2 (1 + p)^2 - s^2."""
-    c = 1 + prompt_per_sequence
-    return seconds_per_token * seconds_per_token * c * c - seconds_per_sequence * seconds_per_sequence
-
-
-def soft_batch_h(seconds_per_token, budget_seconds, seconds_per_sequence, prompt_per_sequence):
-    """H = y0 s - F^2 (1 + p) p."""
-    return budget_seconds * seconds_per_sequence \
-        - seconds_per_token * seconds_per_token * (1 + prompt_per_sequence) * prompt_per_sequence
-
-
-def soft_batch_a0(floor_seconds, seconds_per_token, budget_seconds, prompt_per_sequence):
-    """A0 = F^2 p^2 + W^2 - y0^2."""
-    return (seconds_per_token * prompt_per_sequence) ** KERNEL_GEMM_POWER + floor_seconds ** KERNEL_GEMM_POWER \
-        - budget_seconds ** KERNEL_GEMM_POWER
-
-
-def soft_step_batch(floor_seconds, budget_seconds, a2, h, a0):
-    """-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it
-    finite where every kernel figure is 0)."""
-    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
-    return where(gt(budget_seconds, floor_seconds), -a0 / (h + maximum(h * h - a2 * a0, 0) ** root
-                                                             + TINY_SECONDS_SQUARED), 0)
 
 
 def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):

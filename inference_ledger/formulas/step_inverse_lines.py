@@ -6,10 +6,10 @@ MoE layers reading every expert (a bound).  One plain function per line, like
 
 from __future__ import annotations
 
+from inference_ledger.core.expr import Sym, gt, is_sym, maximum, where
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import gt, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
-from inference_ledger.core.units import ALLREDUCES_PER_LAYER
+from inference_ledger.core.units import ALLREDUCES_PER_LAYER, KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
 
 # ---------------------------------------------------------------------------------
 # the largest batch meeting the TPOT target when the step is priced from the kernel tables (the inverse of
@@ -121,30 +121,45 @@ def kernel_step_prompt_share(prompt_per_sequence, chunked_prefill):
     return prompt_per_sequence * chunked_prefill
 
 
-@line("Kernel inverse: A2", "s2", BANDWIDTH, "F^2 (1 + p)^2 - s^2 (serving.soft_batch_a2).")
+# The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):
+# the GEMMs' curve (W their floors, F their time per token, KERNEL_GEMM_POWER = 2) plus what grows linearly with
+# B (s per sequence, all-reduce per token folded in).  Squaring W^2 + F^2 u^2 = (y0 - s B)^2 gives
+# A2 B^2 + 2 H B + A0 = 0 with A2 = F^2 c^2 - s^2, H = y0 s - F^2 c p, A0 = F^2 p^2 + W^2 - y0^2; the root on the
+# decreasing side is -A0 / (H + sqrt(H^2 - A2 A0)) (stable as A2 -> 0).  Summing the GEMMs into one curve prices a
+# step at most a few % under the sum of their own curves (Minkowski): the batch is an upper estimate by as much
+# (within one sequence of a brute-force search on the catalog's dense models).
+
+
+
+@line("Kernel inverse: A2", "s2", BANDWIDTH, "F^2 (1 + p)^2 - s^2.")
 def tpot_batch_kernel_a2(kernel_gemm_seconds_per_token, kernel_batch_seconds_per_sequence, kernel_step_prompt_share):
-    return serving.soft_batch_a2(kernel_gemm_seconds_per_token, kernel_batch_seconds_per_sequence,
-                                 kernel_step_prompt_share)
+    c = 1 + kernel_step_prompt_share
+    return kernel_gemm_seconds_per_token * kernel_gemm_seconds_per_token * c * c \
+        - kernel_batch_seconds_per_sequence * kernel_batch_seconds_per_sequence
 
 
-@line("Kernel inverse: H", "s2", BANDWIDTH, "y0 s - F^2 (1 + p) p (serving.soft_batch_h).")
+@line("Kernel inverse: H", "s2", BANDWIDTH, "y0 s - F^2 (1 + p) p.")
 def tpot_batch_kernel_h(kernel_gemm_seconds_per_token, kernel_batch_budget_seconds, kernel_batch_seconds_per_sequence,
                         kernel_step_prompt_share):
-    return serving.soft_batch_h(kernel_gemm_seconds_per_token, kernel_batch_budget_seconds,
-                                kernel_batch_seconds_per_sequence, kernel_step_prompt_share)
+    return kernel_batch_budget_seconds * kernel_batch_seconds_per_sequence \
+        - kernel_gemm_seconds_per_token * kernel_gemm_seconds_per_token * (1 + kernel_step_prompt_share) \
+        * kernel_step_prompt_share
 
 
-@line("Kernel inverse: A0", "s2", BANDWIDTH, "F^2 p^2 + W^2 - y0^2 (serving.soft_batch_a0).")
+@line("Kernel inverse: A0", "s2", BANDWIDTH, "F^2 p^2 + W^2 - y0^2.")
 def tpot_batch_kernel_a0(kernel_gemm_floor_seconds, kernel_gemm_seconds_per_token, kernel_batch_budget_seconds,
                          kernel_step_prompt_share):
-    return serving.soft_batch_a0(kernel_gemm_floor_seconds, kernel_gemm_seconds_per_token, kernel_batch_budget_seconds,
-                                 kernel_step_prompt_share)
+    return (kernel_gemm_seconds_per_token * kernel_step_prompt_share) ** KERNEL_GEMM_POWER \
+        + kernel_gemm_floor_seconds ** KERNEL_GEMM_POWER - kernel_batch_budget_seconds ** KERNEL_GEMM_POWER
 
 
 @line("Batch meeting the TPOT target, kernel tables", "sequences", BANDWIDTH,
       "The batch whose table-priced step meets the target: the GEMM curve + the per-sequence terms = the budget, "
-      "-A0 / (H + sqrt(H^2 - A2 A0)) (serving.soft_step_batch).")
+      "-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it "
+      "finite where every kernel figure is 0).")
 def tpot_batch_kernel(kernel_gemm_floor_seconds, kernel_batch_budget_seconds, tpot_batch_kernel_a2,
                       tpot_batch_kernel_h, tpot_batch_kernel_a0):
-    return serving.soft_step_batch(kernel_gemm_floor_seconds, kernel_batch_budget_seconds, tpot_batch_kernel_a2,
-                                   tpot_batch_kernel_h, tpot_batch_kernel_a0)
+    a2, h, a0 = tpot_batch_kernel_a2, tpot_batch_kernel_h, tpot_batch_kernel_a0
+    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
+    return where(gt(kernel_batch_budget_seconds, kernel_gemm_floor_seconds),
+                 -a0 / (h + maximum(h * h - a2 * a0, 0) ** root + TINY_SECONDS_SQUARED), 0)

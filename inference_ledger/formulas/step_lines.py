@@ -216,6 +216,14 @@ def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_seq
                                          output_tokens, ttft_service_seconds)
 
 
+@line("Scheduler CPU time the step waits for", "s", BANDWIDTH,
+      "(1 - overlap_scheduling) x scheduler_seconds_per_sequence x sequences: an engine whose scheduler runs in step "
+      "with the GPU leaves it idle while it schedules and processes outputs (engines.csv); 0 when it overlaps.")
+def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence, effective_concurrency):
+    return serving.scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence,
+                                              effective_concurrency)
+
+
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
 #: render): with measured tables, and on the roofline fallback.
 DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
@@ -228,7 +236,8 @@ DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_se
                        "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
 PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
 #: what every step adds after its operations, whichever way they are priced
-DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds"}
+DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds",
+                     "scheduler": "scheduler_seconds_per_step"}
 PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 

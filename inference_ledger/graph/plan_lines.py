@@ -258,12 +258,14 @@ def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_se
       "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
       "the step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
       "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
-      "tables; + EP/PP communication + whole-prompt prefill stalls.")
+      "tables; + EP/PP communication + whole-prompt prefill stalls + the scheduler CPU time a non-overlapping engine "
+      "makes the GPU wait for.")
 def tpot_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
-                 allreduce_seconds_per_step, parallel_seconds_per_step, decode_overhead_seconds, prefill_stall_seconds):
+                 allreduce_seconds_per_step, parallel_seconds_per_step, decode_overhead_seconds, prefill_stall_seconds,
+                 scheduler_seconds_per_step):
     roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
     return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline) \
-        + parallel_seconds_per_step + prefill_stall_seconds
+        + parallel_seconds_per_step + prefill_stall_seconds + scheduler_seconds_per_step
 
 
 @line("TTFT expected", "s", COMPUTE,

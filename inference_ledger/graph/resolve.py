@@ -209,7 +209,8 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
         # only the MXFP4 MoE kernels pad each expert to their tile; the BF16/FP8 fused-MoE kernels run the experts
         # at their own shapes (a tile of 1: no padding), e.g. Qwen3-235B's 1,536-wide experts at TP 8 hold 192 rows
         out["moe_pad_hidden"] = out["moe_pad_intermediate"] = 1
-    figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.id, heads, wd, kd)
+    figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.kernel_table_engine, heads, wd, kd,
+                                            eng.kernel_table_version)
     out.update(figures)
     return out
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
-from inference_ledger.catalogs import catalog
+from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import concurrency, verdict
 from inference_ledger.formulas import kernels, serving, step_lines
 from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
@@ -93,12 +93,15 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
             heads = catalog.get_model(model).num_attention_heads if model else None
         except (KeyError, ValueError, LookupError):
             heads = None
-        _, sources = kernels.plan_kernel_inputs(values, gpu, engine or "vllm", heads, weight_dtype,
-                                                kv_dtype or "bf16")
+        eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
+        _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
+                                                kv_dtype or "bf16", eng.kernel_table_version)
     fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
              "parallel": "EP all-to-all and PP hand-offs (inference_ledger/formulas/parallel.py)",
              "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
-                              "(Sarathi-Serve, arXiv:2403.02310)"}
+                              "(Sarathi-Serve, arXiv:2403.02310)",
+             "scheduler": "the engine's scheduler CPU time per sequence when it does not overlap the GPU "
+                          "(data/engines.csv overlap_scheduling, scheduler_seconds_per_sequence)"}
     op_source = {"attention": "decode_attention", "linear": "qkv"}
 
     def ops(table: Mapping[str, str], common: Mapping[str, str], prefill: bool) -> dict[str, Any]:
