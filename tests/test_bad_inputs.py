@@ -223,7 +223,7 @@ def test_S05_unknown_model_names_file_and_line(tmp_path):
 
 def test_S11_cells_beyond_the_header_refused(tmp_path):
     sc = _csv(tmp_path / "ragged.csv", [HEAD, [*ROW, "extra", "more"]])
-    refused(["build", "-o", tmp_path / "s.xlsx", "--scenarios", sc], 2, "ragged.csv line 2",
+    refused(["build", "-o", tmp_path / "s.xlsx", "--scenarios", sc], 2, "ragged.csv row 1 (line 2)",
             "6 cells, more than the 4 columns", "'extra'")
 
 

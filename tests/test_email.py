@@ -431,3 +431,17 @@ def test_usage_errors_come_before_any_work(args, password, error, tmp_path):
     (line,) = r.stderr.splitlines()
     assert error in line and PASSWORD not in line
     assert list(tmp_path.iterdir()) == []  # nothing built: bad options fail before the workbook
+
+
+def test_eml_in_the_build_currency_shows_that_currency(tmp_path):
+    """--currency is a build parameter the message honours too: the body's amounts carry the workbook's symbol."""
+    r = cli("--to", "cfo@example.com", "--from", "planner@example.com", "--eml", "plan.eml", "--currency", "EUR",
+            *PLAN, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    msg, att = parse((tmp_path / "plan.eml").read_bytes())
+    cached = openpyxl.load_workbook(io.BytesIO(att.get_content()), data_only=True)
+    cost = named(cached, "monthly_cost_qps").value
+    text = msg.get_body(("plain",)).get_content()
+    assert f"€{cost:,.0f}/month" in text and f"€{cost:,.0f}/month" in str(msg["Subject"])
+    assert "$" not in text   # no amount left in dollars
+    assert named(cached, "monthly_cost_qps").number_format.startswith('"€"')   # the workbook shows the same symbol

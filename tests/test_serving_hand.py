@@ -72,7 +72,7 @@ def test_the_efficiency_file_has_every_default_and_refuses_a_row_without_a_sourc
     assert "h200-microbench" in eff["bw_efficiency"].source and eff["bw_efficiency"].date == "2026-11-30"
     bad = tmp_path / "e.csv"
     bad.write_text("# comment\nname,value,gpu_family,source,date,quote\nbw_efficiency,0.8,*,,2026-11-30,q\n")
-    with pytest.raises(ValueError, match="^e.csv: row 'bw_efficiency' has no source$"):
+    with pytest.raises(ValueError, match=r"^e\.csv row 1 \(bw_efficiency\): field 'source' is empty$"):
         serving.load_efficiencies(bad)
     fam = tmp_path / "f.csv"
     fam.write_text("name,value,gpu_family,source,date,quote\nbw_efficiency,0.7,mi300x,s,2026-11-30,q\n"

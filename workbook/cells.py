@@ -20,13 +20,12 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.graph import plan, resolve, verdict
-from inference_ledger.formulas import serving
+from inference_ledger.formulas import engine_ledger, serving
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.refs import bound, name as defined_name, reference
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, gt, isnumber, le, lt, where
-from inference_ledger.core.units import (BATCHING_STATIC, BYTES_PER_GIB, KV_RULE_SGLANG, KV_RULE_TRTLLM, MS_PER_S,
-                                    VERDICT_MEETS)
+from inference_ledger.core.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
 
 from . import style
 from .context import Ctx, xname
@@ -77,17 +76,9 @@ def unit_text(unit: str, fmt: str, value: float | None = None) -> str:
     return text
 
 
-def _kv_rule_words(x):
-    return where(eq(x, KV_RULE_TRTLLM), "TensorRT-LLM", where(eq(x, KV_RULE_SGLANG), "SGLang", "vLLM"))
-
-
-def _batching_words(x):
-    return where(eq(x, BATCHING_STATIC), "static", "continuous")
-
-
 #: The words of every code a person reads (a number to formulas, the words beside it): dual, like the lines.
-CODE_WORDS = {"verdict": verdict.words, "binding_limit": serving.limit_words, "kv_budget_rule": _kv_rule_words,
-              "batching": _batching_words}
+CODE_WORDS = {"verdict": verdict.words, **{c.quantity: c.render for c in (serving.LIMIT, engine_ledger.KV_RULE,
+                                                                          serving.BATCHING)}}
 
 
 def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:

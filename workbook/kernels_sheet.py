@@ -6,8 +6,8 @@ The plan's kernel inputs (``kernel_tables`` and each operation's floor and time 
 engine.  This sheet holds them for every catalog model on every GPU with tables, at TP 1, 2, 4 and 8 (no EP), BF16 and
 FP8 weights and KV cache, under the default engine, plus the Plan's and each scenario's own choice; the Plan and
 Scenarios look their row up by the key model|gpu|tp|ep|weight dtype|KV dtype|engine (INDEX/MATCH), so the book stays
-live without Python.  A choice without a row (a GPU without tables, INT4 or MXFP4 weights, an MLA model on a GPU without
-the MLA module tables, another engine's grid) reads 0: the roofline.
+live without Python.  A choice without a row (a GPU without tables, INT4 or MXFP4 weights, BF16 on MI300X / MI325X,
+an MLA model under DP attention, another engine's grid) reads 0: the roofline.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import make_dataclass
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.formulas import kernels
+from inference_ledger.formulas import kernel_tables, kernels
 from inference_ledger.graph import plan, resolve
 from inference_ledger.core.args import LedgerInputError
 
@@ -38,11 +38,12 @@ def key(model: str, gpu: str, tp: float, ep: float, weight_dtype: str, kv_dtype:
     return "|".join((model, gpu, f"{tp:g}", f"{ep:g}", weight_dtype, kv_dtype, engine))
 
 
-def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None):
+def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None, gpu_entry=None):
     """The Kernels row of a catalog model (or a config.json's) on a GPU at a layout and formats; None without tables."""
     if inputs is None:
         try:
-            inputs = resolve.plan_inputs(m, catalog.get_gpu(gpu), weight_dtype=wd, kv_dtype=kd, tp=tp, ep=ep)
+            inputs = resolve.plan_inputs(m, gpu_entry or catalog.get_gpu(gpu), weight_dtype=wd, kv_dtype=kd, tp=tp,
+                                         ep=ep)
         except LedgerInputError:
             return None
     figures, _ = kernels.plan_kernel_inputs(inputs, gpu, engine, m.num_attention_heads, wd, kd)
@@ -62,8 +63,10 @@ def grid_rows() -> tuple:
                 if resolve.tp_problem(m, g, tp):
                     continue
                 for wd in GRID_FORMATS:
+                    if not kernel_tables.has_gemm_table(g.id, engines.DEFAULT_ENGINE, wd):
+                        continue   # no row without a GEMM table (BF16 on MI300X): skip resolving the plan
                     for kd in GRID_FORMATS:
-                        r = _row(m, g.id, tp, 1, wd, kd, engines.DEFAULT_ENGINE)
+                        r = _row(m, g.id, tp, 1, wd, kd, engines.DEFAULT_ENGINE, gpu_entry=g)
                         if r is not None:
                             out.append(r)
     return tuple(out)
@@ -88,9 +91,10 @@ def kernels_sheet(wb, ctx: Ctx) -> None:
     rows = {r.id: r for r in (*grid_rows(), *choice_rows(ctx))}
     ws = ctx.new_sheet("Kernels", "Kernels: each operation's measured figures by choice (the Plan and Scenarios "
                        "look their row up)", tab="A5A5A5")
-    ctx.put(ws, "A3", "From NVIDIA aiconfigurator-core 0.12.0's measured kernel tables (Apache-2.0; "
-            "inference_ledger/data/kernels/NOTICE), read at each row's shapes: key = model|gpu|tp|ep|weight "
-            "dtype|KV dtype|engine. A choice without a row prices the step on the roofline.", style.NOTE)
+    ctx.put(ws, "A3", "From NVIDIA aiconfigurator-core 0.12.0's measured kernel tables (Apache-2.0) and, for AMD, "
+            "ROCm/aiter's tuner tables (MIT) and published all-reduce figures (inference_ledger/data/kernels/NOTICE), "
+            "read at each row's shapes: key = model|gpu|tp|ep|weight dtype|KV dtype|engine. A choice without a row "
+            "prices the step on the roofline.", style.NOTE)
     ws.merge_cells("A3:L3")
     cols = ("id", *KERNEL_INPUTS)
     for j, name in enumerate(cols):

@@ -8,15 +8,13 @@ Plan sheet, so changing an efficiency there moves every row.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference_ledger.core import files
+from inference_ledger.core import csvfile
 from inference_ledger.graph import resolve
-from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.graph.plan import INPUT_BY_NAME
 from inference_ledger.formulas.serving import batching_code
 
@@ -87,23 +85,11 @@ def read_scenarios(path: str | Path) -> tuple[Scenario, ...]:
 
     Every problem is one LedgerInputError naming the file, and the line and column where it has one.
     """
-    path = Path(path)
-    raw = files.read_input(path, "scenarios")   # a regular file within the size limit, errors naming it
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise LedgerInputError(f"{path.name}: not a UTF-8 text CSV (byte {e.start + 1} cannot be decoded)") from None
-    try:
-        return _scenarios(path.name, csv.DictReader(io.StringIO(text, newline="")))
-    except csv.Error as e:
-        raise LedgerInputError(f"{path.name}: not a readable CSV ({e})") from None
+    return _scenarios(csvfile.read(path, kind="scenarios", comments=False, strip=False))   # errors name the file
 
 
-def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
-    cols = reader.fieldnames or []
-    twice = [c for k, c in enumerate(cols) if c in cols[:k]]
-    if twice:
-        raise LedgerInputError(f"{name}: column {twice[0]!r} appears twice in the header; give each column once")
+def _scenarios(table: csvfile.Table) -> tuple[Scenario, ...]:
+    name, cols = table.name, table.header
     missing = [k for k in ("model", "gpu") if k not in cols]
     if missing:
         raise LedgerInputError(f"{name}: missing column(s) {', '.join(missing)}; "
@@ -113,12 +99,8 @@ def _scenarios(name: str, reader: csv.DictReader) -> tuple[Scenario, ...]:
         raise LedgerInputError(f"{name}: unknown column {unknown[0]!r}; "
                                f"use {', '.join(KEYS)} or a plan input name")
     out = []
-    for n, row in enumerate(reader, start=2):
-        extra = [v for v in row.get(None) or [] if v.strip()]
-        if extra:
-            raise LedgerInputError(f"{name} line {n}: {len(cols) + len(row[None])} cells, more than the "
-                                   f"{len(cols)} columns of the header (first extra cell {echo(extra[0])})")
-        row = {k: v if isinstance(v, str) else "" for k, v in row.items() if k is not None}
+    for row in table.rows:
+        n = row.line
         for k, v in row.items():
             if len(v) > CELL_LIMIT:
                 raise LedgerInputError(f"{name} line {n}, column '{k}': {len(v):,} characters, more than the "

@@ -22,6 +22,8 @@ from openpyxl.chart.title import Title
 from openpyxl.drawing.text import CharacterProperties, Paragraph, ParagraphProperties, RegularTextRun
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
 
+from inference_ledger.core import unit_registry
+
 INPUT, LOOKUP, FORMULA, CONSTANT, CHECK, HEADER, TITLE, NOTE, SECTION, ANSWER = (
     "IL Input", "IL Lookup", "IL Formula", "IL Constant", "IL Check", "IL Header", "IL Title", "IL Note", "IL Section",
     "IL Answer")
@@ -64,47 +66,8 @@ def register(wb) -> None:
                                   alignment=Alignment(wrap_text=True, vertical="top")))
 
 
-_FORMATS = {
-    "B": '#,##0.00,,," GB"',
-    "B/token": '#,##0" B/token"',
-    "B/s": '#,##0.00,,,," TB/s"',
-    "FLOP/s": '#,##0,,,," TFLOP/s"',
-    "OP/s": '#,##0,,,," TOP/s"',
-    "FLOP": '#,##0.00,,,," TFLOP"',
-    "s": '#,##0.00" s"',
-    "ms": '#,##0.0" ms"',
-    "params": '#,##0.00,,," bn"',
-    "fraction": "0%",
-    "$/GPU-h": '"$"#,##0.00',
-    "$/h": '"$"#,##0.00',
-    "$/Mtok": '"$"#,##0.00',
-    "$/month": '"$"#,##0',
-    "tokens/s": "#,##0.0",
-    "requests/day": "#,##0",
-    "B/param": "0.0#####",
-    "1/0": '[=1]"yes";[=0]"no";General',   # the value stays 1/0 for formulas; a reader sees the word
-    "requests/s": "#,##0.00",
-    "GPU-h/month": "#,##0",
-    "W": '#,##0" W"',
-    "GB": '#,##0.00" GB"',
-    "GiB": '#,##0.00" GiB"',
-    # finance (inference_ledger.formulas.finance)
-    "$/GPU": '"$"#,##0',
-    "$/GPU-year": '"$"#,##0',
-    "$/kWh": '"$"0.000',
-    "$/kW-month": '"$"#,##0.00',
-    "$": '"$"#,##0',
-    "kW": '0.000" kW"',
-    "fraction/year": "0.0%",
-    "fraction/month": "0.0%",
-    "1/year": "0.0000",
-    "months": "0.0",
-    "years": "0.0",
-    "servers": "#,##0",
-}
 #: The currency every money format shows (set per build with :func:`set_currency`; amounts are not converted).
 CURRENCY = {"code": "USD", "symbol": "$"}
-_MONEY = '"$"'
 
 
 def set_currency(code: str, symbol: str) -> None:
@@ -114,47 +77,23 @@ def set_currency(code: str, symbol: str) -> None:
 
 def money(fmt: str) -> str:
     """A number format with the build's currency symbol in place of '$'."""
-    return fmt.replace(_MONEY, '"' + CURRENCY["symbol"].replace('"', "") + '"')
-
-
-_INTEGER_UNITS = {"tokens", "sequences", "layers", "heads", "elements", "GPUs", "replicas", "bit", "x"}
+    return fmt.replace(unit_registry.MONEY_MARK, '"' + CURRENCY["symbol"].replace('"', "") + '"')
 
 
 #: A pass/fail cell (the Checks sheet's results): the value stays 1/0, the reader sees the word.
 PASS_FAIL = '[=1]"pass";[=0]"FAIL";General'
 
-
-def decimals_for(value: float | None, significant: int = 3) -> int:
-    """Decimals that show ``significant`` digits of a value below 1 (0.0000150 for 1.5e-5), none above 1,000."""
-    if value is None or value == 0 or not math.isfinite(value):
-        return 2
-    return max(0, min(20, significant - 1 - math.floor(math.log10(abs(value)))))
-
-
-def plain(value: float | None, suffix: str = "") -> str:
-    """A fixed-decimal format for any magnitude (thousands separators, never scientific notation)."""
-    d = decimals_for(value)
-    tail = f'" {suffix}"' if suffix else ""
-    return ("#,##0." + "0" * d if d else "#,##0") + tail
+decimals_for, plain = unit_registry.decimals_for, unit_registry.plain
 
 
 def number_format(unit: str, value: float | None = None) -> str:
-    """Format of a quantity in its base unit; never scientific notation.
+    """Format of a quantity in its base unit (inference_ledger/data/unit_formats.csv); never scientific notation.
 
-    Bytes below a megabyte (bytes per element) stay in bytes; FLOP below a tera-FLOP read as GFLOP; seconds
-    get the decimals that show three significant digits (0.0000150 s), as does any unit without a format."""
-    if unit == "B" and value is not None and abs(value) < 1e6:
-        return '#,##0" B"'
-    if unit == "s" and value is not None and 0 < abs(value) < 1:
-        return plain(value, "s")
-    if unit == "s2" and value is not None:   # the kernel model's inverse terms: tiny, or 0 where no table applies
-        return plain(value, "s2")
-    if unit == "FLOP" and value is not None and abs(value) < 1e12:
-        return '#,##0.00,,," GFLOP"'
-    if unit in _FORMATS:
-        return money(_FORMATS[unit])
-    if unit in _INTEGER_UNITS:
-        return "#,##0"
+    A unit the registry does not list shows General, or fixed decimals with the unit when the value is very small
+    or very large."""
+    fmt = unit_registry.excel_format(unit, value, CURRENCY["symbol"])
+    if fmt is not None:
+        return fmt
     if value is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0 \
             and not (1e-2 <= abs(value) < 1e9):
         return plain(value, unit if unit not in ("", "code") else "")
@@ -163,10 +102,7 @@ def number_format(unit: str, value: float | None = None) -> str:
 
 def shown_as(unit: str, value: float | None = None) -> str:
     """The unit a reader sees once the number format has scaled the value."""
-    if unit == "B" and value is not None and abs(value) < 1e6:
-        return "B"
-    shown = {"B": "GB (1e9 B)", "B/s": "TB/s", "FLOP/s": "TFLOP/s", "OP/s": "TOP/s", "params": "bn params",
-             "fraction": "%"}.get(unit, unit)
+    shown = unit_registry.shown(unit, value)
     return shown.replace("$", CURRENCY["code"]) if shown.startswith("$") and CURRENCY["symbol"] != "$" else shown
 
 

@@ -21,12 +21,12 @@ nothing.
 from __future__ import annotations
 
 import contextlib
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 from inference_ledger.catalogs import catalog, catalog_facts
+from inference_ledger.core import csvfile
 
 BANDS_CSV = Path(__file__).resolve().parents[1] / "data" / "error_bands.csv"
 FITTED_CSV = Path(__file__).resolve().parents[1] / "data" / "fitted_parameters.csv"
@@ -114,10 +114,7 @@ def pick(table: Sequence[Band], metric: str, segment: dict[str, str]) -> Band:
 def load_bands(path: Path | str | None = None) -> list[Band]:
     """The rows of a band table ('#' lines are comments)."""
     p = Path(path) if path is not None else BANDS_CSV
-    with p.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")))
-    out = [Band(r["engine_family"], r["gpu_vendor"], r["architecture"], r["metric"], int(r["rows"]),
-                int(r["sources"]), float(r["low"]), float(r["median"]), float(r["high"])) for r in rows]
+    out = csvfile.load(Band, p, key="metric", make=lambda c: csvfile.as_dataclass(Band, c, n=c.whole("rows")))
     for b in out:
         if not 0 < b.low <= b.median <= b.high:
             raise ValueError(f"{p.name}: band {b.key} {b.metric} is not 0 < low <= median <= high")
@@ -174,11 +171,8 @@ def load_fitted(path: Path | str | None = None) -> list[FittedRow]:
     p = Path(path) if path is not None else FITTED_CSV
     if not p.exists():
         return []
-    with p.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")))
-    return [FittedRow(r["name"], r["by"], r["group"], float(r["value"]), float(r["default"]), r["fitted"] == "1",
-                      r["applied"] == "1", int(r["rows"]), tuple(x for x in r["sources"].split("|") if x),
-                      float(r["loss"]) if r["loss"] else float("nan")) for r in rows]
+    return csvfile.load(FittedRow, p, key="name", make=lambda c: csvfile.as_dataclass(
+        FittedRow, c, loss=c.number("loss", False) if c.text("loss") else float("nan")))
 
 
 _FITTED: list[list[FittedRow]] = []

@@ -18,7 +18,6 @@ Turning these facts into plan inputs (and refusing choices that cannot run) is
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime as _dt
 import difflib
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.catalogs.hfconfig import Architecture, load_config, parse
 from inference_ledger.formulas.ledger import bytes_per_element
@@ -205,23 +205,8 @@ GPU_FIELD_ALIASES = {"hbm_bandwidth": "hbm_bw", "memory": "memory_bytes", "memor
 # ----------------------------------------------------------------------------------------
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    """CSV rows, '#' comment lines skipped; blank cells as ''."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        lines = [ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
-    return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(lines)]
-
-
 def _num(row: dict, key: str, where: str, required: bool = True) -> Optional[float]:
-    text = row.get(key, "")
-    if text == "":
-        if required:
-            raise LedgerInputError(f"{where}: missing value for '{key}'")
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise LedgerInputError(f"{where}: '{key}' must be a number (got {text!r})") from None
+    return csvfile.Cells(row, where).number(key, required)
 
 
 def _aliases(text: str) -> tuple[str, ...]:
@@ -230,38 +215,18 @@ def _aliases(text: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=None)
 def _load_gpus(path: Path) -> tuple[Gpu, ...]:
-    out = []
-    for i, r in enumerate(_rows(path)):
-        where = f"{path.name} row {r.get('id') or i + 1}"
-        if not r.get("id"):
-            raise LedgerInputError(f"{where}: missing value for 'id'")
-        out.append(Gpu(
-            id=r["id"], name=r.get("name") or r["id"], vendor=r.get("vendor", ""),
-            memory_bytes=_num(r, "memory_bytes", where), memory_runtime_bytes=_num(r, "memory_runtime_bytes", where),
-            hbm_bw=_num(r, "hbm_bw", where), bf16_flops=_num(r, "bf16_flops", where),
-            fp8_flops=_num(r, "fp8_flops", where, False), int8_ops=_num(r, "int8_ops", where, False),
-            fp4_flops=_num(r, "fp4_flops", where, False), interconnect_bw=_num(r, "interconnect_bw", where, False),
-            tdp_w=_num(r, "tdp_w", where, False), price_per_gpu_hour=_num(r, "price_per_gpu_hour", where, False),
-            price_source=r.get("price_source", ""), price_date=r.get("price_date", ""),
-            source=r.get("source", ""), date=r.get("date", ""), aliases=_aliases(r.get("aliases", "")),
-            notes=r.get("notes", ""), gpus_per_node=int(_num(r, "gpus_per_node", where)),
-            gpus_per_node_source=r.get("gpus_per_node_source", ""),
-            scaleout_bw=_num(r, "scaleout_bw", where), scaleout_source=r.get("scaleout_source", ""),
-        ))
-    return tuple(out)
+    return tuple(csvfile.load(Gpu, path, make=lambda c: csvfile.as_dataclass(
+        Gpu, c, required=("id",), name=c.text("name") or c.text("id", True))))
 
 
 @functools.lru_cache(maxsize=None)
 def _load_dtypes(path: Path) -> tuple[Dtype, ...]:
-    out = []
-    for r in _rows(path):
-        where = f"{path.name} row {r.get('id')}"
-        bits, group, scale = _num(r, "bits", where), _num(r, "group_size", where), _num(r, "scale_bits", where)
-        out.append(Dtype(id=r["id"], aliases=_aliases(r.get("aliases", "")), bits=bits, group_size=int(group),
-                         scale_bits=scale, bytes_per_element=float(bytes_per_element(bits, group, scale)),
-                         use=r.get("use", ""), compute_field=r.get("compute_field") or FALLBACK_COMPUTE_FIELD,
-                         source=r.get("source", ""), date=r.get("date", ""), notes=r.get("notes", "")))
-    return tuple(out)
+    def make(c: csvfile.Cells) -> Dtype:
+        bits, group, scale = c.number("bits"), c.whole("group_size"), c.number("scale_bits")
+        return csvfile.as_dataclass(Dtype, c, required=("id",), group_size=group,
+                                    bytes_per_element=float(bytes_per_element(bits, group, scale)),
+                                    compute_field=c.text("compute_field") or FALLBACK_COMPUTE_FIELD)
+    return tuple(csvfile.load(Dtype, path, make=make))
 
 
 def model_from_arch(arch: Architecture, *, id: str, name: str = "", hf_repo: str = "", aliases: Sequence[str] = (),
@@ -301,7 +266,7 @@ def _mtime(p: Path) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _load_models(folder: Path) -> tuple[Model, ...]:
-    meta = {r["id"]: r for r in _rows(folder / "sources.csv")} if (folder / "sources.csv").exists() else {}
+    meta = {r["id"]: r for r in csvfile.read(folder / "sources.csv").rows} if (folder / "sources.csv").exists() else {}
     out = []
     for p in sorted(folder.glob("*.json")):
         mid = p.stem.lower()

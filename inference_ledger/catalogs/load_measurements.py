@@ -9,12 +9,12 @@ the file; it predicts nothing (the plan's figures are compared with these rows e
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError
 
 MEASURED_LOAD_CSV = Path(__file__).resolve().parents[1] / "data" / "measured_load.csv"
@@ -82,68 +82,33 @@ class LoadRow:
         return self.output_tok_s * (self.gpus if self.basis == "per_gpu" else 1)
 
 
-def _whole(r: dict, key: str, where: str, lo: int = 1) -> int:
-    v = r[key]
-    if not v.isdigit() or int(v) < lo:
-        raise LedgerInputError(f"{where}: field '{key}' must be a whole number >= {lo} (got {v!r})")
-    return int(v)
-
-
-def _positive(r: dict, key: str, where: str) -> Optional[float]:
-    v = r.get(key, "")
-    if not v:
-        return None
-    try:
-        x = float(v)
-    except ValueError:
-        x = -1.0
-    if not x > 0:
-        raise LedgerInputError(f"{where}: field '{key}' must be a number > 0 or blank (got {v!r})")
-    return x
-
-
-def _one(r: dict[str, str], where: str) -> LoadRow:
+def _one(c: csvfile.Cells) -> LoadRow:
     for key in REQUIRED:
-        if not r.get(key):
-            raise LedgerInputError(f"{where}: field '{key}' is empty")
-    for key, allowed in (("regime", REGIMES), ("model_match", MODEL_MATCHES)):
-        if r[key] not in allowed:
-            raise LedgerInputError(f"{where}: field '{key}' must be one of {', '.join(allowed)} (got {r[key]!r})")
-    figures = {k: _positive(r, k, where) for k in METRICS}
+        c.text(key, True)
+    c.choice("regime", REGIMES)
+    c.choice("model_match", MODEL_MATCHES)
+    figures = {k: c.positive(k) for k in METRICS}
     if all(v is None for v in figures.values()):
-        raise LedgerInputError(f"{where}: no measured figure (one of {', '.join(METRICS)} is needed)")
-    basis = r.get("output_tok_s_basis", "")
-    if figures["output_tok_s"] is not None and basis not in BASES:
-        raise LedgerInputError(f"{where}: field 'output_tok_s_basis' must be one of {', '.join(BASES)} (got {basis!r})")
+        raise LedgerInputError(f"{c.where}: no measured figure (one of {', '.join(METRICS)} is needed)")
+    basis = c.text("output_tok_s_basis")
+    if figures["output_tok_s"] is not None:
+        c.choice("output_tok_s_basis", BASES)
     for key in ("source_key", "source_group"):
-        if not SOURCE_KEY.fullmatch(r[key]):
-            raise LedgerInputError(f"{where}: field '{key}' must be lower-case words of a-z, 0-9 and '.' joined by '-' "
-                                   f"(got {r[key]!r})")
-    gpus, tp = _whole(r, "gpus", where), _whole(r, "tp", where)
+        if not SOURCE_KEY.fullmatch(c.text(key)):
+            raise c.fail(key, f"must be lower-case words of a-z, 0-9 and '.' joined by '-' (got {c.text(key)!r})")
+    gpus, tp = c.whole("gpus", lo=1), c.whole("tp", lo=1)
     if gpus % tp:
-        raise LedgerInputError(f"{where}: gpus {gpus} is not a multiple of tp {tp}")
-    return LoadRow(id=r["id"], model_id=r["model_id"], model_match=r["model_match"], weight_dtype=r["weight_dtype"],
-                   kv_dtype=r.get("kv_dtype", ""), gpu_id=r["gpu_id"], gpus=gpus, tp=tp, engine_id=r.get("engine_id", ""),
-                   engine=r["engine"],
-                   regime=r["regime"], batch=_whole(r, "batch", where, lo=2),
-                   input_tokens=_whole(r, "input_tokens", where), output_tokens=_whole(r, "output_tokens", where),
-                   output_tok_s=figures["output_tok_s"], basis=basis, tpot_ms=figures["tpot_ms"],
-                   itl_ms=figures["itl_ms"], ttft_ms=figures["ttft_ms"], source_key=r["source_key"],
-                   source_group=r["source_group"], source=r["source"], date=r["date"],
-                   quote=r["quote"], notes=r.get("notes", ""),
-                   requests=_whole(r, "requests", where) if r.get("requests") else None)
+        raise LedgerInputError(f"{c.where}: gpus {gpus} is not a multiple of tp {tp}")
+    return csvfile.as_dataclass(LoadRow, c, gpus=gpus, tp=tp, batch=c.whole("batch", lo=2), basis=basis,
+                                input_tokens=c.whole("input_tokens", lo=1),
+                                output_tokens=c.whole("output_tokens", lo=1),
+                                requests=c.whole("requests", False, lo=1), **figures)
 
 
 def load_measured_load(path: str | Path | None = None) -> list[LoadRow]:
     """The rows of a load-measurements CSV ('#' lines are comments); each problem is one line naming row and field."""
     p = Path(path) if path is not None else MEASURED_LOAD_CSV
-    try:
-        with p.open(encoding="utf-8", newline="") as fh:
-            lines = [ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
-    except OSError as e:
-        raise LedgerInputError(f"cannot read {p}: {e.strerror or e}") from None
-    rows = [{k: (v or "").strip() for k, v in r.items() if k is not None} for r in csv.DictReader(lines)]
-    out = [_one(r, f"{p.name} row {i} ({r.get('id') or 'no id'})") for i, r in enumerate(rows, start=1)]
+    out = csvfile.load(LoadRow, p, make=_one)
     seen: set[str] = set()
     group_of: dict[str, str] = {}
     for row in out:

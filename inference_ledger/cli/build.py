@@ -34,6 +34,10 @@ def _currency(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+#: The options :func:`build_options` adds beyond the plan's: how the workbook is built, not plan inputs.
+BUILD_PARAMETERS = ("scenarios", "forecast_months", "currency", "currency_symbol", "profile")
+
+
 def build_options(f: Callable) -> Callable:
     """The plan's options (--model, --gpu, --weight-dtype, --kv-dtype, every input), --scenarios, and the
     finance view's --forecast-months, --currency and --currency-symbol."""

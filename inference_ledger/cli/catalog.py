@@ -14,9 +14,7 @@ import click
 from inference_ledger.catalogs import catalog
 from inference_ledger.graph import resolve
 from inference_ledger.cli.options import Command
-from inference_ledger.core.units import BYTES_PER_GIB
-
-TERA = 1e12
+from inference_ledger.core.unit_registry import value_in
 
 
 def _first_source(text: str) -> str:
@@ -25,7 +23,7 @@ def _first_source(text: str) -> str:
 
 
 def _count(n: float) -> str:
-    return f"{n / 1e9:,.2f}B"
+    return f"{value_in(n, 'B', 'params'):,.2f}B"
 
 
 def model_line(m: catalog.Model, id_width: int = 16, name_width: int = 20) -> str:
@@ -44,15 +42,16 @@ def model_line(m: catalog.Model, id_width: int = 16, name_width: int = 20) -> st
 
 def gpu_line(g: catalog.Gpu, id_width: int = 10, name_width: int = 34) -> str:
     """id, name, memory (GB marketed and GiB at runtime), bandwidth, dense FLOP/s, power, price, source."""
-    flops = f"BF16 {g.bf16_flops / TERA:,.0f}"
+    flops = f"BF16 {value_in(g.bf16_flops, 'TFLOP/s'):,.0f}"
     for label, v in (("FP8", g.fp8_flops), ("FP4", g.fp4_flops)):
         if v:
-            flops += f" / {label} {v / TERA:,.0f}"
+            flops += f" / {label} {value_in(v, 'TFLOP/s'):,.0f}"
     tdp = f", {g.tdp_w:,.0f} W" if g.tdp_w else ""
     price = (f", ${g.price_per_gpu_hour:,.2f}/GPU-h ({'placeholder' if 'placeholder' in g.price_source else g.price_date})"
              if g.price_per_gpu_hour is not None else "")
-    return (f"{g.id:<{id_width}} {g.name:<{name_width}} {g.memory_bytes / 1e9:,.0f} GB ({g.memory_runtime_bytes / BYTES_PER_GIB:,.2f} GiB "
-            f"runtime), {g.hbm_bw / TERA:,.3g} TB/s, {flops} TFLOP/s dense{tdp}{price}  [{_first_source(g.source)}]")
+    return (f"{g.id:<{id_width}} {g.name:<{name_width}} {value_in(g.memory_bytes, 'GB'):,.0f} GB "
+            f"({value_in(g.memory_runtime_bytes, 'GiB'):,.2f} GiB runtime), {value_in(g.hbm_bw, 'TB/s'):,.3g} TB/s, "
+            f"{flops} TFLOP/s dense{tdp}{price}  [{_first_source(g.source)}]")
 
 
 def _dump(items) -> str:

@@ -16,8 +16,8 @@ import click
 from inference_ledger import PASSWORD_ENV
 from inference_ledger.core import files
 from inference_ledger.graph import summary
-from inference_ledger.cli.build import build_options
-from inference_ledger.cli.options import Command, check_output, write_options
+from inference_ledger.cli.build import BUILD_PARAMETERS, build_options
+from inference_ledger.cli.options import Command, check_output, load_profile, write_options
 from inference_ledger.formulas.finance import finance_options
 
 
@@ -97,7 +97,9 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
         click.secho(f"WARNING: --insecure: the TLS certificate of {server.where} is NOT verified. "
                     "Use this only with a local test server.", err=True, fg="red", bold=True)
 
-    choice = {k: v for k, v in build.items() if k != "scenarios"}
+    choice = {k: v for k, v in build.items() if k not in BUILD_PARAMETERS}
+    _, _, symbol = finance_options(None, build.get("currency"), build.get("currency_symbol"))
+    build["profile"] = load_profile(build.get("profile"))
     chosen = resolve_build(**{k: choice.pop(k) for k in ("model", "gpu", "weight_dtype", "kv_dtype", "config",
                                                          "context", "engine") if k in choice}, numbers=choice)
     model, gpu = chosen.model, chosen.gpu
@@ -105,9 +107,8 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
     saved, plan = build_workbook(output if output is not None else fresh_name(Path.cwd() / name), **build)
     saved = Path(saved).resolve()
     verdict = mail.Verdict.from_plan(plan, model.name or model.id, gpu.name or gpu.id,
-                                     sentences=summary.sentences_of(summary.quantities(plan, chosen.describe()),
-                                                                    finance_options(None, build.get("currency"),
-                                                                                    build.get("currency_symbol"))[2]))
+                                     sentences=summary.sentences_of(summary.quantities(plan, chosen.describe()), symbol),
+                                     currency_symbol=symbol)
     msg = mail.compose(saved, verdict, sender=sender, to=recipients, cc=copies, subject=subject, filename=name)
 
     if server is None:

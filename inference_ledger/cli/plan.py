@@ -11,21 +11,19 @@ Other commands reuse :func:`plan_options` and :func:`plan_from_options`.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Callable, Optional
 
 import click
 
 from inference_ledger.graph import concurrency, resolve, summary
 from inference_ledger.catalogs import engines
-from inference_ledger.core import files
-from inference_ledger.formulas import serving
+from inference_ledger.core import files, unit_registry
+from inference_ledger.formulas import engine_ledger, serving
 from inference_ledger.cli.options import Command
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.graph.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.io.report import human, plan_json, plan_table
-from inference_ledger.core.units import KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM
 
 #: Option names that read better than the input names.
 OPTION_NAMES = {
@@ -46,22 +44,8 @@ FROM_CATALOG = resolve.FROM_CATALOG
 #: What --engine sets (its values for the GPU and TP) when neither --gpu nor --tp is given: the shown defaults.
 ENGINE_DEFAULTS = ENGINE
 
-# Suffixes each unit accepts besides the unit itself (case-insensitive), value = multiplier to base units.
-_SUFFIXES: dict[str, dict[str, float]] = {
-    "B": {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40},
-    "B/s": {"b/s": 1, "gb/s": 1e9, "tb/s": 1e12},
-    "FLOP/s": {"flops": 1, "flop/s": 1, "tflops": 1e12, "tflop/s": 1e12, "pflops": 1e15, "pflop/s": 1e15},
-    "params": {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12},
-    "s": {"s": 1, "ms": 1e-3, "us": 1e-6},
-    "fraction": {"%": 1e-2},
-}
-_NUMBER = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)\s*(\S*)$", re.IGNORECASE)
 #: Words a code input takes besides its number (kv_budget_rule: 1 vLLM, 2 SGLang, 3 TensorRT-LLM).
-CODE_WORDS: dict[str, dict[str, int]] = {
-    "kv_budget_rule": {str(k.doc).split(":", 1)[1].split(",")[0].strip(): int(k)
-                       for k in (KV_RULE_VLLM, KV_RULE_SGLANG, KV_RULE_TRTLLM)},
-    "batching": dict(serving.BATCHING),   # continuous 1, static 2 (--batching static, as in =PLAN and scenarios)
-}
+CODE_WORDS: dict[str, dict[str, int]] = {c.quantity: c.by_word for c in (engine_ledger.KV_RULE, serving.BATCHING)}
 
 
 def parse_quantity(text: str, unit: str, name: str = "") -> float:
@@ -73,41 +57,15 @@ def parse_quantity(text: str, unit: str, name: str = "") -> float:
     words = {w.lower(): v for w, v in CODE_WORDS.get(name, {}).items()}
     if t.lower() in words:
         return float(words[t.lower()])
-    if unit.startswith("$") and t.startswith("$"):
-        t = t[1:]
-    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", t)
-    table = {**_SUFFIXES.get(unit, {}), **({unit.lower(): 1} if unit else {}),
-             **({unit[1:].lower(): 1} if unit.startswith("$") else {})}  # $2.50/GPU-h, $0.08/kWh
-    m = _NUMBER.match(t)
-    if not m or (m.group(2) and m.group(2).lower() not in table):
-        ok = f" (suffixes: {', '.join(table)})" if table else ""
-        more = f"; or one of {', '.join(words)}" if words else ""
-        raise ValueError(f"{text!r} is not a number in {unit or 'plain numbers'}{ok}{more}")
-    return float(m.group(1)) * table.get(m.group(2).lower(), 1)
+    try:
+        return unit_registry.parse(text, unit)
+    except ValueError as e:
+        raise ValueError(f"{e}; or one of {', '.join(words)}" if words else str(e)) from None
 
 
 def shown_default(x: float, unit: str) -> str:
     """A default as the option itself accepts it: 500ms, 90%, 79.1875GiB, 3.35TB/s, 70B, $2.50/GPU-h."""
-    if unit == "code":
-        return f"{x:g}"
-    if unit == "B":
-        for suffix, mult in (("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20), ("MB", 1e6), ("KiB", 2**10)):
-            if abs(x) >= mult / 100 and abs(float(f"{x / mult:.6g}") * mult - x) <= 1e-8 * abs(x):
-                return f"{x / mult:.6g}{suffix}"
-        return f"{x / 1e9:.6g}GB" if abs(x) >= 1e9 else f"{x:.15g} B"
-    if unit == "B/s":
-        return f"{x / 1e12:.6g}TB/s"
-    if unit == "FLOP/s":
-        return f"{x / 1e12:.6g}TFLOP/s"
-    if unit == "s":
-        return f"{x * 1e3:.6g}ms" if abs(x) < 1 else f"{x:.6g}s"
-    if unit == "fraction":
-        return f"{x * 100:.6g}%"
-    if unit == "params":
-        return f"{x / 1e9:.6g}B"
-    if unit.startswith("$"):
-        return f"${x:,.2f}{unit[1:]}"
-    return f"{x:,.15g} {unit}".rstrip()
+    return f"{x:g}" if unit == "code" else unit_registry.option_text(x, unit)
 
 
 class Quantity(click.ParamType):

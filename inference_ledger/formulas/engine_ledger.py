@@ -31,9 +31,13 @@ arrays in, the same out; Sym in, Excel text out), so the plan renders it to the 
 
 from __future__ import annotations
 
+from inference_ledger.core.codes import Codes
 from inference_ledger.core.sheetfuncs import ceil, eq, gt, maximum, where
 from inference_ledger.core.units import (ACT_HIDDEN_COPIES, ACT_MLP_COPIES, ALLREDUCES_PER_LAYER, GLU_MATRICES,
-                                         KV_RULE_SGLANG, KV_RULE_TRTLLM, RING_ALLREDUCE_FACTOR)
+                                         KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM, RING_ALLREDUCE_FACTOR)
+
+#: How an engine sizes its KV cache (the plan input ``kv_budget_rule``; engines.csv names each engine's).
+KV_RULE = Codes("kv_budget_rule", [(KV_RULE_VLLM, "vLLM"), (KV_RULE_SGLANG, "SGLang"), (KV_RULE_TRTLLM, "TensorRT-LLM")])
 
 def prefill_activation_bytes(tokens, hidden_size, intermediate_size, experts_per_token, act_bytes, tp):
     """Live activations at the MLP of one prefill chunk, on one GPU.

@@ -31,7 +31,6 @@ used hour is its rate / ``u``; on demand and spot are paid per used hour.
 
 from __future__ import annotations
 
-import csv
 import functools
 import re
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from typing import Any, Optional
 import numpy as np
 
 from inference_ledger.formulas import ledger
+from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import and_, eq, ge, gt, minimum, where
@@ -223,8 +223,7 @@ CURRENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "currencies.csv"
 @functools.lru_cache(maxsize=None)
 def currency_codes() -> frozenset[str]:
     """The ISO 4217 codes of inference_ledger/data/currencies.csv (List One, sourced there)."""
-    with CURRENCIES_CSV.open(encoding="utf-8", newline="") as fh:
-        return frozenset(r["code"] for r in csv.DictReader(line for line in fh if not line.startswith("#")))
+    return frozenset(r["code"] for r in csvfile.read(CURRENCIES_CSV).rows)
 
 
 def finance_options(months: Optional[int], currency: Optional[str], symbol: Optional[str]) -> tuple[int, str, str]:
@@ -282,24 +281,7 @@ GPU_COST_INPUTS = ("server_price_per_gpu", "gpu_power_w", "server_power_w_per_gp
 
 @functools.lru_cache(maxsize=None)
 def _load(path: Path) -> tuple[GpuCost, ...]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#")))
-    out = []
-    for r in rows:
-        where_ = f"{path.name} row {r.get('id')}"
-        nums = {}
-        for k in ("server_price_per_gpu", "price_public", "gpu_power_w", "server_power_w_per_gpu"):
-            try:
-                nums[k] = float(r[k])
-            except (TypeError, ValueError):
-                raise LedgerInputError(f"{where_}: '{k}' must be a number (got {r.get(k)!r})") from None
-        for k in ("price_source", "price_date", "source", "date"):
-            if not (r.get(k) or "").strip():
-                raise LedgerInputError(f"{where_}: missing value for '{k}'")
-        out.append(GpuCost(r["id"], nums["server_price_per_gpu"], int(nums["price_public"]), nums["gpu_power_w"],
-                           nums["server_power_w_per_gpu"], r["price_source"], r["price_date"], r["source"],
-                           r["date"], r.get("notes") or ""))
-    return tuple(out)
+    return tuple(csvfile.load(GpuCost, path, required=("price_source", "price_date", "source", "date")))
 
 
 def load_gpu_costs(path: str | Path | None = None) -> list[GpuCost]:

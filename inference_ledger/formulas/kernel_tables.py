@@ -1,30 +1,36 @@
 """The measured kernel tables' common machinery: reading the distilled CSVs and interpolating them.
 
 The tables (``inference_ledger/data/kernels/*.csv``, see the folder's NOTICE and ``scripts/distill_kernels.py``) are
-NVIDIA aiconfigurator-core's measured SILICON database distilled per GPU x engine x version.  Between grid points a
+NVIDIA aiconfigurator-core's measured SILICON database distilled per GPU x engine x version, and for AMD GPUs
+(``*_amd.csv``, ``scripts/distill_amd_kernels.py``) ROCm/aiter's tuner tables and published all-reduce figures; a
+blank cell is a point not measured.  Between grid points a
 latency is interpolated log-log (linear in log latency over log size, along each axis in turn); below the grid the
 smallest point holds (a kernel never gets faster than its floor); above it the latency grows in proportion to the size
-(the last measured point's time per unit of work).  The lookups by operation are
-:mod:`inference_ledger.formulas.kernels` and :mod:`inference_ledger.formulas.kernels_fused`.
+(the last measured point's time per unit of work).  The GEMM lookup is here (:func:`gemm_seconds`; AMD's tuned shapes:
+:mod:`inference_ledger.formulas.kernels`); the other lookups by operation are :mod:`inference_ledger.formulas.kernels`
+and :mod:`inference_ledger.formulas.kernels_fused`.
 """
 
 from __future__ import annotations
 
-import csv
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping, Optional
 
 import numpy as np
+
+from inference_ledger.core import csvfile
 
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "data" / "kernels"
 US = 1e-6
 FAMILIES = ("vllm", "sglang", "trtllm")  # the tables are per engine family (by id prefix)
 
 
-def _rows(name: str):
-    with (KERNELS_DIR / name).open(encoding="utf-8", newline="") as fh:
-        yield from csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#"))
+def _rows(name: str) -> tuple[dict[str, str], ...]:
+    """The rows of one distilled table (a commented CSV, inference_ledger.csvfile)."""
+    return csvfile.read(KERNELS_DIR / name).rows
 
 
 def _grid(header: list[str], prefix: str) -> tuple[list[str], np.ndarray]:
@@ -144,3 +150,112 @@ def interpolate(table: Table, *point: float) -> float:
 
 def kv_table_dtype(kv_dtype: str) -> str:
     return "fp8" if kv_dtype in ("fp8", "int8", "int4-kv") else "bfloat16"
+
+
+# ---------------------------------------------------------------------------------
+# GEMM tables: NVIDIA's grid of (N, K), AMD's tuned shapes (see inference_ledger.kernels)
+# ---------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _gemm() -> dict[tuple[str, str, str], Table]:
+    out = {}
+    for key, rs in _gemm_groups("gemm.csv").items():   # a grid of (N, K): axes (N, K, M)
+        ns = np.array(sorted({float(r["n"]) for r in rs}))
+        ks = np.array(sorted({float(r["k"]) for r in rs}))
+        cols, ms = _grid(list(rs[0]), "m")
+        arr = np.full((len(ns), len(ks), len(ms)), np.nan)
+        for r in rs:
+            arr[np.searchsorted(ns, float(r["n"])), np.searchsorted(ks, float(r["k"]))] = \
+                [float(r[c]) * US for c in cols]
+        _fill_nearest(arr)
+        out[key] = Table((ns, ks, ms), arr, f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})")
+    for key, rs in _gemm_groups("gemm_amd.csv").items():   # a list of tuned shapes: axes (N x K, M)
+        out[key] = _weight_size_table(rs)
+    return out
+
+
+def _gemm_groups(name: str) -> dict[tuple[str, str, str], list]:
+    groups: dict = {}
+    for r in _rows(name):
+        for gid in r["gpu_ids"].split("|"):
+            groups.setdefault((gid, r["engine"], r["dtype"]), []).append(r)
+    return groups
+
+
+def _shape_row(r: Mapping[str, str]) -> np.ndarray:
+    """One tuned shape's latencies (s) at the M grid: a blank cell below the smallest measured M holds its time, one
+    above the largest grows in proportion to M (the lookup's rules)."""
+    cols, ms = _grid(list(r), "m")
+    row = np.array([_cell(r[c]) for c in cols])
+    first = int(np.argmax(~np.isnan(row)))
+    row[:first] = row[first]
+    return _extend(row[None, :], ms)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _gemm_shapes() -> dict[tuple[str, str, str], dict[tuple[float, float], Table]]:
+    """AMD's tuned shapes one by one: (gpu, engine, dtype) -> {(N, K): latency over M}."""
+    out: dict = {}
+    for key, rs in _gemm_groups("gemm_amd.csv").items():
+        ms = _grid(list(rs[0]), "m")[1]
+        out[key] = {(float(r["n"]), float(r["k"])): Table((ms,), _shape_row(r), _gemm()[key].source) for r in rs}
+    return out
+
+
+def _weight_size_table(rs: list) -> Table:
+    """A GEMM table of scattered (N, K) shapes read along the weight size W = N x K (the module doc): shapes of one
+    size share the geometric mean of their times; a blank M cell holds the smallest measured M's time below it and
+    grows in proportion to M above the largest (the lookup's rules)."""
+    ms = _grid(list(rs[0]), "m")[1]
+    by_w: dict = {}
+    for r in rs:
+        by_w.setdefault(float(r["n"]) * float(r["k"]), []).append(_shape_row(r))
+    ws = np.array(sorted(by_w))
+    arr = np.array([np.exp(np.mean(np.log(by_w[w]), axis=0)) for w in ws])
+    src = f"{rs[0]['version']} aiter/configs *tuned_gemm*.csv ({len(rs)} tuned shapes, read along N x K)"
+    return Table((ws, ms), arr, src)
+
+
+def gemm_dtype(weight_dtype: str) -> Optional[str]:
+    """The GEMM table's dtype for a weight format (None: no table, e.g. INT4, MXFP4)."""
+    return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8"}.get(weight_dtype)
+
+
+def _gemm_key(gpu_id: str, engine: str, dtype: str) -> Optional[tuple[str, str, str]]:
+    t = _gemm()
+    for e in (_family(engine), *FAMILIES, "aiter"):  # the engine's own table, else another engine's on the same
+        if (gpu_id, e, dtype) in t:                  # GPU (cuBLAS either way); on AMD the aiter tuner's (the
+            return gpu_id, e, dtype                  # library both engines call on ROCm)
+    return None
+
+
+def has_gemm_table(gpu_id: str, engine: str, weight_dtype: str) -> bool:
+    """Whether a weight format has a GEMM table on the GPU (without one the plan prices the step on the roofline)."""
+    dt = gemm_dtype(weight_dtype)
+    return dt is not None and _gemm_key(gpu_id, engine, dt) is not None
+
+
+def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
+    key = _gemm_key(gpu_id, engine, dtype)
+    return None if key is None else _gemm()[key]
+
+
+def gemm_seconds(gpu_id: str, engine: str, dtype: str, m: float, n: float, k: float) -> tuple[float, str]:
+    """Measured latency of one GEMM (M tokens x K -> N) and its source; KeyError when the GPU has no table.  On a
+    table of tuned shapes (AMD) a shape it holds is read on its own curve over M, any other along N x K."""
+    key = _gemm_key(gpu_id, engine, dtype)
+    if key is None:
+        raise KeyError(f"no GEMM table for {gpu_id} {dtype}")
+    tab = _gemm()[key]
+    if len(tab.axes) == 3:
+        return interpolate(tab, n, k, m), tab.source
+    own = _gemm_shapes()[key].get((float(n), float(k)))
+    return (interpolate(own, m) if own is not None else interpolate(tab, n * k, m)), tab.source
+
+
+def _smallest(gpu_id: str, engine: str, dtype: str) -> tuple[float, float]:
+    tab = _gemm_table(gpu_id, engine, dtype)
+    if len(tab.axes) == 2:   # a weight-size table: its smallest N x K
+        return float(tab.axes[0][0]), 1.0
+    return float(tab.axes[0][0]), float(tab.axes[1][0])

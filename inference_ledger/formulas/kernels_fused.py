@@ -27,22 +27,26 @@ from typing import Optional
 import numpy as np
 
 from inference_ledger.formulas import serving
-from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _grid, _rows, interpolate,
-                                                     kv_table_dtype, latency_tables)
+from inference_ledger.formulas.kernel_tables import (FAMILIES, Table, _cell, _extend, _family, _grid, _rows,
+                                                     interpolate, kv_table_dtype, latency_tables)
 
 
 @functools.lru_cache(maxsize=None)
 def _moe() -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...], Table]]]:
     """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): {engine version: latency over
-    tokens}}."""
-    rows = list(_rows("moe.csv"))
-    cols, ts = _grid(list(rows[0]), "t")
+    tokens}} (NVIDIA's aiconfigurator tables and AMD's aiter tuner tables; an aiter table's one version is the
+    aiter commit it was read at)."""
     out: dict = {}
-    for r in rows:
-        for gid in r["gpu_ids"].split("|"):
-            key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
-            out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = Table(
-                (ts,), np.array([float(r[c]) * US for c in cols]), f"{r['source']} ({r['engine']} {r['version']})")
+    for name in ("moe.csv", "moe_amd.csv"):
+        rows = list(_rows(name))
+        cols, ts = _grid(list(rows[0]), "t")
+        for r in rows:
+            row = np.array([_cell(r[c]) for c in cols])
+            row[:int(np.argmax(~np.isnan(row)))] = row[int(np.argmax(~np.isnan(row)))]  # below: the first holds
+            for gid in r["gpu_ids"].split("|"):
+                key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
+                out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = \
+                    Table((ts,), _extend(row[None, :], ts)[0], f"{r['source']} ({r['engine']} {r['version']})")
     return out
 
 
@@ -74,7 +78,7 @@ def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter:
     is given.  Of the FP8 kernels (per-tensor, block-scaled), those of the newest version read, the faster."""
     t = _moe()
     shape = (int(hidden), int(inter), int(topk), int(experts))
-    for e in (_family(engine), *FAMILIES):
+    for e in (_family(engine), *FAMILIES, "aiter"):
         tabs = []
         for dt in moe_dtypes(weight_dtype):
             by_version = t.get((gpu_id, e, dt, *shape), {}).get(moe_layout(tp, ep))
@@ -159,3 +163,50 @@ def mla_tables(gpu_id: str, engine: str, kv_dtype: str, weight_dtype: str,
                 h = min(set(dec[key]) & set(pre[key]), key=lambda x: abs(math.log(x / heads_per_gpu)))
                 return dec[key][h], pre[key][h]
     return None
+
+
+#: weight bytes per element of the MoE tables' dtypes and of the plan's weight formats
+MOE_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "w4a16_mxfp4": 0.5, "bf16": 2.0, "fp16": 2.0,
+             "int8": 1.0, "mxfp4": 0.5}
+
+
+def _slice_bytes(hidden: float, inter: float, tp: float, dtype: str) -> float:
+    """One expert's gate/up + down weights on one GPU: 3 hidden x inter / MoE TP elements."""
+    return 3.0 * hidden * inter / tp * MOE_BYTES[dtype]
+
+
+@functools.lru_cache(maxsize=None)
+def moe_scaled_figures(gpu_id: str, weight_dtype: str, hidden: float, inter: float, topk: float, experts: float,
+                       tp: float, ep: float, gpus: float) -> Optional[tuple[float, float, float, str]]:
+    """(L, f, r, source) of a MoE shape AMD's fused-MoE tables lack (aiter's tuner holds a few models' shapes, not
+    the catalog's), from the measured shape on the same GPU whose expert slice is nearest in bytes (no expert
+    parallelism either side): its launch L as measured, and each touched expert's weight read f - L and time per
+    token r scaled by the ratio of the expert slices' bytes (a fused kernel streams each touched expert's weights at
+    the bandwidth it achieves, and its per-token FLOPs at a rate in inverse proportion to the bytes per weight).
+    The alternative, one expert's GEMMs from the GEMM table, pays AMD's 3-11 us GEMM call floor per expert where
+    aiter's fused kernel measures about 1.2 us per TP-8 expert slice (Qwen3-235B on MI300X).  None without a
+    measured shape, under expert parallelism, or on a GPU whose fused-MoE tables are aiconfigurator's (they hold
+    every catalog shape the package measured; the GEMM path stays there)."""
+    if ep > 1 or weight_dtype not in MOE_BYTES:
+        return None
+    want = _slice_bytes(hidden, inter, tp, weight_dtype)
+    best = None
+    for key, layouts in _moe().items():
+        if key[0] != gpu_id or key[1] != "aiter":
+            continue
+        dt, h0, i0, k0, e0 = key[2:]
+        for (tp0, ep0), by_version in layouts.items():
+            if ep0 != 1 or dt not in MOE_BYTES:
+                continue
+            tab = by_version[table_version(list(by_version), None)]  # the newest aiter commit read
+            have = _slice_bytes(h0, i0, tp0, dt)
+            d = abs(math.log(want / have))
+            if best is None or d < best[0]:
+                best = (d, have, tab, (dt, h0, i0, k0, e0, tp0))
+    if best is None:
+        return None
+    _, have, tab, (dt, h0, i0, k0, e0, tp0) = best
+    launch, f, r = moe_expert_figures(tab, k0, e0, 1, tp0)
+    s = want / have
+    src = f"{tab.source}: {h0}x{i0} top-{k0} of {e0} {dt} at MoE TP {tp0}, scaled x{s:.2f} by the expert slice's bytes"
+    return launch, launch + (f - launch) * s, r * s, src

@@ -41,10 +41,11 @@ The model, and where each piece comes from:
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference_ledger.core import csvfile
+from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import eq, floor, ge, gt, literal, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
@@ -54,10 +55,11 @@ from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_M
 EFFICIENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "efficiencies.csv"
 
 #: Batching regimes by word, and their codes (the plan input ``batching``).
-BATCHING = {"continuous": 1, "static": 2}
-#: The words of each binding-limit code, in code order.
-LIMIT_WORDS = ("none: the requested concurrency runs, bandwidth-bound", "KV cache", "max_num_seqs",
-               "TPOT target", "compute")
+BATCHING = Codes("batching", [(1, "continuous"), (BATCHING_STATIC, "static")])
+#: What binds a replica's concurrency (the line ``binding_limit``).
+LIMIT = Codes("binding_limit", [(LIMIT_NONE, "none: the requested concurrency runs, bandwidth-bound"),
+                                (LIMIT_KV, "KV cache"), (LIMIT_MAX_NUM_SEQS, "max_num_seqs"),
+                                (LIMIT_TPOT, "TPOT target"), (LIMIT_COMPUTE, "compute")])
 
 
 @dataclass(frozen=True)
@@ -74,30 +76,12 @@ class Efficiency:
 
 def load_efficiencies(path: str | Path | None = None) -> dict[str, Efficiency]:
     """The efficiency defaults by input name (rows for every GPU family, ``*``)."""
-    p = Path(path) if path is not None else EFFICIENCIES_CSV
-    with p.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.lstrip().startswith("#")))
-    out = {}
-    for r in rows:
-        for key in ("name", "value", "gpu_family", "source", "date", "quote"):
-            if not (r.get(key) or "").strip():
-                raise ValueError(f"{p.name}: row {r.get('name')!r} has no {key}")
-        if r["gpu_family"] == "*":
-            out[r["name"]] = Efficiency(r["name"], float(r["value"]), r["gpu_family"], r["source"], r["date"],
-                                        r["quote"])
-    return out
+    rows = csvfile.load(Efficiency, path if path is not None else EFFICIENCIES_CSV, key="name",
+                        required=("name", "gpu_family", "source", "date", "quote"))
+    return {e.name: e for e in rows if e.gpu_family == "*"}
 
 
-def batching_code(word: str) -> int:
-    """The code of a batching word (ValueError naming the words otherwise)."""
-    w = str(word).strip().lower()
-    if w not in BATCHING:
-        raise ValueError(f"batching must be one of {', '.join(BATCHING)} (got {word!r})")
-    return BATCHING[w]
-
-
-def batching_word(code: float) -> str:
-    return {v: k for k, v in BATCHING.items()}[int(code)]
+batching_code, batching_word = BATCHING.code, BATCHING.word
 
 
 # ---------------------------------------------------------------------------------
@@ -205,13 +189,7 @@ def binding_limit(concurrency, kv_limit, max_num_seqs, tpot_ok, compute_bound):
                  where(eq(tpot_ok, 0), LIMIT_TPOT, where(eq(compute_bound, 1), LIMIT_COMPUTE, LIMIT_NONE)))
 
 
-def limit_words(code):
-    """The binding limit's words: a text for a number, an IF formula for a Sym."""
-    if not is_sym(code):
-        return LIMIT_WORDS[int(code)]
-    return where(eq(code, LIMIT_KV), LIMIT_WORDS[1], where(eq(code, LIMIT_MAX_NUM_SEQS), LIMIT_WORDS[2],
-                 where(eq(code, LIMIT_TPOT), LIMIT_WORDS[3], where(eq(code, LIMIT_COMPUTE), LIMIT_WORDS[4],
-                                                                   LIMIT_WORDS[0]))))
+limit_words = LIMIT.render
 
 
 # ---------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ class Pools:
 
 
 #: Batching codes of the pools: prefill as prompts arrive (continuous), decode steps without prompt chunks (static).
-PREFILL_BATCHING, DECODE_BATCHING = serving.BATCHING["continuous"], int(BATCHING_STATIC)
+PREFILL_BATCHING, DECODE_BATCHING = serving.BATCHING.code("continuous"), int(BATCHING_STATIC)
 
 
 def _pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any], **choice) -> dict[str, Any]:

@@ -140,7 +140,7 @@ def input_tokens_of(context: Any, output_tokens: float) -> float:
 def batching_code(word: Any) -> int:
     """The plan input ``batching`` of a word: continuous (1) or static (2); blank is continuous."""
     if word is None or not str(word).strip():
-        return serving.BATCHING["continuous"]
+        return serving.BATCHING.code("continuous")
     try:
         return serving.batching_code(word)
     except ValueError as e:

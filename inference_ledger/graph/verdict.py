@@ -19,13 +19,17 @@ short Excel formula out.  The code is the plan line ``verdict``; :func:`words` t
 
 from __future__ import annotations
 
+from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import Const
-from inference_ledger.core.sheetfuncs import eq, ge, where
+from inference_ledger.core.sheetfuncs import ge, where
 from inference_ledger.core.units import VERDICT_MEETS, VERDICT_MISSES
 
 DOES_NOT_FIT, BELOW_CONCURRENCY, MISSES_TARGETS, MEETS_TARGETS = 0, 1, 2, 3
+#: The verdict codes and their words (a formula reads any other code as 'does not fit').
+VERDICT = Codes("verdict", [(DOES_NOT_FIT, "does not fit"), (BELOW_CONCURRENCY, "fits below the requested concurrency"),
+                            (VERDICT_MISSES, "fits, misses targets"), (VERDICT_MEETS, "fits, meets targets")])
 #: The words of each code, in code order.
-WORDS = ("does not fit", "fits below the requested concurrency", "fits, misses targets", "fits, meets targets")
+WORDS = VERDICT.words
 #: The workbook's code for a typed input that breaks a rule (its words name the rule: see :func:`invalid_words`).
 INVALID_INPUT = -1
 INVALID_WORDS = "invalid input"
@@ -42,19 +46,16 @@ def verdict(fits, max_concurrency, ttft_ok, tpot_ok):
     return starts + fits + fits * ttft_ok * tpot_ok
 
 
-def words(code):
-    """The verdict's words: a text for a number, an IF formula for a Sym (codes 0..3; the workbook's Plan puts
-    the invalid-input words in front, see inference_ledger.workbook.plan_sheet)."""
-    return where(ge(code, VERDICT_MEETS), WORDS[MEETS_TARGETS],
-                 where(ge(code, VERDICT_MISSES), WORDS[MISSES_TARGETS],
-                       where(eq(code, 1), WORDS[BELOW_CONCURRENCY], WORDS[DOES_NOT_FIT])))
+#: The verdict's words: a text for a number, an IF formula for a Sym (codes 0..3; the workbook's Plan puts
+#: the invalid-input words in front, see inference_ledger.workbook.plan_sheet).
+words = VERDICT.render
 
 
 def words_of(code: float) -> str:
     """The words of one numeric code."""
     if code < 0:
         return INVALID_WORDS
-    return WORDS[int(code)]
+    return VERDICT.word(code)
 
 
 def invalid_words(rule: str) -> str:

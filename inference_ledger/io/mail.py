@@ -41,6 +41,7 @@ from inference_ledger import PASSWORD_ENV
 from inference_ledger.graph import verdict
 from inference_ledger.core.args import echo
 from inference_ledger.core.files import write_bytes
+from inference_ledger.core.unit_registry import money_text, value_in
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 SECURITY_MODES = ("plain", "starttls", "ssl")
@@ -69,13 +70,20 @@ class Verdict:
     sentences: tuple[str, ...] = ()
     concurrency_used: int = 0  # sequences per replica the bill is sized at (inference_ledger.graph.concurrency)
     concurrency_reason: str = ""  # which limit chose it, in words ("TPOT target", "requested", ...)
+    currency_symbol: str = "$"  # the build's currency (inference_ledger.finance.finance_options): amounts as the workbook shows them
 
     @classmethod
-    def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str, sentences: Sequence[str] = ()) -> "Verdict":
+    def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str, sentences: Sequence[str] = (),
+                  currency_symbol: str = "$") -> "Verdict":
         """From the values of ``inference_ledger.graph.plan.evaluate`` and the catalog ids of the model and GPU."""
         return cls(model, gpu, int(plan["gpus_per_replica"]), int(plan["gpus_for_qps"]), int(plan["verdict"]),
                    float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]), tuple(sentences),
-                   int(plan.get("concurrency_used", 0)), str(plan.get("concurrency_reason_words", "")))
+                   int(plan.get("concurrency_used", 0)), str(plan.get("concurrency_reason_words", "")),
+                   currency_symbol)
+
+    def monthly(self) -> str:
+        """The monthly cost in the build's currency: '$12,345/month', '€12,345/month'."""
+        return money_text(self.monthly_cost_qps, "$/month", self.currency_symbol)
 
     def rows(self) -> list[tuple[str, str]]:
         return [
@@ -85,13 +93,13 @@ class Verdict:
             *([("Concurrency per model copy", f"{self.concurrency_used} sequences (chosen by: "
                 f"{self.concurrency_reason})")] if self.concurrency_used else []),
             ("Verdict", verdict.words_of(self.verdict)),
-            ("TPOT", f"{self.tpot_seconds * 1e3:.1f} ms per output token"),
-            ("Monthly cost for the target QPS", f"${self.monthly_cost_qps:,.0f}/month"),
+            ("TPOT", f"{value_in(self.tpot_seconds, 'ms'):.1f} ms per output token"),
+            ("Monthly cost for the target QPS", self.monthly()),
         ]
 
     def headline(self) -> str:
         return (f"{self.model} on {self.gpus_per_replica} x {self.gpu}: {verdict.words_of(self.verdict)}, "
-                f"TPOT {self.tpot_seconds * 1e3:.1f} ms, ${self.monthly_cost_qps:,.0f}/month")
+                f"TPOT {value_in(self.tpot_seconds, 'ms'):.1f} ms, {self.monthly()}")
 
     def text(self) -> str:
         width = max(len(k) for k, _ in self.rows())

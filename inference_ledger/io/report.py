@@ -19,12 +19,10 @@ from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import concurrency, verdict
 from inference_ledger.formulas import finance_forecast, kernels, serving, step_lines
 from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
-from inference_ledger.core.units import BYTES_PER_GB, BYTES_PER_GIB, MS_PER_S
+from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
 INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance", "accuracy")
-TERA, MEGA = 1e12, 1e6
-KIB, MIB = 2**10, 2**20
 
 
 def unit_of(name: str) -> str:
@@ -160,45 +158,10 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
                                step_lines.PREFILL_OPS_COMMON, True)}
 
 
-def _money(x: float) -> str:
-    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}" if abs(x) >= 1 else f"${x:.4g}"
-
-
 def human(v: Any, unit: str) -> str:
-    """One value in human units, labelled (GB = 1e9 B and GiB = 2**30 B side by side)."""
+    """One value in human units, labelled (GB = 1e9 B and GiB = 2**30 B side by side; inference_ledger.core.unit_registry)."""
     x = _num(v)
-    if x is None:
-        return "n/a"
-    if unit == "B":
-        if abs(x) < MEGA:
-            return f"{x:,.0f} B"
-        if abs(x) < BYTES_PER_GB:
-            return f"{x / MEGA:,.1f} MB ({x / MIB:,.1f} MiB)"
-        return f"{x / BYTES_PER_GB:,.2f} GB ({x / BYTES_PER_GIB:,.2f} GiB)"
-    if unit == "B/token":
-        return f"{x:,.0f} B/token ({x / KIB:,.1f} KiB)"
-    if unit == "B/param":
-        return f"{x:g} B/param"
-    if unit == "B/s":
-        return f"{x / TERA:,.3g} TB/s"
-    if unit == "FLOP":
-        return f"{x / TERA:,.2f} TFLOP"
-    if unit == "FLOP/s":
-        return f"{x / TERA:,.1f} TFLOP/s (dense)"
-    if unit == "s":
-        return f"{x * MS_PER_S:,.2f} ms" if abs(x) < 1 else f"{x:,.3f} s"
-    if unit == "1/0":
-        return "yes" if x else "NO"
-    if unit == "fraction":
-        return f"{x * 100:.1f}%"
-    if unit.startswith("fraction/"):  # a rate: 8.0%/year, 5.0%/month
-        return f"{x * 100:.1f}%/{unit.split('/', 1)[1]}"
-    if unit.startswith("$/"):
-        return f"{_money(x)}/{unit[2:]}"
-    if unit == "params":
-        return f"{x:,.0f} ({x / 1e9:,.2f} billion)"
-    number = f"{x:,.0f}" if x.is_integer() else f"{x:,.2f}"
-    return f"{number} {unit}".rstrip()
+    return "n/a" if x is None else unit_registry.text(x, unit)
 
 
 def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool = True) -> str:

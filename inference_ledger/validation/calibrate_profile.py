@@ -19,6 +19,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.catalogs import bands
+from inference_ledger.core import csvfile
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.graph import plan
 from inference_ledger.io.benchfiles import BadFile, Record, Run, read_text
 from inference_ledger.validation.calibrate import Calibration, _workload
@@ -224,36 +226,34 @@ def read_profile(path: str | os.PathLike) -> Profile:
     """A profile CSV, every row checked against its plan input's range; BadFile naming the row otherwise."""
     p = os.fspath(path)
     text = read_text(p)
+    try:
+        table = csvfile.parse(text, Path(p).name)
+    except LedgerInputError as e:
+        raise BadFile(p, "csv", str(e)) from None
     sources, dep, date, measured = [], {}, "", []
-    body = []
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("#"):
-            c = s[1:].strip()
-            if c.startswith("source:"):
-                sources.append(c[len("source:"):].split(" (sha256")[0].strip())
-            elif c.startswith("deployment:"):
-                dep = dict(kv.split("=", 1) for kv in c[len("deployment:"):].split() if "=" in kv)
-            elif c.startswith("date:"):
-                date = c[len("date:"):].strip()
-            elif c.startswith("measured:"):
-                row: dict[str, Any] = {}
-                for kv in c[len("measured:"):].split():
-                    k, _, v = kv.partition("=")
-                    if k in ("file", "kind"):
-                        row[k] = v.replace("%20", " ")
-                    elif k in MEASURED_KEYS:
-                        try:
-                            row[k] = float(v)
-                        except ValueError:
-                            raise BadFile(p, "measured", f"{k}={v!r} is not a number") from None
-                measured.append(row)
-        elif s:
-            body.append(line)
-    if not body or body[0].replace(" ", "") != PROFILE_HEADER:
+    for c in table.comments:
+        if c.startswith("source:"):
+            sources.append(c[len("source:"):].split(" (sha256")[0].strip())
+        elif c.startswith("deployment:"):
+            dep = dict(kv.split("=", 1) for kv in c[len("deployment:"):].split() if "=" in kv)
+        elif c.startswith("date:"):
+            date = c[len("date:"):].strip()
+        elif c.startswith("measured:"):
+            row: dict[str, Any] = {}
+            for kv in c[len("measured:"):].split():
+                k, _, v = kv.partition("=")
+                if k in ("file", "kind"):
+                    row[k] = v.replace("%20", " ")
+                elif k in MEASURED_KEYS:
+                    try:
+                        row[k] = float(v)
+                    except ValueError:
+                        raise BadFile(p, "measured", f"{k}={v!r} is not a number") from None
+            measured.append(row)
+    if ",".join(table.header) != PROFILE_HEADER:
         raise BadFile(p, "header", f"not a calibration profile (expected the header {PROFILE_HEADER!r}; write one "
                                    "with `inference-ledger calibrate`)")
-    rows = [(r.get("name"), r.get("value")) for r in csv.DictReader(io.StringIO("\n".join(body)))]
+    rows = [(r.get("name"), r.get("value")) for r in table.rows]
     try:
         values = profile_values(rows)
     except ProfileRowError as e:

@@ -14,11 +14,11 @@ Both are divided by the published nodes (per node) or GPUs (per GPU).  Nothing i
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from inference_ledger.core import csvfile
 from inference_ledger.graph import disaggregated
 from inference_ledger.core.units import MS_PER_S
 
@@ -51,17 +51,12 @@ class Deployment:
 
 def load(path: Path | str | None = None) -> list[Deployment]:
     """The rows of measured_deployments.csv ('#' lines are comments)."""
-    with Path(path or DEPLOYMENTS_CSV).open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(ln for ln in fh if ln.strip() and not ln.startswith("#")))
-    out = []
-    for r in rows:
-        layout = {k: int(r[k] or 1) for k in ("tp", "pp", "ep", "dp_attention")}
-        layout["redundant_experts"] = int(r["redundant_experts"] or 0)
-        out.append(Deployment(r["id"], r["model_id"], r["gpu_id"], r["engine"], r["role"], layout, int(r["nodes"]),
-                              int(r["gpus"]), int(r["input_tokens"]), int(r["output_tokens"]),
-                              float(r["tpot_ms"]) if r["tpot_ms"] else None, r["metric"], float(r["value"]),
-                              r["scope"], r["source"], r["date"], r["quote"], r["notes"]))
-    return out
+    def make(c: csvfile.Cells) -> Deployment:
+        layout = {k: c.whole(k, False) or 1 for k in ("tp", "pp", "ep", "dp_attention")}
+        layout["redundant_experts"] = c.whole("redundant_experts", False) or 0
+        return csvfile.as_dataclass(Deployment, c, required=("id", "model_id", "gpu_id", "source", "date", "quote"),
+                                    layout=layout)
+    return csvfile.load(Deployment, path or DEPLOYMENTS_CSV, make=make)
 
 
 def predict(d: Deployment) -> float:

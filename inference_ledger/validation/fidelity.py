@@ -22,7 +22,6 @@ engine and format are then read from its free-text columns (:func:`infer_mapping
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 import statistics
@@ -31,9 +30,9 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.core import files
+from inference_ledger.core import csvfile
 from inference_ledger.graph import plan, resolve
-from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.core.args import LedgerInputError
 from inference_ledger.core.units import BYTES_PER_GIB, MS_PER_S
 
 MEASURED_CSV = Path(__file__).resolve().parents[1] / "data" / "measured.csv"
@@ -232,31 +231,10 @@ def _row(r: dict[str, str], where: str = "row") -> Row:
 def load_measured(path: str | Path | None = None) -> list[Row]:
     """Rows of a measured CSV ('#' comment lines skipped): this project's copy by default."""
     p = Path(path) if path is not None else MEASURED_CSV
-    raw = files.read_input(p, "data")   # a regular file within the size limit, errors naming it
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise LedgerInputError(f"{p}: not a UTF-8 text CSV (byte {e.start + 1} cannot be decoded)") from None
-    lines = [ln for ln in text.splitlines(keepends=True) if ln.strip() and not ln.lstrip().startswith("#")]
-    try:
-        rows = list(csv.DictReader(lines))
-    except csv.Error as e:
-        raise LedgerInputError(f"{p}: not a readable CSV ({e})") from None
-    if not rows or "model" not in rows[0] and "model_id" not in rows[0]:
+    table = csvfile.read(p, kind="data")   # a regular file within the size limit, errors naming it
+    if not table.rows or "model" not in table.header and "model_id" not in table.header:
         raise LedgerInputError(f"{p}: not a measured-deployments CSV (needs a 'model' or 'model_id' column)")
-    header = next(csv.reader(lines[:1]), [])
-    twice = [c for k, c in enumerate(header) if c in header[:k]]
-    if twice:
-        raise LedgerInputError(f"{p}: column {twice[0]!r} appears twice in the header; give each column once")
-    out = []
-    for n, r in enumerate(rows, start=1):
-        extra = [v for v in r.get(None) or [] if v.strip()]
-        if extra:
-            raise LedgerInputError(f"{p} row {n}: more cells than the {len(header)} columns of the header "
-                                   f"(first extra cell {echo(extra[0])})")
-        r = {k: (v if isinstance(v, str) else "") for k, v in r.items() if k is not None}
-        out.append(_row(r, f"{p.name} row {n}" + (f" ({r['id']})" if r.get("id") else "")))
-    return out
+    return [_row(r, table.where(r)) for r in table.rows]
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+"""The unit registry (inference_ledger/data/units.csv, unit_formats.csv): one definition read by every reader."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference_ledger.core import unit_registry
+from inference_ledger.cli.plan import parse_quantity, shown_default
+from inference_ledger.io.report import human
+from inference_ledger.workbook import style
+
+
+@pytest.mark.parametrize("text, unit, value", [
+    ("80GB", "B", 80e9), ("40GiB", "B", 40 * 2**30), ("1.5 TiB", "B", 1.5 * 2**40), ("3.35TB/s", "B/s", 3.35e12),
+    ("989TFLOPS", "FLOP/s", 989e12), ("1.2pflop/s", "FLOP/s", 1.2e15), ("70B", "params", 70e9), ("8k", "params", 8e3),
+    ("500ms", "s", 0.5), ("250us", "s", 250e-6), ("90%", "fraction", 0.9), ("1,024 tokens", "tokens", 1024),
+    ("$2.50/GPU-h", "$/GPU-h", 2.5),
+])
+def test_cli_values_parse_by_the_registry(text, unit, value):
+    assert parse_quantity(text, unit) == pytest.approx(value, rel=1e-12)
+
+
+def test_a_wrong_suffix_names_the_registry_suffixes():
+    with pytest.raises(ValueError) as e:
+        parse_quantity("40XB", "B")
+    assert str(e.value) == "'40XB' is not a number in B (suffixes: b, kb, mb, gb, tb, kib, mib, gib, tib)"
+
+
+def test_a_unit_added_to_the_registry_is_parsed_and_shown(tmp_path):
+    """The CLI has no suffix table of its own: a row appended to units.csv is a suffix the next parse accepts."""
+    extra = tmp_path / "units.csv"
+    extra.write_text(unit_registry.UNITS_CSV.read_text(encoding="utf-8")
+                     + "PB,B,1e15,1,petabyte,0,1e13,,SI peta\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(unit_registry, "UNITS_CSV", extra)
+        unit_registry.units.cache_clear()
+        try:
+            assert parse_quantity("2PB", "B") == 2e15 and parse_quantity("3 petabyte", "B") == 3e15
+            assert shown_default(2e15, "B") == "2PB"   # rank 0 comes before GiB
+        finally:
+            unit_registry.units.cache_clear()
+    with pytest.raises(ValueError):
+        parse_quantity("2PB", "B")
+
+
+@pytest.mark.parametrize("x, unit, option", [
+    (80e9, "B", "80GB"), (79.1875 * 2**30, "B", "79.1875GiB"), (0.5e9, "B", "0.5GB"), (12, "B", "12 B"),
+    (3.35e12, "B/s", "3.35TB/s"), (989e12, "FLOP/s", "989TFLOP/s"), (0.5, "s", "500ms"), (2, "s", "2s"),
+    (0.9, "fraction", "90%"), (70.5537e9, "params", "70.5537B"), (2.5, "$/GPU-h", "$2.50/GPU-h"),
+])
+def test_defaults_show_as_the_option_takes_them(x, unit, option):
+    assert shown_default(x, unit) == option
+    assert parse_quantity(option, unit) == pytest.approx(x, rel=1e-6)   # what the help shows, the option takes
+
+
+@pytest.mark.parametrize("x, unit, text", [
+    (80e9, "B", "80.00 GB (74.51 GiB)"), (5e8, "B", "500.0 MB (476.8 MiB)"), (512, "B", "512 B"),
+    (327680, "B/token", "327,680 B/token (320.0 KiB)"), (1.5e-5, "s", "0.02 ms"), (2.5, "s", "2.500 s"),
+    (0.925, "fraction", "92.5%"), (0.08, "fraction/year", "8.0%/year"), (1, "1/0", "yes"),
+    (33113.4, "$/month", "$33,113/month"), (0.0123, "$/Mtok", "$0.0123/Mtok"),
+])
+def test_the_plan_table_text(x, unit, text):
+    assert human(x, unit) == text
+
+
+def test_excel_formats_come_from_the_registry_with_the_build_currency():
+    assert style.number_format("B", 80e9) == '#,##0.00,,," GB"' and style.shown_as("B", 80e9) == "GB (1e9 B)"
+    assert style.number_format("B", 512) == '#,##0" B"' and style.shown_as("B", 512) == "B"
+    # a tiny quantity keeps its unit in the format, whatever the unit: seconds and the kernel model's s2 alike
+    assert style.number_format("s", 1.5e-5) == '#,##0.0000000" s"'
+    assert style.number_format("s2", 1.5e-12) == '#,##0.' + "0" * 14 + '" s2"'
+    before = dict(style.CURRENCY)
+    style.set_currency("EUR", "€")
+    try:
+        assert style.number_format("$/month", 1e4) == '"€"#,##0' and style.shown_as("$/month") == "EUR/month"
+    finally:
+        style.set_currency(before["code"], before["symbol"])
