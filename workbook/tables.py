@@ -41,10 +41,9 @@ from inference_ledger.catalogs import catalog, engines
 from inference_ledger.formulas import kernels, ledger
 from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from inference_ledger.core.expr import NA, NOVALUE, Sym
-from inference_ledger.core.sheetfuncs import concat, eq, literal, maximum, or_, where
+from inference_ledger.core.sheetfuncs import concat, literal, maximum
 from inference_ledger.core.refs import cell, iferror, index, match, span
 from inference_ledger.core.refs import name as defined_name
-from inference_ledger.graph import resolve
 from inference_ledger.formulas.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
@@ -169,7 +168,8 @@ def load_tables() -> dict[str, Table]:
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
                   Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),
                   Column("bytes_per_element", "Bytes per element", "B"), Column("use", "Use", ""),
-                  Column("compute_field", "Computes at (GPU column)", ""), Column("source", "Source", ""),
+                  Column("compute_field", "Computes at (GPU column)", ""),
+                  Column("moe_kernel_pads", "MoE kernels pad the experts", "1/0"), Column("source", "Source", ""),
                   Column("date", "Date", ""), Column("notes", "Notes", "")]
     dtypes = Table("Dtypes", "DTYPE", "Number formats: bytes per element, group scales included",
                    dtype_cols, list(catalog.load_dtypes()),
@@ -209,10 +209,8 @@ SELECTORS = (
 #: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
 ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
                   "moe_pad_intermediate")
-#: The engine's MoE tiles, which apply to MXFP4 MoE weights only (resolve.with_engine's rule).
-MOE_PAD_FIELDS = ("moe_pad_hidden", "moe_pad_intermediate")
-
-_RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes")}
+_RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes"),
+            "moe_kernel_pads": ("Dtypes", "weight_dtype", "moe_kernel_pads")}
 _DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquantized_bytes": None}
 
 
@@ -276,14 +274,7 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
         _, sheet, key, field = src
         t = tables[sheet]
         value = _py(t.value(choice[key], field))
-        formula = t.index_match(keys[key], field)
-        if field in MOE_PAD_FIELDS:  # the resolver's rule (resolve.with_engine): only MXFP4 MoE kernels pad experts
-            experts = tables["Models"].index_match(keys["model"], "num_experts")
-            mxfp4 = eq(key_of(keys["weight_dtype"]), literal(resolve.MOE_PADDED_DTYPE))
-            formula = where(or_(mxfp4, eq(experts, literal(0))), formula, literal(1))
-            if choice["weight_dtype"] != resolve.MOE_PADDED_DTYPE and (tables["Models"].value(choice["model"], "num_experts") or 0) > 0:
-                value = 1
-        return formula.at(value), value
+        return t.index_match(keys[key], field).at(value), value
     if src[0] == "dtype":
         key = src[1]
         if key is None:  # unquantized modules: BF16, or the weight format where it is wider (an FP32 checkpoint)

@@ -45,6 +45,7 @@ def catalog_facts(model: Optional[Model], gpu: Optional[Gpu], weight: Dtype, kv:
     v["unquantized_bytes"] = max(weight.bytes_per_element,
                                  catalog.get_dtype(catalog.UNQUANTIZED_DTYPE).bytes_per_element)
     v["kv_bytes"] = kv.bytes_per_element
+    v["moe_kernel_pads"] = weight.moe_kernel_pads
     if gpu is not None:
         v.update({name: getattr(gpu, name) for name in _GPU_FIELDS if getattr(gpu, name) is not None})
         v["gpu_memory_bytes"] = gpu.memory_runtime_bytes

@@ -116,6 +116,7 @@ INPUTS: tuple[Input, ...] = (
     # precision
     _inp("weight_bytes", "Weight bytes per parameter", "B/param", CATALOG, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
     _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", CATALOG, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
+    _inp("moe_kernel_pads", "MoE kernels pad the experts", "1/0", CATALOG, "From the weight dtype: 1 when its MoE kernels pad each expert to the engine's tile (MXFP4), 0 when they run the experts at their own shapes (BF16, FP8).", "precision", arg="weight_dtype", lo=0, hi=1, integer=True),
     _inp("kv_bytes", "KV bytes per element", "B", CATALOG, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
     # GPU (from the GPUs catalog)
     _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", CATALOG, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
