@@ -39,6 +39,7 @@ from inference_ledger.graph import plan
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.catalogs.catalog import Dtype, Gpu, Model
 # peak_flops: the resolver's API too
+from inference_ledger.catalogs import catalog_facts as facts_defaults
 from inference_ledger.catalogs.catalog_facts import catalog_facts, peak_flops  # noqa: F401
 from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem,  # noqa: F401
                                           dense_override_problem, experts_per_token_ok, heads_problem,
@@ -254,6 +255,12 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
             raise ChoiceError("context", "give context or input_tokens, not both")
         out_tokens = explicit.get("output_tokens", plan.INPUT_BY_NAME["output_tokens"].default)
         explicit["input_tokens"] = input_tokens_of(context, out_tokens)
+    # nothing said of the model (or the GPU): the default one, so a bare plan is the default deployment the workbook
+    # opens on; numbers of its own describe a generic one instead
+    if model is None and config is None and not explicit.keys() & set(MODEL_INPUTS):
+        model = facts_defaults.DEFAULT_MODEL
+    if gpu is None and not explicit.keys() & {*GPU_INPUTS, "gpu_memory_bytes"}:
+        gpu = facts_defaults.DEFAULT_GPU
     m = catalog.model_from_config(config) if config is not None else \
         find_model(model, extra_models) if model is not None else None
     g = find_gpu(gpu) if gpu is not None else None
