@@ -130,15 +130,6 @@ AVERAGE_ABOVE_PEAK_FINDING = "Finding: the average load (requests per day) is wi
 AVERAGE_ABOVE_PEAK_FLAG = "average above the peak QPS"
 
 
-def active_within_total(active_params, num_params, quantized_params, active_quantized_params):
-    return and_(le(active_params, num_params), le(quantized_params, num_params),
-                le(active_quantized_params, active_params))
-
-
-def windows_within_layers(sliding_layers, num_layers):
-    return le(sliding_layers, num_layers)
-
-
 #: The resolver's rules (inference_ledger.graph.rules): between model inputs, TP within the node and the heads, the
 #: PP/EP/DP-attention layout; each rendered from its one definition, in the order the resolver applies them.
 RESOLVER_RULE_CHECKS: tuple[Check, ...] = tuple(
@@ -146,9 +137,7 @@ RESOLVER_RULE_CHECKS: tuple[Check, ...] = tuple(
     for r in dict.fromkeys((rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES, *rules.LAYOUT_RULES)))
 
 PLAN_INTEGRITY: tuple[Check, ...] = RESOLVER_RULE_CHECKS + (
-    Check("Active parameters <= total parameters", "A token cannot use more weights than the model has.",
-          active_within_total),
-    Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),
+    *(Check(r.label, r.doc, r.condition) for r in rules.INPUT_RULES),
 )
 
 def average_within_peak(requests_per_day, target_qps):

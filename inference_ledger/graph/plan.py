@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger.graph import band_lines, plan_lines
+from inference_ledger.graph import band_lines, plan_lines, rules
 from inference_ledger.catalogs import bands, catalog_facts, engines
 from inference_ledger.formulas import (finance, kernels, parallel, serving_lines, step_inverse_lines, step_lines,
                                        whatif_lines)
@@ -285,15 +285,11 @@ def validate_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: Cross-field rules: (the part, the whole it must not exceed).
-_NOT_ABOVE = (("active_params", "num_params"), ("quantized_params", "num_params"),
-              ("active_quantized_params", "active_params"), ("sliding_layers", "num_layers"))
-
-
 def _cross_checks(v: Mapping[str, Any]) -> None:
-    for part, whole in _NOT_ABOVE:
-        if bool(np.any(np.asarray(v[part]) > np.asarray(v[whole]))):
-            raise LedgerInputError(f"{part} must be <= {whole}")
+    """The rules between inputs (inference_ledger.graph.rules.INPUT_RULES), over numbers or arrays (every element)."""
+    for rule in rules.INPUT_RULES:
+        if not bool(np.all(rule.condition(*(np.asarray(v[p]) for p in rule.params)))):
+            raise LedgerInputError(rule.message(v, ""))
 
 
 def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]:

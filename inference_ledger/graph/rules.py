@@ -94,6 +94,41 @@ MODEL_RULES: tuple[Rule, ...] = (
          lambda v, who: kv_heads_problem(int(v["kv_heads"]), int(v["tp"]), who)),
 )
 
+def active_within_total_ok(active_params, num_params):
+    return le(active_params, num_params)
+
+
+def quantized_within_total_ok(quantized_params, num_params):
+    return le(quantized_params, num_params)
+
+
+def active_quantized_within_active_ok(active_quantized_params, active_params):
+    return le(active_quantized_params, active_params)
+
+
+def windows_within_layers_ok(sliding_layers, num_layers):
+    return le(sliding_layers, num_layers)
+
+
+def _not_above(v: Mapping[str, Any], who: str, part: str, whole: str) -> str:
+    return f"{part} must be <= {whole}"
+
+
+#: Inputs that cannot exceed another input (part <= whole): checked by the plan on every evaluation (numbers or
+#: arrays, :func:`inference_ledger.graph.plan.validate_inputs`) and rendered as the Checks sheet's rows.
+INPUT_RULES: tuple[Rule, ...] = (
+    Rule("active_params", "Active parameters <= total parameters", "A token cannot use more weights than the model "
+         "has.", active_within_total_ok, lambda v, who: _not_above(v, who, "active_params", "num_params")),
+    Rule("quantized_params", "Quantizable parameters <= total parameters", "The quantizable layers are part of the "
+         "model.", quantized_within_total_ok, lambda v, who: _not_above(v, who, "quantized_params", "num_params")),
+    Rule("active_quantized_params", "Active quantizable parameters <= active parameters", "The quantizable layers a "
+         "token uses are part of what it uses.", active_quantized_within_active_ok,
+         lambda v, who: _not_above(v, who, "active_quantized_params", "active_params")),
+    Rule("sliding_layers", "Sliding-window layers <= layers", "Only existing layers can use a window.",
+         windows_within_layers_ok, lambda v, who: _not_above(v, who, "sliding_layers", "num_layers")),
+)
+
+
 #: Plan inputs that only a mixture-of-experts model has (refused as overrides of a dense catalog model).
 MOE_ONLY = ("num_experts", "experts_per_token", "moe_layers")
 
