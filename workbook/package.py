@@ -63,14 +63,11 @@ class Part:
 
     def __init__(self, data: bytes):
         self.prefixes: dict[str, str] = {}          # prefix -> uri, as the writer bound them
-        self.root = None
-        for event, obj in ET.iterparse(io.BytesIO(data), events=("start-ns", "start")):
-            if event == "start-ns":
-                prefix, uri = obj
-                if self.prefixes.setdefault(prefix, uri) != uri:
-                    raise ValueError(f"prefix {prefix!r} is bound to two namespaces")
-            elif self.root is None:
-                self.root = obj
+        events = ET.iterparse(io.BytesIO(data), events=("start-ns",))   # the tree is built in C; only the
+        for _, (prefix, uri) in events:                                  # declarations come back one by one
+            if self.prefixes.setdefault(prefix, uri) != uri:
+                raise ValueError(f"prefix {prefix!r} is bound to two namespaces")
+        self.root = events.root
 
     def to_bytes(self) -> bytes:
         names: set[str] = set()              # every element and attribute name of the part
