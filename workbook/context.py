@@ -115,7 +115,17 @@ class Ctx:
         if isinstance(value, str) and not is_formula:
             c.data_type = "s"
         if style:
-            c.style = style
+            # openpyxl looks a named style up by scanning the workbook's list of names: once per name per
+            # workbook, then each cell gets a copy of its style array (what ``c.style = style`` assigns)
+            wb, arrays = self.__dict__.get("_named_style_arrays", (None, None))
+            if wb is not ws.parent:
+                arrays = {}
+                self.__dict__["_named_style_arrays"] = (ws.parent, arrays)
+            if style in arrays:
+                c._style = type(arrays[style])(arrays[style])
+            else:
+                c.style = style
+                arrays[style] = type(c._style)(c._style)
         if fmt:
             c.number_format = fmt
         return c
