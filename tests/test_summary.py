@@ -19,7 +19,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from inference_ledger.graph import summary
-from inference_ledger.core.expr import Sym, concat, text
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, text
 
 from renders import opened
 from test_cli_rules import cli
