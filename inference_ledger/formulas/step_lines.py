@@ -281,9 +281,11 @@ def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_bat
 
 @line("TTFT under open arrivals", "s", COMPUTE,
       "Steady state of requests arriving one by one below capacity: the prompt's own prefill + half of the step "
-      "already running (no wave, no queue); static batching: the batch's prefill.")
-def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds):
-    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0, tpot_seconds / STEP_RESIDUAL_DIVISOR)
+      "already running + the step an overlapping scheduler has already prepared (overlap_scheduling x TPOT, as in "
+      "admission_wait_seconds); no wave, no queue; static batching: the batch's prefill.")
+def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds, overlap_scheduling):
+    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0,
+                                        tpot_seconds / STEP_RESIDUAL_DIVISOR + overlap_scheduling * tpot_seconds)
 
 
 @line("Prompt-token room per step", "tokens", COMPUTE,
