@@ -227,9 +227,10 @@ def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per
 
 
 @line("Bytes read per decode step per GPU", "B", BANDWIDTH,
-      "Weights read per step (MoE: every distinct expert) + every decoding sequence's KV at the decode context.")
-def decode_bytes_per_step_per_gpu(step_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
-    return step_weight_bytes_per_gpu + step_kv_bytes_per_gpu
+      "Weights a pure-decode step reads (MoE: every distinct expert of the decoding sequences' tokens; prompt chunks "
+      "only add to a step) + every decoding sequence's KV at the decode context.")
+def decode_bytes_per_step_per_gpu(decode_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
+    return decode_weight_bytes_per_gpu + step_kv_bytes_per_gpu
 
 
 @line("TPOT floor", "s", BANDWIDTH,
