@@ -224,6 +224,15 @@ def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequenc
                                               effective_concurrency)
 
 
+@line("Eager host time per decode step", "s", BANDWIDTH,
+      "0 when the step replays a CUDA graph (cuda_graphs 1 and B <= cuda_graph_max_batch), else the CPU time to "
+      "dispatch its layers eager: dense layers x eager_seconds_per_layer + MoE layers x eager_seconds_per_moe_layer.")
+def eager_host_seconds_per_step(cuda_graphs, cuda_graph_max_batch, effective_concurrency, num_layers, moe_layers,
+                                eager_seconds_per_layer, eager_seconds_per_moe_layer):
+    return serving.eager_host_seconds(cuda_graphs, cuda_graph_max_batch, effective_concurrency, num_layers, moe_layers,
+                                      eager_seconds_per_layer, eager_seconds_per_moe_layer)
+
+
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
 #: render): with measured tables, and on the roofline fallback.
 DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
@@ -236,8 +245,8 @@ DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_se
                        "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
 PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
 #: what every step adds after its operations, whichever way they are priced
-DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds",
-                     "scheduler": "scheduler_seconds_per_step"}
+DECODE_OPS_COMMON = {"eager_launch": "decode_eager_wait_seconds", "parallel": "parallel_seconds_per_step",
+                     "prefill_stall": "prefill_stall_seconds", "scheduler": "scheduler_seconds_per_step"}
 PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 
