@@ -225,12 +225,13 @@ def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequenc
 
 
 @line("Eager host time per decode step", "s", BANDWIDTH,
-      "0 when the step replays a CUDA graph (cuda_graphs 1 and B <= cuda_graph_max_batch), else the CPU time to "
-      "dispatch its layers eager: dense layers x eager_seconds_per_layer + MoE layers x eager_seconds_per_moe_layer.")
-def eager_host_seconds_per_step(cuda_graphs, cuda_graph_max_batch, effective_concurrency, num_layers, moe_layers,
-                                eager_seconds_per_layer, eager_seconds_per_moe_layer):
-    return serving.eager_host_seconds(cuda_graphs, cuda_graph_max_batch, effective_concurrency, num_layers, moe_layers,
-                                      eager_seconds_per_layer, eager_seconds_per_moe_layer)
+      "0 when the step replays a CUDA graph (cuda_graphs 1 and each DP-attention rank's B / DP sequences <= "
+      "cuda_graph_max_batch), else the CPU time to dispatch its layers eager: dense layers x eager_seconds_per_layer "
+      "+ MoE layers x eager_seconds_per_moe_layer.")
+def eager_host_seconds_per_step(cuda_graphs, cuda_graph_max_batch, effective_concurrency, dp_attention, num_layers,
+                                moe_layers, eager_seconds_per_layer, eager_seconds_per_moe_layer):
+    return serving.eager_host_seconds(cuda_graphs, cuda_graph_max_batch, effective_concurrency / dp_attention,
+                                      num_layers, moe_layers, eager_seconds_per_layer, eager_seconds_per_moe_layer)
 
 
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
