@@ -49,11 +49,13 @@ def test_default_plan_steady_state_by_hand():
     # as a benchmark reports it (N = 1,000 requests): the first 16 arrive together, a wave of 16 x 1,024 tokens
     # (2 chunks of 8,192: the mean request waits max(17/32, 8,192/16,384) of it); the other 984 arrive in lockstep
     # groups: a step has room for 8,192 - 16 decode tokens = 8,176 prompt tokens, 7.98 prompts of 1,024, prefilled
-    # together in one step that also runs the 16 decodes (one TPOT)
+    # together in one step that also runs the 16 decodes (one TPOT); before it, the group waits for the step the
+    # engine launched as its predecessors finished and for the one its async scheduler already prepared (2 TPOT)
     wave = 16 * ttft * 17 / 32
     assert v["wave_ttft_seconds"] == pytest.approx(wave, rel=1e-12)
     assert v["prefill_room_tokens"] == 8176 and v["lockstep_prompts"] == pytest.approx(8176 / 1024, rel=1e-12)
-    group = ttft + (8176 / 1024 - 1) * ttft + tpot     # each further prompt adds its own prefill (compute-bound)
+    assert v["overlap_scheduling"] == 1 and v["admission_wait_seconds"] == pytest.approx(2 * tpot, rel=1e-12)
+    group = 2 * tpot + ttft + (8176 / 1024 - 1) * ttft + tpot     # each further prompt adds its own prefill
     assert v["lockstep_ttft_seconds"] == pytest.approx(group, rel=1e-12)
     assert v["prefill_bound_ttft_seconds"] == 0        # 16 x 1,024 / 8,176 = 2 steps of prompts per 511-step cycle
     assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * group) / 1000, rel=1e-12)
@@ -83,12 +85,14 @@ def test_prompts_that_outrun_the_token_budget_wait_for_room():
 def test_a_whole_prompt_engine_prefills_its_lockstep_group_in_one_iteration():
     """chunked_prefill 0 (TensorRT-LLM's default): a prompt runs whole in an iteration of up to max_num_batched_tokens
     (8,192) tokens with no decodes in it, so 8 prompts of 1,024 arrive and are prefilled together; the group waits
-    for one running step; nothing waits for room (the prefills stall the decode steps instead, in TPOT)."""
-    v = plan.evaluate(plan.defaults() | SEED_70B | {"chunked_prefill": 0})
+    for the running step (and, without overlap scheduling, for no other); nothing waits for room (the prefills stall
+    the decode steps instead, in TPOT)."""
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"chunked_prefill": 0, "overlap_scheduling": 0})
     assert v["prefill_room_tokens"] == 8192 and v["lockstep_prompts"] == 8
     ttft, tpot = v["ttft_service_seconds"], v["tpot_seconds"]
     assert v["prefill_seconds_per_extra_prompt"] == pytest.approx(ttft, rel=1e-12)   # roofline, compute-bound
-    assert v["lockstep_ttft_seconds"] == pytest.approx(8 * ttft + tpot, rel=1e-12)
+    assert v["admission_wait_seconds"] == pytest.approx(tpot, rel=1e-12)
+    assert v["lockstep_ttft_seconds"] == pytest.approx(tpot + 8 * ttft + tpot, rel=1e-12)
     assert v["prefill_bound_ttft_seconds"] == 0 and v["prefill_stall_seconds"] > 0
 
 

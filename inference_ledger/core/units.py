@@ -48,6 +48,7 @@ LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compu
 KERNEL_GEMM_POWER = Const(2, "KERNEL_GEMM_POWER", "p of a GEMM's curve t(M) = (a^p + (r M)^p)^(1/p) between its measured floor a and its measured time per token r: fitted on the interior points (M 4-4,096, N and K >= 1,024) of every H100 GEMM table in data/kernels/gemm.csv (median |error| 5%, p 1.5-2.5 within 0.5 point)", "x")
 TINY_SECONDS_SQUARED = Const(1e-18, "TINY_SECONDS_SQUARED", "keeps the kernel-table TPOT inverse finite where every kernel figure is 0 (a GPU without tables); its terms are ~10^-6 s^2 or more", "s^2")
 STEP_RESIDUAL_DIVISOR = Const(2, "STEP_RESIDUAL_DIVISOR", "a request arriving at a random moment waits on average half of the engine step already running (the mean residual of a fixed step)", "x")
+STEPS_RUNNING_AT_ARRIVAL = Const(1, "STEPS_RUNNING_AT_ARRIVAL", "a closed-loop request sent when its predecessor's last token arrives finds the engine's next step already running (the engine loop reads new requests only between steps: vllm/v1/engine/core.py run_busy_loop) and waits for all of it", "steps")
 # the concurrency a plan runs at (inference_ledger.graph.concurrency): which limit chose it
 CONC_REQUESTED = Const(0, "CONC_REQUESTED", "concurrency reason code: the concurrency was given (requested), not chosen", "code")
 CONC_KV = Const(1, "CONC_KV", "concurrency reason code: the largest the KV cache holds meets the targets", "code")
@@ -88,6 +89,7 @@ CONSTANTS: tuple[Const, ...] = (
     RAMP_MEAN_DIVISOR,
     KERNEL_GEMM_POWER,
     STEP_RESIDUAL_DIVISOR,
+    STEPS_RUNNING_AT_ARRIVAL,
     TINY_SECONDS_SQUARED,
     MOE_SATURATION,
     LIMIT_NONE,

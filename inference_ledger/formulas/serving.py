@@ -49,6 +49,7 @@ from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import Sym, eq, floor, ge, gt, is_sym, le, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
+                                         STEPS_RUNNING_AT_ARRIVAL,
                                          KERNEL_GEMM_POWER)
 
 EFFICIENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "efficiencies.csv"
@@ -287,15 +288,30 @@ def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
     return minimum(effective_concurrency, maximum(1, prefill_room_tokens / input_tokens))
 
 
+def admission_wait_seconds(batching, overlap_scheduling, tpot_seconds):
+    """Steps a closed-loop request waits before the step that prefills it (continuous batching; 0 static).
+
+    Its client sends it when its predecessor's last token arrives, which is after the engine has launched its next
+    step: the engine reads new requests only between steps (vLLM V1 ``EngineCore.run_busy_loop``: the input queue,
+    then a step; vllm/v1/engine/core.py at ac3cb2e2eca8), so the request waits for that whole running step
+    (STEPS_RUNNING_AT_ARRIVAL).  An engine whose scheduler runs one step ahead (``overlap_scheduling`` 1) has also
+    scheduled the step after it before the request arrives (vLLM's async scheduling, ``step_with_batch_queue``:
+    "fulfilling the batch queue has a higher priority than getting model outputs", same file; SGLang's overlap event
+    loop launches batch n+1 before it processes batch n's results), one more step.  A decode step each: TPOT."""
+    return where(eq(batching, BATCHING_STATIC), 0, (STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling) * tpot_seconds)
+
+
 def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,
-                          prefill_seconds_per_extra_prompt, tpot_seconds):
-    """TTFT of a request that arrives with its lockstep group (the benchmark's steady state): the group's prefill
-    (one prompt's service time + each further prompt's prefill work) + the steps it rides, each running the B
-    decodes too (a decode step each): S / room of them for a prompt longer than the room, one at least (a prompt's
-    first token comes out of an engine step).  Static batching: the batch's own prefill."""
+                          prefill_seconds_per_extra_prompt, tpot_seconds, admission_wait_seconds):
+    """TTFT of a request that arrives with its lockstep group (the benchmark's steady state): the wait for the steps
+    already running or scheduled when it arrives (:func:`admission_wait_seconds`) + the group's prefill (one prompt's
+    service time + each further prompt's prefill work) + the steps it rides, each running the B decodes too (a
+    decode step each): S / room of them for a prompt longer than the room, one at least (a prompt's first token comes
+    out of an engine step).  Static batching: the batch's own prefill."""
     steps = maximum(1, input_tokens / prefill_room_tokens)
     group = ttft_service_seconds + (lockstep_prompts - 1) * prefill_seconds_per_extra_prompt
-    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, group + steps * tpot_seconds)
+    return where(eq(batching, BATCHING_STATIC), ttft_service_seconds,
+                 admission_wait_seconds + group + steps * tpot_seconds)
 
 
 def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,

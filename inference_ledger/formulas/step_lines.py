@@ -311,13 +311,22 @@ def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
     return serving.lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens)
 
 
+@line("Wait for the steps already under way", "s", COMPUTE,
+      "A closed-loop request arrives after the engine launched its next step and waits for it (the engine reads new "
+      "requests between steps), and for one more where the scheduler runs a step ahead (overlap_scheduling): "
+      "(STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling) x TPOT; 0 static.")
+def admission_wait_seconds(batching, overlap_scheduling, tpot_seconds):
+    return serving.admission_wait_seconds(batching, overlap_scheduling, tpot_seconds)
+
+
 @line("TTFT of a lockstep group", "s", COMPUTE,
-      "The group's prefill (one prompt's service time + each further prompt's prefill) + a decode step for each step "
-      "it rides (S / room of them, at least one); static: the batch's prefill.")
+      "The wait for the steps under way + the group's prefill (one prompt's service time + each further prompt's "
+      "prefill) + a decode step for each step it rides (S / room of them, at least one); static: the batch's prefill.")
 def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,
-                          prefill_seconds_per_extra_prompt, tpot_seconds):
+                          prefill_seconds_per_extra_prompt, tpot_seconds, admission_wait_seconds):
     return serving.lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens,
-                                         ttft_service_seconds, prefill_seconds_per_extra_prompt, tpot_seconds)
+                                         ttft_service_seconds, prefill_seconds_per_extra_prompt, tpot_seconds,
+                                         admission_wait_seconds)
 
 
 @line("Wait for prefill room", "s", COMPUTE,

@@ -1,0 +1,60 @@
+"""TTFT as a closed-loop serving benchmark reports it: the wave, the lockstep groups and the wait for the steps already
+under way when a request arrives (engine loop and overlap scheduling)."""
+
+import pytest
+
+from inference_ledger.graph import plan
+from inference_ledger.formulas import serving
+
+#: The seed article's round 70B on the default 4 x H100 (as tests/test_plan.py: every active parameter linear).
+SEED_70B = {"num_params": 70e9, "active_params": 70e9, "quantized_params": 70e9, "active_quantized_params": 70e9}
+
+
+def test_an_inferencex_shaped_run_by_hand():
+    """16 clients, 1,024 in / 512 out, N = 10 x 16 = 160 requests (InferenceX's --num-prompts $((CONC * 10))), the
+    default engine (vLLM V1, async scheduling on).
+
+    By hand, with the roofline defaults of tests/test_plan.py:
+    * one 1,024-token prompt, compute-bound: 2 x 70e9 x 1,024 / 4 / (989e12 x 0.5) = 72.477 ms; TPOT 18.218 ms;
+    * the first 16 requests are one wave of 16 x 1,024 tokens in 2 chunks of 8,192: the mean waits 17/32 of
+      16 x 72.477 ms = 616.06 ms;
+    * the other 144 arrive with their lockstep group of 8,176 / 1,024 = 7.984 prompts: they wait for the step the
+      engine launched as their predecessors finished and for the one the async scheduler had already prepared
+      (2 x 18.218 ms), then the group's prefill (7.984 x 72.477 ms, each further prompt costs as much on the
+      roofline) in a step that also runs the decodes (18.218 ms): 633.34 ms;
+    * mean TTFT = (16 x 616.06 + 144 x 633.34) / 160 = 631.61 ms."""
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"benchmark_requests": 160})
+    assert v["effective_concurrency"] == 16 and v["overlap_scheduling"] == 1 and v["queue_seconds"] == 0
+    assert v["ttft_service_seconds"] == pytest.approx(0.072477, rel=1e-4)
+    assert v["tpot_seconds"] == pytest.approx(0.018218, rel=1e-4)
+    assert v["wave_ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
+    assert v["lockstep_ttft_seconds"] == pytest.approx(0.63334, rel=1e-4)
+    assert v["ttft_seconds"] == pytest.approx(0.63161, rel=1e-4)
+
+
+def _no_scheduler_cost(**numbers):
+    """The default plan with the scheduler's CPU time left out, so overlap scheduling changes TTFT alone."""
+    return plan.evaluate(plan.defaults() | SEED_70B | {"scheduler_seconds_per_sequence": 0} | numbers)
+
+
+def test_overlap_scheduling_adds_one_step_to_every_request_after_the_wave():
+    """Flipping overlap_scheduling 0 -> 1 leaves TPOT alone (no scheduler CPU time priced here) and makes each
+    lockstep request wait one more decode step: TTFT grows by (N - B) / N x TPOT, the first wave (sent to an idle
+    engine) unchanged."""
+    off, on = _no_scheduler_cost(overlap_scheduling=0), _no_scheduler_cost(overlap_scheduling=1)
+    assert on["tpot_seconds"] == pytest.approx(off["tpot_seconds"], rel=1e-12)
+    tpot = off["tpot_seconds"]
+    assert off["admission_wait_seconds"] == pytest.approx(tpot, rel=1e-12)
+    assert on["admission_wait_seconds"] == pytest.approx(2 * tpot, rel=1e-12)
+    assert on["wave_ttft_seconds"] == pytest.approx(off["wave_ttft_seconds"], rel=1e-12)
+    n, b = off["benchmark_requests"], off["effective_concurrency"]
+    assert on["ttft_seconds"] - off["ttft_seconds"] == pytest.approx((n - b) / n * tpot, rel=1e-9)
+
+
+def test_static_batches_wait_for_no_running_step():
+    """A static batch is prefilled by itself: no step runs before it, so no admission wait."""
+    assert serving.admission_wait_seconds(2, 1, 0.02) == 0
+    assert serving.admission_wait_seconds(1, 0, 0.02) == pytest.approx(0.02)
+    assert serving.admission_wait_seconds(1, 1, 0.02) == pytest.approx(0.04)
+    v = plan.evaluate(plan.defaults() | SEED_70B | {"batching": 2})
+    assert v["admission_wait_seconds"] == 0 and v["lockstep_ttft_seconds"] == v["ttft_service_seconds"]
