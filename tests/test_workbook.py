@@ -415,18 +415,19 @@ def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_
 
 
 def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
-    from inference_ledger.core.expr import Sym
     from inference_ledger.core.units import MS_PER_S
 
     def extra(wb, ctx):
         ws = ctx.new_sheet("Extra", "Extra")
-        ctx.formula(ws, "B5", Sym(named("tpot_seconds")) * MS_PER_S, ctx.values["tpot_seconds"] * MS_PER_S)
+        ctx.formula(ws, "B5", ctx.quantity("tpot_seconds") * MS_PER_S)
 
-    path, _ = build_workbook(tmp_path / "x.xlsx", extra_sheets=[extra])
+    path, plan_values = build_workbook(tmp_path / "x.xlsx", extra_sheets=[extra])
     wb = load_workbook(path, data_only=True)
     assert wb.sheetnames[-1] == "Extra"
     assert wb["Extra"]["A2"].value == "All checks pass (Checks sheet)"
-    assert wb["Extra"]["B5"].value > 0
+    assert load_workbook(path)["Extra"]["B5"].value == "=tpot_seconds*MS_PER_S"
+    # the cached value is the expression's own: the plan's TPOT in ms
+    assert wb["Extra"]["B5"].value == pytest.approx(plan_values["tpot_seconds"] * 1000, rel=1e-12)
 
 
 def test_build_into_a_missing_folder_fails_in_one_line_and_creates_nothing(tmp_path, capfd):

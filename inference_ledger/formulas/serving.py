@@ -46,7 +46,8 @@ from pathlib import Path
 
 from inference_ledger.core import csvfile
 from inference_ledger.core.codes import Codes
-from inference_ledger.core.expr import Sym, eq, floor, ge, gt, is_sym, le, log10, lt, maximum, minimum, where
+from inference_ledger.core.expr import is_sym
+from inference_ledger.core.sheetfuncs import eq, floor, ge, gt, le, literal, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
                                          STEPS_RUNNING_AT_ARRIVAL,
@@ -153,7 +154,7 @@ def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequenc
 def gemm_curve(tokens, floor_seconds, seconds_per_token):
     """A GEMM at M tokens: (a^p + (r M)^p)^(1/p), a its measured floor, r its measured time per token at large M,
     p = KERNEL_GEMM_POWER (inference_ledger.formulas.kernels)."""
-    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
+    root = literal(1) / KERNEL_GEMM_POWER if is_sym(tokens, floor_seconds, seconds_per_token) else 1 / KERNEL_GEMM_POWER
     return (floor_seconds ** KERNEL_GEMM_POWER + (seconds_per_token * tokens) ** KERNEL_GEMM_POWER) ** root
 
 

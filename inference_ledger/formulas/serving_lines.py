@@ -9,7 +9,7 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger.formulas import ledger, serving
-from inference_ledger.core.expr import ceil, eq, maximum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, line
 
 

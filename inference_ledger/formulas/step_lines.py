@@ -9,7 +9,7 @@ come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft
 from __future__ import annotations
 
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import eq, gt, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 

@@ -8,9 +8,8 @@ This is the single description of a deployment plan that every adapter shares:
 * ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each
   TP degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``,
   cached values in the workbook, sweeps over numpy arrays);
-* ``render(line, ref)`` calls the same function with Excel references and gets its
-  formula, with ``ref`` saying where each named quantity lives (a defined name on the
-  Plan sheet, or a cell of the same row in the Scenarios grid or a sweep).
+* ``render(line, ref)`` calls the same function with Excel references and gets its formula, with ``ref`` saying
+  where each named quantity lives (a defined name on the Plan sheet, or a cell of the same row in a grid or sweep).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from inference_ledger.formulas import (finance, kernels, parallel, serving_lines
                                        whatif_lines)
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError
 from inference_ledger.core.expr import Sym
+from inference_ledger.core.refs import reference
 from inference_ledger.core.line import Family, Line, lines_of
 from inference_ledger.formulas.serving import load_efficiencies
 from inference_ledger.core.units import BYTES_PER_GIB
@@ -70,18 +70,9 @@ def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
     if default is CATALOG:
         default = CATALOG_DEFAULTS[name]
-    base = ARGS.get(arg or name)
-    if base is None:
-        base = Arg(name, doc, unit, 0.0, 1e18)
-    kw = {}
-    if lo is not None:
-        kw["lo"] = lo
-    if hi is not None:
-        kw["hi"] = hi
-    if integer is not None:
-        kw["integer"] = integer
-    if lo_inclusive is not None:
-        kw["lo_inclusive"] = lo_inclusive
+    base = ARGS.get(arg or name) or Arg(name, doc, unit, 0.0, 1e18)
+    kw = {k: v for k, v in (("lo", lo), ("hi", hi), ("integer", integer), ("lo_inclusive", lo_inclusive))
+          if v is not None}
     a = Arg(name, doc, unit, kw.get("lo", base.lo), kw.get("hi", base.hi),
             kw.get("lo_inclusive", base.lo_inclusive), kw.get("integer", base.integer), default)
     return Input(name, label, unit, default, doc, group, a)
@@ -288,29 +279,24 @@ def validate_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
             raise LedgerInputError(f"{i.name} is missing")
         v = inputs[i.name]
         if isinstance(v, np.ndarray):
-            flat = v.ravel()
-            for x in flat:
+            for x in v.ravel():
                 i.arg.check(x)
             out[i.name] = v.astype(float)
         else:
             out[i.name] = i.arg.check(v)
-    # cross-field rules
     _cross_checks(out)
     return out
 
 
-def _cross_checks(v: Mapping[str, Any]) -> None:
-    def bad(mask):
-        return bool(np.any(mask))
+#: Cross-field rules: (the part, the whole it must not exceed).
+_NOT_ABOVE = (("active_params", "num_params"), ("quantized_params", "num_params"),
+              ("active_quantized_params", "active_params"), ("sliding_layers", "num_layers"))
 
-    if bad(np.asarray(v["active_params"]) > np.asarray(v["num_params"])):
-        raise LedgerInputError("active_params must be <= num_params")
-    if bad(np.asarray(v["quantized_params"]) > np.asarray(v["num_params"])):
-        raise LedgerInputError("quantized_params must be <= num_params")
-    if bad(np.asarray(v["active_quantized_params"]) > np.asarray(v["active_params"])):
-        raise LedgerInputError("active_quantized_params must be <= active_params")
-    if bad(np.asarray(v["sliding_layers"]) > np.asarray(v["num_layers"])):
-        raise LedgerInputError("sliding_layers must be <= num_layers")
+
+def _cross_checks(v: Mapping[str, Any]) -> None:
+    for part, whole in _NOT_ABOVE:
+        if bool(np.any(np.asarray(v[part]) > np.asarray(v[whole]))):
+            raise LedgerInputError(f"{part} must be <= {whole}")
 
 
 def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]:
@@ -324,34 +310,53 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
 
 def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
            inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text (with leading '=') of a line, and the quantities it uses.
+    """Excel formula text (with leading '=') of a line, and the quantities it uses (:func:`expression`'s)."""
+    line = LINE_BY_NAME[line] if isinstance(line, str) else line
+    return expression(line, ref, candidates, inline_candidate).formula(), list(line.params)
+
+
+def expression(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
+               inline_candidate: bool = False, value: Any = None) -> Sym:
+    """The Excel expression of a line over the references ``ref`` gives (``value``: the line's value from the
+    plan's evaluation, which the expression then carries: the cached value of a workbook cell).
 
     A family the line reads (``tp_candidates``) is a table: ``candidates[family]`` lists its columns, and each
     member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
     ``tp_candidates.4.tp``: :meth:`inference_ledger.core.line.Family.flat_name`; ``inline_candidate``: the candidate as
     its formula of named constants instead)."""
-    if isinstance(line, str):
-        line = LINE_BY_NAME[line]
+    line = LINE_BY_NAME[line] if isinstance(line, str) else line
     args: list[Any] = []
     for p in line.params:
         fam = FAMILY_BY_NAME.get(p)
         if fam is None:
-            args.append(Sym(ref(p)))
+            args.append(reference(ref(p)))
         elif candidates is None or p not in candidates:
             raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
         else:
             args.append({fam.key(c): {fam.param: fam.candidate_formula(c) if inline_candidate
-                                      else Sym(ref(fam.flat_name(c, fam.param)))}
-                         | {m: Sym(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
-    expr = line.fn(*args)
+                                      else reference(ref(fam.flat_name(c, fam.param)))}
+                         | {m: reference(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
+    return _carrying(line.fn(*args), f"line {line.name}", value)
+
+
+def _carrying(expr: Any, what: str, value: Any) -> Sym:
+    """A rendered expression (carrying ``value`` when given); a line that computed a number instead is refused."""
     if not isinstance(expr, Sym):
-        raise TypeError(f"line {line.name} did not render to a formula")
-    return expr.formula(), list(line.params)
+        raise TypeError(f"{what} did not render to a formula")
+    return expr if value is None else expr.at(value)
 
 
 def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text of one family cell, ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
-    it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
+    """Excel formula text (with leading '=') of one family cell and the quantities it uses
+    (:func:`member_expression`'s)."""
+    expr, params = member_expression(name, ref, inline_candidate)
+    return expr.formula(), params
+
+
+def member_expression(name: str, ref: Callable[[str], str], inline_candidate: bool = False,
+                      value: Any = None) -> tuple[Sym, list[str]]:
+    """The Excel expression of one family cell (carrying ``value``, the plan's, when given), ``name`` its flat name
+    (``tp_candidates.4.fits``), and the quantities it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
     (the same candidate's column) and every other quantity at ``ref(quantity)``; ``inline_candidate``: the candidate
     as its formula of named constants (a table without a cell for it, e.g. a sweep's)."""
     fam_name, cand, member = name.split(".")
@@ -362,19 +367,20 @@ def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool =
     def arg(p):
         if p == fam.param and inline_candidate:
             return fam.candidate_formula(float(cand))
-        return Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
+        return reference(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
 
-    expr = m.fn(*(arg(p) for p in m.params))
-    if not isinstance(expr, Sym):
-        raise TypeError(f"family member {name} did not render to a formula")
-    return expr.formula(), list(m.params)
+    return _carrying(m.fn(*(arg(p) for p in m.params)), f"family member {name}", value), list(m.params)
 
 
 def render_key(key: str, ref: Callable[[str], str], candidates: Mapping[str, Iterable[float]]) -> str:
-    """The formula of a table column by its key: a line (:func:`render`) or a family cell (:func:`render_member`,
-    its candidate inline)."""
-    return (render_member(key, ref, inline_candidate=True) if "." in key
-            else render(key, ref, candidates, inline_candidate=True))[0]
+    """The formula of a table column by its key: a line or a family cell (its candidate inline)."""
+    return key_expression(key, ref, candidates).formula()
+
+
+def key_expression(key: str, ref: Callable[[str], Any], candidates: Mapping[str, Iterable[float]]) -> Sym:
+    """The expression of a table column by its key (:func:`render_key`)."""
+    return (member_expression(key, ref, inline_candidate=True)[0] if "." in key
+            else expression(key, ref, candidates, inline_candidate=True))
 
 
 def dependencies(line: Line | str) -> list[str]:

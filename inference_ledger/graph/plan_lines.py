@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, parallel, serving
 from inference_ledger.graph import verdict as verdict_rule
-from inference_ledger.core.expr import eq, floor, le, maximum, where
+from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, line
 from inference_ledger.formulas import whatif
 
