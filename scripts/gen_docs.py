@@ -176,6 +176,35 @@ def lines_reference() -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+def forecast_reference() -> str:
+    """The forecast's conclusions (plan --json keys and the Forecast sheet's defined names), each with its formula
+    over the timeline's rows (row(key): the row's months; end(key): its last month)."""
+    from inference_ledger.formulas import finance, finance_forecast
+    from inference_ledger.core.refs import name
+
+    def row(key):
+        return name(f"{key}_months")
+
+    def end(key):
+        return name(f"{key}_last")
+
+    lines = ["| key | what it is | unit | formula |", "|---|---|---|---|",
+             f"| `forecast_months` | Months in the timeline (`build --forecast-months`; `plan --json`: "
+             f"{finance.DEFAULT_MONTHS}) | months | |"]
+    for key, label, unit, fn in finance_forecast.FORECAST_SUMMARY:
+        lines.append(f"| `{key}` | {_cell(label)} | {_cell(unit)} | `{_cell(fn(row, end, name).text)}` |")
+    rows = ", ".join(f"`{k}`" for k, *_ in finance_forecast.forecast_rows(name("forecast_months")))
+    lines += ["", _cell(f"Timeline rows (one value a month; `<row>_months` above is the row over the months, "
+                        f"`<row>_last` its last month): {rows}."), ""]
+    outputs = ", ".join(f"`{k}` ({_cell(label)}, {_cell(unit)})" for k, label, unit in finance_forecast.SENSITIVITY_OUTPUTS)
+    inputs = ", ".join(f"`{k}`" for k in finance_forecast.SENSITIVITY_INPUTS)
+    lines.append(f"`sensitivity` (the Sensitivity sheet's grid, `finance_forecast.sensitivity`): `step` "
+                 f"({finance_forecast.SENSITIVITY_STEP:g}), `months`, and for each output, {outputs}, each key input, {inputs}: "
+                 "`{\"low\": output at -step, \"high\": at +step, \"swing\": |high - low|, \"rank\": 1 the largest "
+                 "swing, ties in input order}`.")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the layers of the library
 # ---------------------------------------------------------------------------------------------------------------
@@ -204,6 +233,7 @@ def layers_reference() -> str:
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "cli.md": {"cli": cli_reference},
     "excel-functions.md": {"excel-functions": excel_reference},
+    "finance.md": {"forecast-keys": forecast_reference},
     "plan-lines.md": {"plan-inputs": inputs_reference, "plan-lines": lines_reference},
     "architecture.md": {"layers": layers_reference},
 }

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from inference_ledger.formulas import ledger
-from inference_ledger.core.expr import HardCodedConstant, Sym, ceil, floor, maximum, where, ge
+from inference_ledger.core.expr import HardCodedConstant, Sym
+from inference_ledger.core.sheetfuncs import ceil, floor, maximum, where, ge
 
 
 def S(*names):
@@ -46,7 +47,7 @@ def test_helpers_work_on_arrays_and_scalars():
 
 
 def test_mod_abs_isnumber_render_and_compute():
-    from inference_ledger.core.expr import abs_, isnumber, mod
+    from inference_ledger.core.sheetfuncs import abs_, isnumber, mod
     a, b = S("a", "b")
     assert mod(a, b).text == "MOD(a,b)" and mod(7, 4) == 3
     assert abs_(a - b).text == "ABS(a-b)" and abs_(-2.5) == 2.5

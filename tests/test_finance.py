@@ -18,7 +18,7 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger.catalogs import catalog
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance, finance_forecast
 from inference_ledger.graph import plan
 from inference_ledger.workbook.build import check_rows, make_context
 from inference_ledger.workbook.context import xname
@@ -234,3 +234,53 @@ def test_build_options_set_the_timeline_and_the_currency(soffice, tmp_path):
                                  "--forecast-months", "0"], capture_output=True, text=True, cwd=ROOT)
     assert bad_months.returncode == 2 and "--forecast-months" in bad_months.stderr
     assert not (tmp_path / "x.xlsx").exists()
+
+
+def _plan_json(*argv: str) -> dict:
+    run = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", *argv, "--json"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_plan_json_carries_the_forecast_and_its_npv_derived_by_hand():
+    """No growth: the peak fleet is the same every month, so renting it all is a level monthly bill, discounted."""
+    d = _plan_json("--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--growth", "0")
+    assert d["forecast_months"] == 36 and d["units"]["forecast_npv_rent"] == "$"
+    # GPUs for the peak + headroom, in whole replicas of the plan's QPS per replica, every month
+    gpus = d["gpus_per_replica"] * math.ceil(d["target_qps"] * (1 + d["headroom_target"]) / d["qps_per_replica"])
+    assert d["forecast_gpus_end"] == gpus
+    # 730 h a month (8,760 h / 12) at the on-demand price, paid at the end of month m, discounted at
+    # (1 + cost of capital)^(m / 12)
+    rent = d["price_per_gpu_hour"] * 730 * gpus
+    npv_rent = sum(rent / (1 + d["cost_of_capital"]) ** (m / 12) for m in range(1, 37))
+    assert d["forecast_npv_rent"] == pytest.approx(npv_rent, rel=1e-12)
+    assert d["forecast_saving"] == pytest.approx(d["forecast_npv_rent"] - d["forecast_npv_buy"], rel=1e-12)
+    buy_wins = d["forecast_npv_buy"] < d["forecast_npv_rent"]
+    assert d["forecast_verdict"] == (finance_forecast.VERDICT_BUY if buy_wins else finance_forecast.VERDICT_RENT)
+
+
+@pytest.mark.libreoffice
+def test_plan_json_forecast_and_sensitivity_equal_the_sheets_as_libreoffice_computes_them(built, soffice, tmp_path):
+    from inference_ledger.io.report import forecast_of, plan_json
+
+    got = load_workbook(recalculate(built[0], tmp_path), data_only=True)
+    want = forecast_of(built[1])
+    assert len(want) == 9
+    for key, v in want.items():
+        if isinstance(v, str):
+            assert _cell(got, key).value == v, key
+        else:
+            assert _cell(got, key).value == pytest.approx(v, rel=1e-9), key
+    # the swing tables of the Sensitivity sheet: input label | output at -step | at +step | swing | rank
+    grid, ws = plan_json(built[1])["sensitivity"], got["Sensitivity"]
+    for key, label, _unit in finance_forecast.SENSITIVITY_OUTPUTS:
+        if key not in ("best_cost_per_million_output_tokens", "gpus_at_horizon"):
+            continue   # the tornado's outputs
+        top = _row(ws, f"Swings: {label}") + 1
+        for i in range(1, len(finance_forecast.SENSITIVITY_INPUTS) + 1):
+            name = next(n for n in finance_forecast.SENSITIVITY_INPUTS if plan.INPUT_BY_NAME[n].label == ws.cell(top + i, 1).value)
+            row = grid[key][name]
+            assert [ws.cell(top + i, c).value for c in (2, 3, 4)] == pytest.approx(
+                [row["low"], row["high"], row["swing"]], rel=1e-9, abs=1e-12), (key, name)
+            assert ws.cell(top + i, 5).value == row["rank"], (key, name)

@@ -21,6 +21,7 @@ from inference_ledger.catalogs import catalog
 from inference_ledger.graph import plan
 from inference_ledger.formulas import serving
 from inference_ledger.core.units import MOE_SATURATION
+from inference_ledger.core.refs import ROW_MARK, template_cell
 from inference_ledger.workbook.recalc import recalculate
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
@@ -52,14 +53,14 @@ def _sweep_book(path):
     ws = wb.active
     ws.title = "Sweep"
     ws.append(["model", "num_experts", "experts_per_token", "step_tokens", "moe_distinct_experts"])
-    formula, params = plan.render("moe_distinct_experts", lambda n: {"num_experts": "B{r}", "experts_per_token": "C{r}",
-                                                                      "step_tokens": "D{r}"}[n])
+    cols = {"num_experts": "B", "experts_per_token": "C", "step_tokens": "D"}
+    formula, params = plan.render("moe_distinct_experts", lambda n: template_cell(cols[n], fix_col=False))
     assert set(params) == {"num_experts", "experts_per_token", "step_tokens"}
     rows = []
     for mid, e, k in MOE:
         for t in TOKENS:
             r = len(rows) + 2
-            ws.append([mid, e, k, t, formula.replace("{r}", str(r))])
+            ws.append([mid, e, k, t, formula.replace(ROW_MARK, str(r))])
             rows.append((r, e, k, t))
     ws["G1"] = float(MOE_SATURATION)
     wb.defined_names[MOE_SATURATION.name] = DefinedName(MOE_SATURATION.name, attr_text="Sweep!$G$1")

@@ -20,7 +20,8 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger.graph import summary
-from inference_ledger.core.expr import Sym, concat, text
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, text
 
 from test_cli_rules import cli
 

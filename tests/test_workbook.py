@@ -146,8 +146,8 @@ def test_scenario_rows_equal_the_python_ledger(books):
               for d in dims.values() if d.hidden and d.outline_level == 1 and d.min <= c <= d.max}
     assert hidden == set(range(first_detail, ws.max_column + 1))
     # only what the shown columns need (the layout terms and the kernel-priced step's operations and their table figures
-    # included): no what-if TP or finance lines
-    assert ws.max_column < 200
+    # included, and the CUDA-graph trait's four engine inputs and its lines): no what-if TP or finance lines
+    assert ws.max_column < 215
     assert not [n for n in names if n.startswith("tp_candidates") or "_tp4" in n] and "engine_id" in names
     for k, sc in enumerate(DEFAULT_SCENARIOS):
         r = 9 + k
@@ -415,18 +415,19 @@ def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_
 
 
 def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
-    from inference_ledger.core.expr import Sym
     from inference_ledger.core.units import MS_PER_S
 
     def extra(wb, ctx):
         ws = ctx.new_sheet("Extra", "Extra")
-        ctx.formula(ws, "B5", Sym(named("tpot_seconds")) * MS_PER_S, ctx.values["tpot_seconds"] * MS_PER_S)
+        ctx.formula(ws, "B5", ctx.quantity("tpot_seconds") * MS_PER_S)
 
-    path, _ = build_workbook(tmp_path / "x.xlsx", extra_sheets=[extra])
+    path, plan_values = build_workbook(tmp_path / "x.xlsx", extra_sheets=[extra])
     wb = load_workbook(path, data_only=True)
     assert wb.sheetnames[-1] == "Extra"
     assert wb["Extra"]["A2"].value == "All checks pass (Checks sheet)"
-    assert wb["Extra"]["B5"].value > 0
+    assert load_workbook(path)["Extra"]["B5"].value == "=tpot_seconds*MS_PER_S"
+    # the cached value is the expression's own: the plan's TPOT in ms
+    assert wb["Extra"]["B5"].value == pytest.approx(plan_values["tpot_seconds"] * 1000, rel=1e-12)
 
 
 def test_build_into_a_missing_folder_fails_in_one_line_and_creates_nothing(tmp_path, capfd):

@@ -45,6 +45,17 @@ def _verdict_words(wb) -> str:
     return ws[f"B{row}"].value
 
 
+def _failures_sentence(wb) -> str:
+    """The Summary's sentence under "Checks that fail"."""
+    ws = wb["Summary"]
+    row = next(r for r in range(1, 80) if ws[f"B{r}"].value == "Checks that fail")
+    return ws[f"B{row + 1}"].value
+
+
+#: What the Summary says of a plan that does not fit: no check fails, yet the master check is 0 (the verdict).
+UNFIT_FAILURES = "No check fails; master check 0 as the verdict is: does not fit."
+
+
 def _errors(wb) -> list[tuple[str, str, str]]:
     return [(ws.title, c.coordinate, c.value) for ws in wb.worksheets for row in ws.iter_rows() for c in row
             if isinstance(c.value, str) and c.value.startswith(ERRORS)]
@@ -77,6 +88,7 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     assert _cell(cached, "verdict").value == 0 and _cell(cached, "master_check").value == 0
     assert _verdict_words(cached) == "does not fit"
     assert _all_pass(cached) == []
+    assert _failures_sentence(cached) == UNFIT_FAILURES   # never "None" beside a master check of 0
 
 
 @pytest.mark.libreoffice
@@ -89,6 +101,8 @@ def test_a_plan_that_does_not_fit_recalculates_without_error_cells(not_fitting, 
     assert _cell(got, "master_check").value == 0
     assert _all_pass(got) == []   # no banner, legend or note claims it
     assert all(ws["A2"].value.startswith("Master check 0") for ws in got.worksheets)
+    # the Summary's failures sentence reads the master check's own cells, as LibreOffice computes them
+    assert _failures_sentence(got) == UNFIT_FAILURES
 
 
 def test_a_plan_that_misses_its_targets_fails_the_master_check(tmp_path):
@@ -99,6 +113,7 @@ def test_a_plan_that_misses_its_targets_fails_the_master_check(tmp_path):
     assert _cell(cached, "verdict").value == 2 and _verdict_words(cached) == "fits, misses targets"
     assert _cell(cached, "checks_pass").value == 1 and _cell(cached, "master_check").value == 0
     assert _all_pass(cached) == []
+    assert _failures_sentence(cached) == "No check fails; master check 0 as the verdict is: fits, misses targets."
 
 
 #: Values the CLI refuses, typed into the default workbook (bad-inputs.md L01-L04), and a model id not in the
@@ -141,6 +156,9 @@ def test_an_input_the_cli_refuses_typed_into_the_workbook_makes_the_verdict_inva
     assert _cell(got, "checks_pass").value == 0 and _cell(got, "master_check").value == 0
     assert _all_pass(got) == []
     assert got["Plan"]["A2"].value.startswith("A CHECK FAILS")
+    # the Summary names the failure: a counted check that fails, or the rule an input breaks
+    failures = _failures_sentence(got)
+    assert failures.endswith(" checks fail (Checks sheet):") or failures == f"A rule is broken: {_cell(got, 'rule_broken').value}.", failures
 
 
 @pytest.mark.libreoffice

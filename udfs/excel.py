@@ -39,6 +39,7 @@ from inference_ledger.catalogs import catalog, engines
 from inference_ledger.formulas import kernels, ledger, serving, whatif
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.graph import concurrency as choose_concurrency
+from inference_ledger.io import report
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError, echo
 from inference_ledger.validation.calibrate_profile import ProfileRowError, profile_values
 from udfs._xl import Param, broadcast_call, elementwise_call, error_value
@@ -247,12 +248,15 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
             raise LedgerInputError(f"plan key {echo(key)}: this GPU's node offers {fam.param} "
                                    f"{', '.join(at)} ({fam.bound} {values[fam.bound]:g})")
         return float(at[family[1]][family[2]])
-    if k not in plan.NAMES and k not in PLAN_LABELS and k not in PLAN_CONCURRENCY:
+    if k not in plan.NAMES and k not in PLAN_LABELS and k not in PLAN_CONCURRENCY and k not in report.FORECAST_UNITS:
         close = [n for n in plan.NAMES if k and k in n][:3]
         hint = f": did you mean {', '.join(close)}?" if close else " (keys: the names plan --json prints)"
         raise LedgerInputError(f"unknown plan key {echo(key)}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
                                   engine, pp, ep, dp_attention, batching, profile)
+    if k in report.FORECAST_UNITS:   # the forecast's conclusions (plan --json's forecast_* keys)
+        v = report.forecast_of(values)[k]
+        return v if isinstance(v, str) else float(v)
     return labels[k] if k in labels else float(values[k])
 
 

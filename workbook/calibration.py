@@ -24,20 +24,20 @@ the plan; the values written with it are computed by the same functions in Pytho
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.formulas import engine_ledger
 from inference_ledger.catalogs import engines
-from inference_ledger.formulas import ledger
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import Sym, abs_, and_, eq, isnumber, where
+from inference_ledger.validation.calibrate import (bw_fraction, calibrated, median_or_blank, overhead_ms, prefill_efficiency,
+                                        step_bytes, tpot_predicted_ms, ttft_predicted_ms)
+from inference_ledger.core.sheetfuncs import abs_, isnumber, where
+from inference_ledger.core.refs import count_of
 from inference_ledger.core.units import MS_PER_S
 
 from . import style
-from .context import Ctx, xname
+from .context import Ctx
 
 SHEET = "Calibration"
 #: Measurement rows offered (blank rows compute nothing).
@@ -67,55 +67,18 @@ FORMATS = {"B": "#,##0", "ms": "0.00", "fraction": "0.0%", "tokens": "#,##0", "s
 
 
 class _Names:
-    """Plan quantities by attribute: defined names (render) or the plan's values (evaluate)."""
+    """Plan quantities by attribute: the plan's values (the formula side: :attr:`workbook.context.Ctx.q`)."""
 
-    def __init__(self, values: Optional[dict] = None):
+    def __init__(self, values: dict):
         self._values = values
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        if self._values is None:
-            return Sym(xname(name))
         return self._values[name]
 
 
 # --- one row: every formula written once, evaluated or rendered --------------------------
-
-
-def step_bytes(p, batch, context):
-    """Weights once per GPU + each sequence's KV at its context, split over the KV shards."""
-    kv_seq = ledger.kv_sequence_bytes(p.kv_elements_per_token_layer, p.kv_bytes, p.num_layers, context,
-                                 p.sliding_layers, p.window)
-    return p.weights_read_bytes / p.tp + batch * kv_seq / p.kv_shards
-
-
-def overhead_ms(p, batch):
-    """The plan's off-roofline time at this batch: TP all-reduces + per-layer and per-step overhead."""
-    ar = engine_ledger.allreduce_seconds(p.tp, p.num_layers, p.allreduce_latency_seconds,
-                             batch * p.hidden_size * p.unquantized_bytes, p.interconnect_bw)
-    return (ar + p.decode_overhead_seconds) * MS_PER_S
-
-
-def bw_fraction(p, bytes_, overhead, tpot_ms):
-    """Bandwidth fraction that reproduces the measured TPOT: bytes / (BW x (TPOT - overhead))."""
-    return bytes_ / (p.hbm_bw * (tpot_ms - overhead) / MS_PER_S)
-
-
-def tpot_predicted_ms(p, bytes_, overhead, batch):
-    flops = ledger.forward_flops(p.active_params, batch) / p.tp
-    return ledger.decode_step_seconds(bytes_, flops, p.hbm_bw, p.peak_flops, p.bw_efficiency,
-                                 p.decode_compute_efficiency) * MS_PER_S + overhead
-
-
-def prefill_efficiency(p, prompt, ttft_ms):
-    """Compute efficiency that reproduces the measured TTFT: FLOPs / (peak x TP x TTFT)."""
-    return ledger.prefill_flops(p.active_params, prompt) / (p.peak_flops * p.tp * ttft_ms / MS_PER_S)
-
-
-def ttft_predicted_ms(p, prompt):
-    return ledger.compute_seconds(ledger.prefill_flops(p.active_params, prompt), p.peak_flops, p.prefill_efficiency,
-                             p.tp) * MS_PER_S
 
 
 def _row_cells(p, c: dict) -> dict[str, tuple[str, Callable[[], Any]]]:
@@ -135,11 +98,6 @@ def _row_cells(p, c: dict) -> dict[str, tuple[str, Callable[[], Any]]]:
         "S": ("O", lambda: abs_(c["O"])),
         "T": ("Q", lambda: abs_(c["Q"])),
     }
-
-
-def _median(xs: list) -> Any:
-    nums = [x for x in xs if isinstance(x, (int, float)) and not isinstance(x, bool)]
-    return statistics.median(nums) if nums else ""
 
 
 # --- the sheet ----------------------------------------------------------------------------
@@ -166,34 +124,22 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
         ctx.put(ws, f"{col}{head}", text, style.HEADER)
     ctx.put(ws, f"B{head - 1}", "Your figures (inputs)", style.NOTE)
     ctx.put(ws, f"H{head - 1}", "Computed from the plan's named quantities", style.NOTE)
-    sym, num = _Names(), _Names(ctx.values)
     fill = list(measurements or [])
-    computed: dict[str, list] = {col: [] for col, _, _ in OUTPUT_COLS}
     last = FIRST + RUNS - 1
     for k in range(RUNS):
         r = FIRST + k
         ctx.put(ws, f"A{r}", f"Run {k + 1}")
         given = fill[k] if k < len(fill) else {}
-        vals: dict[str, Any] = {}
+        refs: dict[str, Any] = {}
         for col, _text, unit in INPUT_COLS:
-            v = given.get(col)
-            ctx.put(ws, f"{col}{r}", v, style.INPUT, FORMATS.get(unit))
-            vals[col] = v if v is not None else 0.0 if col in "BCD" else None
-        refs = {col: Sym(f"{col}{r}") for col, _, _ in INPUT_COLS + OUTPUT_COLS}
-        sym_cells = _row_cells(sym, refs)
-        num_cells = _row_cells(num, vals)
+            ctx.put(ws, f"{col}{r}", given.get(col), style.INPUT, FORMATS.get(unit))
+            refs[col] = ctx.at(ws, f"{col}{r}")
+        cells = _row_cells(ctx.q, refs)   # each column's thunk reads the columns before it from refs
         for col, _text, unit in OUTPUT_COLS:
-            guard, expr = sym_cells[col]
-            formula = where(isnumber(refs[guard]), expr(), "")
-            value = num_cells[col][1]() if isnumber(vals.get(guard)) else ""
-            vals[col] = value if value != "" else None
-            computed[col].append(value)
-            ctx.formula(ws, f"{col}{r}", formula, _plain(value), style.FORMULA, FORMATS.get(unit))
-    _summary(ctx, ws, last + 2, last, computed)
-
-
-def _plain(v):
-    return v.item() if hasattr(v, "item") else v
+            guard, expr = cells[col]
+            ctx.formula(ws, f"{col}{r}", where(isnumber(refs[guard]), expr(), ""), style.FORMULA, FORMATS.get(unit))
+            refs[col] = ctx.at(ws, f"{col}{r}")
+    _summary(ctx, ws, last + 2, last, [col for col, _, _ in OUTPUT_COLS])
 
 
 def _note(ctx: Ctx, ws, r: int, text: str) -> None:
@@ -202,24 +148,23 @@ def _note(ctx: Ctx, ws, r: int, text: str) -> None:
     ws.merge_cells(f"C{r}:{get_column_letter(20)}{r}")
 
 
-def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None:
+def _summary(ctx: Ctx, ws, r: int, last: int, computed: list[str]) -> None:
     ctx.put(ws, f"A{r}", "Calibrated values", style.SECTION)
-    rng = {col: f"{col}{FIRST}:{col}{last}" for col in computed}
-    count = {col: sum(isinstance(x, (int, float)) for x in computed[col]) for col in computed}
+    rng = {col: ctx.span(ws, f"{col}{FIRST}", f"{col}{last}") for col in computed}
 
-    def median_of(col: str):
-        return Sym(f"IF(COUNT({rng[col]})>0,MEDIAN({rng[col]}),\"\")"), _median(computed[col])
+    def median(col: str):
+        return median_or_blank(rng[col])
 
-    rows = [("Measured runs with TPOT", Sym(f"COUNT({rng['J']})"), count["J"], "General", None),
-            ("Median bandwidth fraction (back-solved)", *median_of("J"), "0.0%", "calibrated_bw_fraction_median"),
-            ("Median prefill efficiency (back-solved)", *median_of("M"), "0.0%", "calibrated_prefill_median"),
-            ("Median |TPOT error| at Plan's efficiencies", *median_of("R"), "0.0%", None),
-            ("Median |TTFT error| at Plan's efficiencies", *median_of("S"), "0.0%", None),
-            ("Median |KV tokens error|", *median_of("T"), "0.0%", None)]
-    for label, formula, value, fmt, name in rows:
+    rows = [("Measured runs with TPOT", count_of(rng["J"]), "General", None),
+            ("Median bandwidth fraction (back-solved)", median("J"), "0.0%", "calibrated_bw_fraction_median"),
+            ("Median prefill efficiency (back-solved)", median("M"), "0.0%", "calibrated_prefill_median"),
+            ("Median |TPOT error| at Plan's efficiencies", median("R"), "0.0%", None),
+            ("Median |TTFT error| at Plan's efficiencies", median("S"), "0.0%", None),
+            ("Median |KV tokens error|", median("T"), "0.0%", None)]
+    for label, formula, fmt, name in rows:
         r += 1
         ctx.put(ws, f"A{r}", label)
-        ctx.formula(ws, f"B{r}", formula, _plain(value), style.FORMULA, fmt)
+        ctx.formula(ws, f"B{r}", formula, style.FORMULA, fmt)
         if name:
             ctx.define(name, ws, f"B{r}")
     r += 2
@@ -229,7 +174,6 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
     ctx.put(ws, f"B{r}", 1, style.INPUT, "0")
     ctx.define("use_calibration", ws, f"B{r}")
     _note(ctx, ws, r, "1: the medians above replace the uncalibrated values whenever there is a measurement.")
-    use = 1
     for key, label, col, default_input in (
             ("bw", "Decode bandwidth efficiency", "J", "bw_efficiency"),
             ("prefill", "Prefill compute efficiency", "M", "prefill_efficiency")):
@@ -237,18 +181,15 @@ def _summary(ctx: Ctx, ws, r: int, last: int, computed: dict[str, list]) -> None
         default = plan.INPUT_BY_NAME[default_input].default
         ctx.put(ws, f"A{r}", f"{label}, uncalibrated")
         ctx.put(ws, f"B{r}", default, style.INPUT, "0.0%")
-        uncal = f"B{r}"
-        ctx.define(f"uncalibrated_{default_input}", ws, uncal)
+        uncal = ctx.at(ws, f"B{r}")
+        ctx.define(f"uncalibrated_{default_input}", ws, f"B{r}")
         _note(ctx, ws, r, f"Used when there is no measurement or the switch is 0 (Plan's default "
                           f"{default:g}: {plan.INPUT_BY_NAME[default_input].doc})")
         r += 1
         ctx.put(ws, f"A{r}", f"{label}, for Plan")
-        formula = where(and_(eq(Sym("use_calibration"), 1), Sym(f"COUNT({rng[col]})>0")),
-                        Sym(f"MEDIAN({rng[col]})"), Sym(uncal))
-        med = _median(computed[col])
-        value = med if use == 1 and med != "" else default
+        formula = calibrated(ctx.name("use_calibration"), rng[col], uncal)
         name = "calibrated_bw_efficiency" if key == "bw" else "calibrated_prefill_efficiency"
-        ctx.formula(ws, f"B{r}", formula, _plain(value), style.FORMULA, "0.0%")
+        ctx.formula(ws, f"B{r}", formula, style.FORMULA, "0.0%")
         ctx.define(name, ws, f"B{r}")
         _note(ctx, ws, r, f"Type ={name} into Plan's '{plan.INPUT_BY_NAME[default_input].label}' input to use it.")
     r = _profile_section(ctx, ws, r + 2)

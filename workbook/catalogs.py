@@ -5,7 +5,6 @@ from __future__ import annotations
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.core.expr import Sym
 
 from . import style
 from .cells import shown
@@ -42,8 +41,8 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
                 value = t.value(entry.id, col.field)
                 fmt = style.number_format(col.unit, value if isinstance(value, (int, float)) else None)
                 if col.field in t.formulas:
-                    expr = t.formulas[col.field](lambda f, r=r: Sym(f"{cells[f]}{r}"))
-                    ctx.formula(ws, coord, expr, value, style.FORMULA, fmt)
+                    expr = t.formulas[col.field](lambda f, r=r: ctx.at(ws, f"{cells[f]}{r}"))
+                    ctx.formula(ws, coord, expr, style.FORMULA, fmt)
                 else:
                     c = ctx.put(ws, coord, value, style.INPUT, fmt)
                     if col.field in WIDE_FIELDS:

@@ -22,7 +22,9 @@ from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.formulas import engine_ledger, serving
 from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.core.refs import bound, name as defined_name, reference
 from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, gt, isnumber, le, lt, where
 from inference_ledger.core.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
 
 from . import style
@@ -83,8 +85,7 @@ def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:
     """The words of the code in ``at`` written into ``coord`` (a live formula), if the code has words."""
     fn = CODE_WORDS.get(name)
     if fn is not None:
-        v = ctx.values.get(name, ctx.inputs.get(name))
-        ctx.formula(ws, coord, fn(Sym(at)), fn(py_value(v)), style.FORMULA)
+        ctx.formula(ws, coord, fn(ctx.at(ws, at)), style.FORMULA)
 
 
 @functools.lru_cache(maxsize=None)
@@ -170,10 +171,11 @@ def numeric_validation(inp: plan.Input, coord: str) -> DataValidation:
     if a.lo_inclusive or a.integer:
         lo = a.lo if a.lo_inclusive else a.lo + 1
         dv = DataValidation(type="whole" if a.integer else "decimal", operator="between",
-                            formula1=f"{lo:.15G}", formula2=f"{a.hi:.15G}", allow_blank=True)
+                            formula1=bound(lo).text, formula2=bound(a.hi).text, allow_blank=True)
     else:
+        c = reference(coord)
         dv = DataValidation(type="custom", allow_blank=True,
-                            formula1=f"AND(ISNUMBER({coord}),{coord}>{a.lo:.15G},{coord}<={a.hi:.15G})")
+                            formula1=and_(isnumber(c), gt(c, bound(a.lo)), le(c, bound(a.hi))).text)
     dv.showInputMessage = dv.showErrorMessage = True
     dv.promptTitle = short_title(inp.label)
     full = "" if dv.promptTitle == inp.label else f"{inp.label}. "
@@ -199,11 +201,10 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     c0 = ord(col) - ord("A")
     L = lambda k: get_column_letter(c0 + 1 + k)  # noqa: E731
     coord = f"{L(1)}{r}"
-    formula, _ = plan.render(line, ctx.ref, ctx.family_candidates)
     ctx.put(ws, f"{L(0)}{r}", line.label)
     value = py_value(ctx.values[line.name])
     fmt = quantity_format(line.name, line.unit, value)
-    ctx.formula(ws, coord, formula, value, style.FORMULA, fmt)
+    ctx.formula(ws, coord, line_expression(ctx, line), style.FORMULA, fmt)
     ctx.put(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
     also = second_view(line.unit, scale(line.name, line.unit, value))
     if line.unit == "code" and line.name in CODE_WORDS:   # the words where the unit and second view would be
@@ -212,11 +213,18 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
         ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")
     elif also:
         conv, unit = also
-        ctx.formula(ws, f"{L(3)}{r}", conv(Sym(coord)), py_value(conv(ctx.values[line.name])), style.FORMULA,
-                    style.number_format(unit))
+        ctx.formula(ws, f"{L(3)}{r}", conv(ctx.at(ws, coord)), style.FORMULA, style.number_format(unit))
     ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord
+
+
+def line_expression(ctx: Ctx, line: plan.Line | str, ref=None, values=None) -> Sym:
+    """A plan line's expression over the workbook's references (``ref``: the Plan's names unless given), carrying
+    its value from the plan's evaluation of the same line (``values``: the plan's unless given)."""
+    line = plan.LINE_BY_NAME[line] if isinstance(line, str) else line
+    v = (ctx.values if values is None else values)[line.name]
+    return plan.expression(line, ctx.ref if ref is None else ref, ctx.family_candidates, value=py_value(v))
 
 
 #: Units of a bill: money and fleet sizes.
@@ -245,39 +253,39 @@ def bill(code, value):
     """A bill's cell: the number when the plan starts (verdict >= 1), else the verdict's words ("does not fit";
     "invalid input" for the workbook's -1).  A Sym code renders the IF (Excel evaluates only the branch taken)."""
     if isinstance(code, Sym) or isinstance(value, Sym):
-        return Sym(f'IF({code.text}>=1,{_text(value)},IF({code.text}<0,"{verdict.INVALID_WORDS}",'
-                   f'"{verdict.WORDS[verdict.DOES_NOT_FIT]}"))')
+        return where(ge(code, 1), value, where(lt(code, 0), verdict.INVALID_WORDS, verdict.WORDS[verdict.DOES_NOT_FIT]))
     return value if float(code) >= 1 else verdict.words_of(float(code))
 
 
-def verdict_words(ctx: Ctx) -> tuple[Sym, str]:
-    """The Plan's verdict in words (formula, value): the invalid-input words name the first broken rule."""
-    code = Sym(named("verdict"))
-    words = Sym(f'IF({code.text}<0,"{verdict.INVALID_WORDS}: "&rule_broken,{verdict.words(code).text})')
-    value = verdict.words_of(ctx.verdict_code) if ctx.checks_pass else verdict.invalid_words(ctx.rule_broken)
-    return words, value
+def verdict_code(ctx: Ctx) -> Sym:
+    """The Plan's verdict code as the workbook computes it (-1 when a rule is broken)."""
+    return defined_name(named("verdict"), ctx.verdict_code)
 
 
-def _text(x) -> str:
-    return x.text if isinstance(x, Sym) else Sym(str(x)).text
+def verdict_words(ctx: Ctx) -> Sym:
+    """The Plan's verdict in words: the invalid-input words name the first broken rule."""
+    code = verdict_code(ctx)
+    return where(lt(code, 0), concat(verdict.INVALID_WORDS + ": ", ctx.name("rule_broken", ctx.rule_broken)),
+                 verdict.words(code))
 
 
 def verdict_rules(ws, rng: str, code: str) -> None:
     """The verdict's colours from its code (a reference of the range's first row): 3 green, 2 or 1 amber, 0 (does
     not fit) or below (invalid input) red."""
-    meets = VERDICT_MEETS.name
-    for cond, c in ((f"{code}={meets}", style.GREEN),
-                    (f"AND(ISNUMBER({code}),{code}>=1,{code}<{meets})", style.AMBER),
-                    (f"AND(ISNUMBER({code}),{code}<1)", style.RED)):
-        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], stopIfTrue=True,
+    code = reference(code)
+    for cond, c in ((eq(code, VERDICT_MEETS), style.GREEN),
+                    (and_(isnumber(code), ge(code, 1), lt(code, VERDICT_MEETS)), style.AMBER),
+                    (and_(isnumber(code), lt(code, 1)), style.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond.text], stopIfTrue=True,
                                                        fill=PatternFill("solid", fgColor=c[0], bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))
 
 
 def flag_rules(ws, rng: str, first: str) -> None:
     """A 1/0 fit line: green at 1, red at 0."""
-    for cond, c in ((f"{first}=1", style.GREEN), (f"AND(ISNUMBER({first}),{first}=0)", style.RED)):
-        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+    first = reference(first)
+    for cond, c in ((eq(first, 1), style.GREEN), (and_(isnumber(first), eq(first, 0)), style.RED)):
+        ws.conditional_formatting.add(rng, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                         bgColor=c[0]),
                                                        font=Font(color=c[1], bold=True)))
 

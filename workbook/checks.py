@@ -23,15 +23,16 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import ledger
 from inference_ledger.graph import plan, rules
-from inference_ledger.core.expr import Const, Sym, abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, or_, where
+from inference_ledger.core.expr import Const
+from inference_ledger.core.sheetfuncs import abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, one_zero, or_
+from inference_ledger.core.refs import count_if
 from inference_ledger.core.units import SECONDS_PER_DAY
 
-from .cells import SELECTOR_NAMES, named
-from .context import Ctx, absolute
+from .cells import SELECTOR_NAMES
+from .context import Ctx
 from .tables import FIRST_ROW, TABLE_ROWS
 from .tco import finance_checks
 
@@ -42,10 +43,6 @@ CHECK_TOLERANCE = Const(1e-9, "CHECK_TOLERANCE", "relative tolerance of the iden
 def close(a, b):
     """a equals b within CHECK_TOLERANCE (b > 0): |a - b| <= b x tolerance."""
     return le(abs_(a - b), b * CHECK_TOLERANCE)
-
-
-def one_zero(cond):
-    return where(cond, 1, 0)
 
 
 @dataclass(frozen=True)
@@ -201,9 +198,10 @@ def in_range(x, lo, lo_inclusive, hi, whole):
 
 def _check_namespace(ctx: Ctx):
     models = ctx.tables["Models"]
-    heads = Sym(models.index_match(SELECTOR_NAMES["model"], "num_attention_heads").text)
-    refs = {n: Sym(named(n)) for n in plan.NAMES} | {"attention_heads": heads}
-    vals = {**ctx.values, "attention_heads": models.value(ctx.choice["model"], "num_attention_heads")}
+    heads = models.value(ctx.choice["model"], "num_attention_heads")
+    refs = {n: ctx.quantity(n) for n in plan.NAMES} | {
+        "attention_heads": models.index_match(SELECTOR_NAMES["model"], "num_attention_heads").at(heads)}
+    vals = {**ctx.values, "attention_heads": heads}
     return refs, vals
 
 
@@ -224,10 +222,7 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
         t = ctx.tables[sheet]
         if not t.has(field):
             continue
-        col = get_column_letter(t.field_index(field) + 1)
-        rng = absolute(sheet, f"{col}{FIRST_ROW}:{col}{FIRST_ROW + TABLE_ROWS - 1}")
-        ok = all((getattr(e, field) or 0) > 0 for e in t.rows)
+        ok = one_zero(eq(count_if(t.column_span(field, FIRST_ROW, TABLE_ROWS), "<=", 0), 0))
         rows.append(("Integrity", f"{sheet}: {field} positive in every row",
-                     "Catalog values are physical quantities: none may be zero or negative.",
-                     Sym(f'IF(COUNTIFS({rng},"<=0")=0,1,0)'), int(ok)))
+                     "Catalog values are physical quantities: none may be zero or negative.", ok, int(ok.value)))
     return rows

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import Sym, eq, where
+from inference_ledger.core.refs import name as defined_name
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, eq, isnumber, one_zero, where
+from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import VERDICT_MEETS
 
 from . import style
 from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, section
-from .checks import check_rows, in_range, one_zero
+from .checks import check_rows, in_range
 from .context import Ctx
 from .tables import SELECTORS
 
@@ -29,7 +32,7 @@ def choice_rows(ctx: Ctx) -> list[tuple[str, str, Sym, int]]:
     rows = []
     for key, _label, sheet in SELECTORS:
         t = ctx.tables[sheet]
-        found = Sym(f"IF(ISNUMBER(MATCH({SELECTOR_NAMES[key]},{t.ids},0)),1,0)")
+        found = one_zero(isnumber(match(defined_name(SELECTOR_NAMES[key], ctx.choice[key]), t.ids_expr())))
         rows.append((SELECTOR_NAMES[key], f"an id of the {sheet} sheet", found,
                      int(any(e.id == ctx.choice[key] for e in t.rows))))
     return rows
@@ -87,7 +90,7 @@ def standing(ctx: Ctx, verdict_code: Any) -> Standing:
 
 def _guarded(formula: Sym) -> Sym:
     """A check's formula that reads an error value (a text typed for a number, an id not in a catalog) as a failure."""
-    return Sym(f"IFERROR({formula.text},0)")
+    return iferror(formula, 0)
 
 
 def checks_sheet(wb, ctx: Ctx) -> None:
@@ -104,20 +107,19 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     rows = [x for x in rows if not x[0].startswith("Findings")] + [x for x in rows if x[0].startswith("Findings")]
     r = 5
     counted: list[int] = []
-    failures = 0
     for group, label, doc, formula, value in rows:
         r += 1
         ctx.put(ws, f"A{r}", group, style.NOTE)
         ctx.put(ws, f"B{r}", label, style.NOTE)
-        ctx.formula(ws, f"C{r}", _guarded(formula), value, style.CHECK, style.PASS_FAIL)
+        ctx.formula(ws, f"C{r}", _guarded(formula), style.CHECK, style.PASS_FAIL)
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
             counted.append(r)
             # the failures numbered 1, 2 ... in sheet order: the Summary lists them in words
-            failures += value == 0
-            ctx.formula(ws, f"E{r}", where(eq(Sym(f"C{r}"), 0), Sym(f"COUNT(E$5:E{r - 1})+1"), ""),
-                        failures if value == 0 else "", style.FORMULA, "0")
+            ctx.formula(ws, f"E{r}", where(eq(ctx.at(ws, f"C{r}"), 0),
+                                           count_of(ctx.span(ws, "E5", f"E{r - 1}", fix="row", fix_last="")) + 1, ""),
+                        style.FORMULA, "0")
     ctx.define("check_labels", ws, f"B6:B{r}")
     ctx.define("check_failure_no", ws, f"E6:E{r}")
     r += 2
@@ -133,9 +135,8 @@ def checks_sheet(wb, ctx: Ctx) -> None:
     for name, allowed, formula, ok in choice_rows(ctx):   # the choices first: an unknown id breaks every lookup
         r += 1
         ctx.put(ws, f"A{r}", name)
-        ctx.formula(ws, f"B{r}", Sym(name), ctx.choice[next(k for k, v in SELECTOR_NAMES.items() if v == name)],
-                    style.FORMULA)
-        ctx.formula(ws, f"C{r}", _guarded(formula), ok, style.CHECK, style.PASS_FAIL)
+        ctx.formula(ws, f"B{r}", ctx.name(name), style.FORMULA)
+        ctx.formula(ws, f"C{r}", _guarded(formula), style.CHECK, style.PASS_FAIL)
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", allowed, style.NOTE)
         in_range_rows.append(r)
@@ -144,67 +145,74 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         a = inp.arg
         ctx.put(ws, f"A{r}", inp.name)
         v = ctx.inputs[inp.name]
-        ctx.formula(ws, f"B{r}", Sym(named(inp.name)), v, style.FORMULA, quantity_format(inp.name, inp.unit, v))
+        ctx.formula(ws, f"B{r}", ctx.name(named(inp.name)), style.FORMULA, quantity_format(inp.name, inp.unit, v))
         ctx.put(ws, f"E{r}", a.lo, style.CONSTANT, style.number_format("", a.lo))
         ctx.put(ws, f"F{r}", int(a.lo_inclusive), style.CONSTANT, style.number_format("1/0"))
         ctx.put(ws, f"G{r}", a.hi, style.CONSTANT, style.number_format("", a.hi))
         ctx.put(ws, f"H{r}", int(a.integer), style.CONSTANT, style.number_format("1/0"))
-        cells = [Sym(f"{c}{r}") for c in "BEFGH"]
-        ctx.formula(ws, f"C{r}", _guarded(in_range(*cells)), ok, style.CHECK, style.PASS_FAIL)
+        cells = [ctx.at(ws, f"{c}{r}") for c in "BEFGH"]
+        ctx.formula(ws, f"C{r}", _guarded(in_range(*cells)), style.CHECK, style.PASS_FAIL)
         flag_rules(ws, f"C{r}", f"C{r}")
         ctx.put(ws, f"D{r}", allowed_text(inp), style.NOTE)
         in_range_rows.append(r)
-    st = standing(ctx, ctx.values["verdict"])
     r += 2
     section(ctx, ws, f"A{r}", "What the verdict and the master check read")
     r += 1
     ctx.put(ws, f"A{r}", "Rules")
     ctx.put(ws, f"B{r}", "Every counted check and range rule above passes (else the verdict is \"invalid input\")",
             style.NOTE)
-    ranges = _runs([f"C{k}" for k in counted + in_range_rows])
-    ctx.formula(ws, f"C{r}", Sym("MIN(" + ",".join(ranges) + ")"), st.checks_pass, style.CHECK, style.PASS_FAIL)
+    ranges = [ctx.span(ws, f"C{a}", f"C{b}") if a != b else ctx.at(ws, f"C{a}")
+              for a, b in _runs(counted + in_range_rows)]
+    ctx.formula(ws, f"C{r}", min_of(*ranges), style.CHECK, style.PASS_FAIL)
     flag_rules(ws, f"C{r}", f"C{r}")
     ctx.define("checks_pass", ws, f"C{r}")
     r += 1
     ctx.put(ws, f"B{r}", "First rule broken (range rules first: they name the input)", style.NOTE)
-    ctx.formula(ws, f"D{r}", _first_broken(counted, in_range_rows), st.rule_broken, style.FORMULA)
+    ctx.formula(ws, f"D{r}", _first_broken(ctx, ws, counted, in_range_rows), style.FORMULA)
     ctx.define("rule_broken", ws, f"D{r}")
     r += 1
     ctx.put(ws, f"A{r}", "Verdict")
     ctx.put(ws, f"B{r}", "The Plan's verdict is \"fits, meets targets\"", style.NOTE)
-    ctx.formula(ws, f"C{r}", one_zero(eq(Sym(named("verdict")), VERDICT_MEETS)), st.verdict_meets, style.CHECK, style.PASS_FAIL)
+    ctx.formula(ws, f"C{r}", one_zero(eq(ctx.name(named("verdict")), VERDICT_MEETS)), style.CHECK, style.PASS_FAIL)
     flag_rules(ws, f"C{r}", f"C{r}")
     verdict_row = r
     r += 2
     ctx.put(ws, f"A{r}", "Master check", style.SECTION)
-    ctx.formula(ws, f"C{r}", Sym(f"MIN(C{verdict_row - 2},C{verdict_row})"), st.master, style.CHECK, style.PASS_FAIL)
+    ctx.formula(ws, f"C{r}", min_of(ctx.at(ws, f"C{verdict_row - 2}"), ctx.at(ws, f"C{verdict_row}")), style.CHECK,
+                style.PASS_FAIL)
     flag_rules(ws, f"C{r}", f"C{r}")
     ctx.define("master_check", ws, f"C{r}")
+    # every sheet's row 2 read the master check before this sheet existed (ctx.master_value, from standing()): the
+    # cells' own values must agree with it
+    got = (ctx.held(ws.title, f"C{verdict_row - 2}"), ctx.held(ws.title, f"C{verdict_row}"), ctx.held(ws.title, f"C{r}"))
+    st = standing(ctx, ctx.values["verdict"])
+    if got != (st.checks_pass, st.verdict_meets, st.master) or got[2] != ctx.master_value:
+        raise AssertionError(f"Checks sheet: the cells give checks_pass, verdict, master {got}, the build read {st}")
 
 
-def _first_broken(counted: Sequence[int], in_range_rows: Sequence[int]) -> Sym:
+def _first_broken(ctx: Ctx, ws, counted: Sequence[int], in_range_rows: Sequence[int]) -> Sym:
     """The words of the first broken rule: an input's name and range, else a check's label, else NO_RULE_BROKEN.
 
     Each block is one run of rows (MATCH over a range: a row added to the checks lands inside it)."""
     assert counted == list(range(counted[0], counted[-1] + 1))
     assert in_range_rows == list(range(in_range_rows[0], in_range_rows[-1] + 1))
     c0, c1, i0, i1 = counted[0], counted[-1], in_range_rows[0], in_range_rows[-1]
-    at = f"MATCH(0,$C${i0}:$C${i1},0)"
-    name = f"INDEX($A${i0}:$A${i1},{at})&\"{MUST_BE}\"&INDEX($D${i0}:$D${i1},{at})"
-    label = f"INDEX($B${c0}:$B${c1},MATCH(0,$C${c0}:$C${c1},0))"
-    return Sym(f'IFERROR({name},IFERROR({label},"{NO_RULE_BROKEN}"))')
+    col = lambda c, a, b: ctx.span(ws, f"{c}{a}", f"{c}{b}", fix="both")  # noqa: E731
+    at = match(0, col("C", i0, i1))
+    name = concat(index(col("A", i0, i1), at), MUST_BE, index(col("D", i0, i1), at))
+    label = index(col("B", c0, c1), match(0, col("C", c0, c1)))
+    return iferror(name, iferror(label, NO_RULE_BROKEN))
 
 
-def _runs(cells: Sequence[str]) -> list[str]:
-    """Cells of one column as ranges of consecutive rows: C6, C7, C8, C10 -> C6:C8, C10."""
+def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
+    """Rows as runs of consecutive rows: 6, 7, 8, 10 -> (6, 8), (10, 10)."""
     out: list[list[int]] = []
-    col = cells[0][0]
-    for row in (int(c[1:]) for c in cells):
+    for row in rows:
         if out and row == out[-1][1] + 1:
             out[-1][1] = row
         else:
             out.append([row, row])
-    return [f"{col}{a}:{col}{b}" if a != b else f"{col}{a}" for a, b in out]
+    return [(a, b) for a, b in out]
 
 
 def master_value(ctx: Ctx) -> int:

@@ -2,9 +2,11 @@
 
 A sheet builder is a function ``builder(wb, ctx)`` that adds its sheet(s) with
 :meth:`Ctx.new_sheet` and writes cells only through :meth:`Ctx.put` (values) and
-:meth:`Ctx.formula` (formulas, with the value Python computed for them).  The
-package step then writes every formula's cached value, so a builder that forgets one
-fails the build instead of mailing a blank.
+:meth:`Ctx.formula` (an expression of :mod:`inference_ledger.expr`: its formula and the value it
+computes, from one definition).  A formula reads other cells through :meth:`Ctx.at`, :meth:`Ctx.span`
+and :meth:`Ctx.name`, references that carry the value the referenced cell holds, so no sheet module
+types formula text or computes a cell's value beside its formula.  The package step then writes every
+formula's cached value, so a builder that forgets one fails the build instead of mailing a blank.
 """
 
 from __future__ import annotations
@@ -14,12 +16,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional
 
+from openpyxl.utils import get_column_letter
+from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
 from inference_ledger.graph import verdict
-from inference_ledger.core.expr import Sym, eq, where
+from inference_ledger.core.expr import ExpressionHasNoValue
+from inference_ledger.core.refs import cell, name as defined_name, reference, span
+from inference_ledger.core.expr import NOVALUE, Sym, XLError
+from inference_ledger.core.sheetfuncs import eq, where
+from inference_ledger.core.refs import absolute
 
 from . import style
 from .tables import Table
@@ -97,10 +105,9 @@ class Ctx:
     def master_status(self, ws: Worksheet, coord: str) -> None:
         """The master check in words: all pass; a check fails; or every check passes but the verdict is not
         "fits, meets targets" (a plan that does not fit never reads "All checks pass")."""
-        def words(master, checks):
-            return where(eq(master, 1), ALL_PASS, where(eq(checks, 1), VERDICT_FAILS, CHECK_FAILS))
-        self.formula(ws, coord, words(Sym("master_check"), Sym("checks_pass")),
-                     words(self.master_value, self.checks_pass), style.CHECK)
+        self.formula(ws, coord, where(eq(self.name("master_check", self.master_value), 1), ALL_PASS,
+                                      where(eq(self.name("checks_pass", self.checks_pass), 1), VERDICT_FAILS,
+                                            CHECK_FAILS)), style.CHECK)
 
     # --- cells -------------------------------------------------------------------
     def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,
@@ -120,18 +127,77 @@ class Ctx:
             c.number_format = fmt
         return c
 
-    def formula(self, ws: Worksheet, coord: str, expr: Sym | str, value: Any, style: str = style.FORMULA,
+    def formula(self, ws: Worksheet, coord: str, expr: Sym, style: str = style.FORMULA,
                 fmt: Optional[str] = None):
-        """A formula cell and the value it computes (the cached value the package writes)."""
-        text = expr.formula() if isinstance(expr, Sym) else expr
-        if not text.startswith("="):
-            text = "=" + text
+        """A formula cell from one expression: its formula, and the value it computes (the cached value the
+        package writes)."""
+        if not isinstance(expr, Sym):
+            raise TypeError(f"{ws.title}!{coord}: a formula cell takes an expression (inference_ledger.expr), "
+                            f"not {type(expr).__name__}")
+        value = expr.value
         if hasattr(value, "item"):
             value = value.item()
-        if value is None:
-            raise ValueError(f"{ws.title}!{coord}: no value for {text}")
+        if value is NOVALUE or value is None or isinstance(value, XLError):
+            raise ExpressionHasNoValue(f"{ws.title}!{coord}: no value for {expr.formula()} ({value!r})")
         self.cached[(ws.title, coord)] = value
-        return self.put(ws, coord, text, style, fmt, is_formula=True)
+        return self.put(ws, coord, expr.formula(), style, fmt, is_formula=True)
+
+    # --- references that carry the value of what they reference -----------------------------------
+    def held(self, sheet: str, coord: str) -> Any:
+        """The value a cell holds: a formula's cached value, else what was put there (None: blank)."""
+        if (sheet, coord) in self.cached:
+            return self.cached[(sheet, coord)]
+        return self.wb[sheet][coord].value
+
+    def at(self, ws: Worksheet | str, coord: str, fix: str = "", qualified: bool = False) -> Sym:
+        """A reference to a cell already written (``fix``: '$' on 'col', 'row' or 'both'; ``qualified``: with its
+        sheet's name, for a formula on another sheet), carrying the value it holds."""
+        sheet = ws if isinstance(ws, str) else ws.title
+        return cell(coord, self.held(sheet, coord), sheet=sheet if qualified else None, fix=fix)
+
+    def span(self, ws: Worksheet | str, first: str, last: str, fix: str = "", fix_last: Optional[str] = None,
+             qualified: bool = False) -> Sym:
+        """A range of cells already written (first..last, row by row), carrying their values."""
+        sheet = ws if isinstance(ws, str) else ws.title
+        c0, r0, c1, r1 = range_boundaries(f"{first}:{last}")
+        vals = [self.held(sheet, f"{get_column_letter(c)}{r}") for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
+        return span(cell(first, sheet=sheet if qualified else None, fix=fix),
+                      cell(last, fix=fix if fix_last is None else fix_last), vals)
+
+    def name(self, name: str, value: Any = NOVALUE) -> Sym:
+        """A reference to a plan quantity or defined name, carrying its value: the cell(s) it names when already
+        written, else the plan's value, else ``value`` (a name defined further on: the master check)."""
+        ref = self.names.get(name)
+        if ref is not None:
+            sheet, cells = ref.rsplit("!", 1)
+            sheet = sheet[1:-1].replace("''", "'") if sheet.startswith("'") else sheet
+            cells = cells.replace("$", "")
+            if ":" in cells:
+                a, b = cells.split(":")
+                got = self.span(sheet, a, b).value
+            else:
+                got = self.held(sheet, cells)
+            return defined_name(name, got)
+        fam = self.family_cells.get(name)
+        if fam is not None:
+            sheet, c = fam.rsplit("!", 1)
+            sheet = sheet[1:-1].replace("''", "'") if sheet.startswith("'") else sheet
+            return reference(fam, self.held(sheet, c.replace("$", "")))
+        for source in (self.values, self.inputs):
+            if name in source:
+                return defined_name(xname(name), source[name])
+        return defined_name(xname(name), value)
+
+    @property
+    def q(self) -> "Quantities":
+        """Every plan quantity as an attribute: ``ctx.q.target_qps`` is :meth:`quantity` ``("target_qps")``."""
+        return Quantities(self)
+
+    def quantity(self, name: str) -> Sym:
+        """A plan quantity's reference (ref: its family table cell, else its defined name) with the plan's value."""
+        v = self.values.get(name, self.inputs.get(name, NOVALUE))
+        fam = self.family_cells.get(name)
+        return reference(fam, v) if fam else defined_name(xname(name), v)
 
     def define(self, name: str, ws: Worksheet, coord: str) -> str:
         """A workbook-scoped defined name for one cell or range ('$'-absolute)."""
@@ -143,13 +209,18 @@ class Ctx:
         return name
 
 
-def absolute(sheet: str, coord: str) -> str:
-    def one(c):
-        m = re.match(r"([A-Z]+)([0-9]+)$", c)
-        return f"${m.group(1)}${m.group(2)}"
 
-    quoted = f"'{sheet}'" if re.search(r"[^A-Za-z0-9_]", sheet) else sheet
-    return quoted + "!" + ":".join(one(c) for c in coord.split(":"))
+class Quantities:
+    """Plan quantities by attribute, each a reference carrying the plan's value (the formula side of a row written
+    with ``p.name`` attributes, as :class:`workbook.calibration._Names` gives the numbers)."""
+
+    def __init__(self, ctx: Ctx):
+        self._ctx = ctx
+
+    def __getattr__(self, name: str) -> Sym:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._ctx.quantity(name)
 
 
 SheetBuilder = Callable[[Any, Ctx], None]

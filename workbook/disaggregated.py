@@ -18,11 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from inference_ledger.graph import disaggregated, plan
-from inference_ledger.core.expr import Sym, maximum
+from inference_ledger.core.refs import cell
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import maximum
 
 from . import style
-from .cells import unit_text
-from .context import Ctx, xname
+from .cells import line_expression, unit_text
+from .context import Ctx
 
 LAYOUT = disaggregated.POOL_LAYOUT
 LOCAL = (*LAYOUT, "batching", "concurrency")
@@ -70,26 +72,25 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
     values = {"prefill": plan.evaluate(p_in, validate=False), "decode1": d1, "decode": plan.evaluate(d_in, validate=False)}
 
     for key, col in COLUMNS.items():
-        def ref(name: str, col=col) -> str:
-            return f"{col}{row[name]}" if name in row else xname(name)
+        def ref(name: str, col=col) -> Sym:
+            return ctx.at(ws, f"{col}{row[name]}") if name in row else ctx.quantity(name)
         for name in LAYOUT:
             coord = f"{col}{row[name]}"
             if key == "decode":       # the same layout as the batch-1 column
-                ctx.formula(ws, coord, Sym(f"C{row[name]}"), values[key][name], style.FORMULA, "0")
+                ctx.formula(ws, coord, ctx.at(ws, f"C{row[name]}"), style.FORMULA, "0")
             else:
                 ctx.put(ws, coord, int(layout[name]), style.INPUT, "0")
         coord = f"{col}{row['batching']}"      # prefill as prompts arrive; decode steps carry no prompt chunks
         ctx.put(ws, coord, int(values[key]["batching"]), style.CONSTANT, "0")
-        batch = {"prefill": Sym(f"B{row['dp_attention']}"), "decode1": None,
-                 "decode": maximum(Sym(f"C{row['serving_concurrency']}"), 1)}[key]
+        batch = {"prefill": lambda: ctx.at(ws, f"B{row['dp_attention']}"), "decode1": None,
+                 "decode": lambda: maximum(ctx.at(ws, f"C{row['serving_concurrency']}"), 1)}[key]
         coord = f"{col}{row['concurrency']}"
         if batch is None:
             ctx.put(ws, coord, 1, style.CONSTANT, "0")
         else:
-            ctx.formula(ws, coord, batch, values[key]["concurrency"], style.FORMULA, "0")
+            ctx.formula(ws, coord, batch(), style.FORMULA, "0")
         for line in lines:
-            formula, _ = plan.render(line, ref)
-            ctx.formula(ws, f"{col}{row[line.name]}", formula, _num(values[key][line.name]), style.FORMULA,
+            ctx.formula(ws, f"{col}{row[line.name]}", line_expression(ctx, line, ref, values[key]), style.FORMULA,
                         style.number_format(line.unit, _num(values[key][line.name])))
     for name in LOCAL:
         inp = plan.INPUT_BY_NAME[name]
@@ -113,16 +114,17 @@ def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[st
     own = {name: r + k for k, (name, _, _) in enumerate(disaggregated.TOTALS, start=1)}
 
     def column(col: str):
-        return lambda name: Sym(f"{col}{row[name]}") if name in row else Sym(xname(name))
+        return lambda name: ctx.at(ws, f"{col}{row[name]}") if name in row else ctx.quantity(name)
 
-    formulas = disaggregated.totals(column("B"), column("C"), column("D"), lambda name: Sym(xname(name)),
-                                    cell=lambda name: Sym(f"B{own[name]}"))
     p, d1, d = values["prefill"], values["decode1"], values["decode"]
     numbers = disaggregated.totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
+    # a total that reads another total reads its cell (carrying the value the same totals give it)
+    formulas = disaggregated.totals(column("B"), column("C"), column("D"), ctx.quantity,
+                                    cell=lambda name: cell(f"B{own[name]}", _num(numbers[name])))
     for name, label, unit in disaggregated.TOTALS:
         k, v = own[name], _num(numbers[name])
         ctx.put(ws, f"A{k}", label)
-        ctx.formula(ws, f"B{k}", formulas[name], v, style.FORMULA, style.number_format(unit, v))
+        ctx.formula(ws, f"B{k}", formulas[name], style.FORMULA, style.number_format(unit, v))
         ctx.put(ws, f"E{k}", unit_text(unit, ws[f"B{k}"].number_format))   # units once
         ctx.put(ws, f"F{k}", name, style.NOTE)
         ctx.define(name, ws, f"B{k}")

@@ -9,11 +9,12 @@ from __future__ import annotations
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import plan
+from inference_ledger.core.refs import absolute
 from inference_ledger.core.line import Family
 
 from . import style
 from .cells import LEDGER_SHEETS, flag_rules, header, line_row, named, py_value, quantity_format, section, unit_text
-from .context import Ctx, SheetBuilder, absolute
+from .context import Ctx, SheetBuilder
 
 __all__ = ["LEDGER_SHEETS", "ledger_sheet", "family_table"]
 
@@ -77,7 +78,7 @@ def family_table(ctx: Ctx, ws, fam: Family, top: int) -> None:
     unit_col, name_col = get_column_letter(2 + len(cands)), get_column_letter(3 + len(cands))
     ctx.put(ws, f"A{rows[fam.param]}", f"{fam.param.upper()} degree (GPUs)", style.HEADER)
     for c, col in cols.items():
-        ctx.formula(ws, f"{col}{rows[fam.param]}", fam.candidate_formula(c), c, style.HEADER, "0")
+        ctx.formula(ws, f"{col}{rows[fam.param]}", fam.candidate_formula(c), style.HEADER, "0")
     ctx.put(ws, f"{unit_col}{rows[fam.param]}", "Unit", style.HEADER)
     ctx.put(ws, f"{name_col}{rows[fam.param]}", "Name (plan --json)", style.HEADER)
     for m in fam.members:
@@ -87,8 +88,8 @@ def family_table(ctx: Ctx, ws, fam: Family, top: int) -> None:
         for c, col in cols.items():
             v = py_value(values[fam.key(c)][m.name])
             fmt = quantity_format(m.name, m.unit, v)
-            formula, _ = plan.render_member(fam.flat_name(c, m.name), ctx.ref)
-            ctx.formula(ws, f"{col}{r}", formula, v, style.FORMULA, fmt)
+            expr, _ = plan.member_expression(fam.flat_name(c, m.name), ctx.ref, value=v)
+            ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, fmt)
         ctx.put(ws, f"{unit_col}{r}", unit_text(m.unit, fmt or ""))
         ctx.put(ws, f"{name_col}{r}", f"{fam.name}.<{fam.param}>.{m.name}", style.NOTE)
         if m.unit == "1/0":

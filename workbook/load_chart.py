@@ -26,10 +26,10 @@ from openpyxl.utils import get_column_letter
 from inference_ledger.graph import concurrency as choice
 from inference_ledger.graph import plan
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import Sym
+from inference_ledger.core.refs import max_of
 
 from . import style
-from .context import Ctx, xname
+from .context import Ctx
 
 #: The lines the charts plot, the lines a candidate's test reads, and the bill at each candidate.
 TARGETS = ("tokens_per_second", "tpot_seconds")
@@ -67,8 +67,7 @@ def varying_columns(targets) -> list[str]:
 def binding_limit_row(ctx: Ctx, ws, r: int) -> None:
     """The Plan's words for what caps the replica (the plan line binding_limit)."""
     ctx.put(ws, f"A{r}", "Limit that binds")
-    ctx.formula(ws, f"B{r}", serving.limit_words(Sym(xname("binding_limit"))),
-                serving.limit_words(ctx.values["binding_limit"]), style.FORMULA)
+    ctx.formula(ws, f"B{r}", serving.limit_words(ctx.quantity("binding_limit")), style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
     ctx.put(ws, f"E{r}", "What caps the replica at this concurrency: the KV cache (the rest queue), the engine's "
             "max_num_seqs, the TPOT target, compute, or none (bandwidth-bound). Chart: the Load sheet.", style.NOTE)
@@ -169,13 +168,8 @@ def load_sheet(wb, ctx: Ctx) -> None:
     last = first + len(cands) - 1
     extra = [c[0] for c in CHOICE_COLUMNS]
     where_col = {"concurrency": _col(0)} | {c: _col(1 + j) for j, c in enumerate(cols + extra)}
-    for k, (name, label, col, fn) in enumerate(CHOICE_ROWS):
-        rr = r + 1 + k
-        ctx.put(ws, f"A{rr}", label)
-        ctx.formula(ws, f"D{rr}", fn(Sym(f"MAX({where_col[col]}{first}:{where_col[col]}{last})")),
-                    float(fn(np.max(vals[col]))), style.FORMULA, "#,##0")
-        ctx.define(name, ws, f"D{rr}")
-    # the table
+    choice_top = r
+    # the table (written before the choice above it: the choice reads its cells)
     r = first - 2
     ctx.put(ws, f"A{r}", "Concurrency", style.HEADER)
     labels = [plan.LINE_BY_NAME[c].label for c in cols] + [c[1] for c in CHOICE_COLUMNS]
@@ -188,45 +182,47 @@ def load_sheet(wb, ctx: Ctx) -> None:
     for i, b in enumerate(cands):
         r = first + i
         if i == 0:   # the most the deployment holds: live, from the Plan's KV plateau and engine limit
-            ctx.formula(ws, f"A{r}", choice.cap(Sym(xname("max_concurrency")), Sym(xname("max_running_sequences"))),
-                        float(b), style.FORMULA, "#,##0")
+            ctx.formula(ws, f"A{r}", choice.cap(ctx.quantity("max_concurrency"), ctx.quantity("max_running_sequences")),
+                        style.FORMULA, "#,##0")
             ctx.define("concurrency_cap", ws, f"A{r}")
         else:
             ctx.put(ws, f"A{r}", int(b), style.CONSTANT, "#,##0")
-        ref = lambda n, r=r: f"${where_col[n]}{r}" if n in where_col else xname(n)  # noqa: E731
+        ref = lambda n, r=r: (ctx.at(ws, f"{where_col[n]}{r}", fix="col") if n in where_col  # noqa: E731
+                              else ctx.quantity(n))
         for c in cols:
             line = plan.LINE_BY_NAME[c]
-            formula, _ = plan.render(line, ref)
-            v = float(np.asarray(vals[c])[i])
-            ctx.formula(ws, f"{where_col[c]}{r}", formula, v, style.FORMULA, style.number_format(line.unit, v))
+            v = float(np.asarray(vals[c])[i])   # the plan over the candidates, this row's
+            ctx.formula(ws, f"{where_col[c]}{r}", plan.expression(line, ref, value=v), style.FORMULA,
+                        style.number_format(line.unit, v))
         for name, _, unit, fn in CHOICE_COLUMNS:
             v = float(np.asarray(vals[name])[i])
-            ctx.formula(ws, f"{where_col[name]}{r}", fn(lambda n: Sym(ref(n))), v, style.FORMULA,
-                        style.number_format(unit, v))
+            ctx.formula(ws, f"{where_col[name]}{r}", fn(ref), style.FORMULA, style.number_format(unit, v))
     last = r
+    for k, (name, label, col, fn) in enumerate(CHOICE_ROWS):
+        rr = choice_top + 1 + k
+        ctx.put(ws, f"A{rr}", label)
+        ctx.formula(ws, f"D{rr}", fn(max_of(ctx.span(ws, f"{where_col[col]}{first}", f"{where_col[col]}{last}"))),
+                    style.FORMULA, "#,##0")
+        ctx.define(name, ws, f"D{rr}")
     # markers: the KV plateau (x = max_concurrency, y from 0 to the largest value) and the TPOT target (a level line)
     r = last + 2
     ctx.put(ws, f"A{r}", "Markers", style.SECTION)
     tok, tpot = where_col["tokens_per_second"], where_col["tpot_seconds"]
-    kv = float(ctx.values["max_concurrency"])
     rows = {"kv_x": r + 1, "target": r + 3}
     ctx.put(ws, f"A{r + 1}", "KV plateau")
     for k in (0, 1):
-        ctx.formula(ws, f"B{r + 1 + k}", Sym(xname("max_concurrency")), kv, style.FORMULA, "#,##0")
+        ctx.formula(ws, f"B{r + 1 + k}", ctx.quantity("max_concurrency"), style.FORMULA, "#,##0")
     ctx.put(ws, f"C{r + 1}", 0, None, style.number_format("tokens/s"))
-    ctx.formula(ws, f"C{r + 2}", Sym(f"MAX({tok}{first}:{tok}{last})"),
-                float(np.max(np.asarray(vals["tokens_per_second"]))), style.FORMULA, "#,##0")
+    ctx.formula(ws, f"C{r + 2}", max_of(ctx.span(ws, f"{tok}{first}", f"{tok}{last}")), style.FORMULA, "#,##0")
     ctx.put(ws, f"D{r + 1}", 0, None, style.number_format("s"))
-    ctx.formula(ws, f"D{r + 2}", Sym(f"MAX({tpot}{first}:{tpot}{last})"),
-                float(np.max(np.asarray(vals["tpot_seconds"]))), style.FORMULA, "0.000")
+    ctx.formula(ws, f"D{r + 2}", max_of(ctx.span(ws, f"{tpot}{first}", f"{tpot}{last}")), style.FORMULA, "0.000")
     ctx.put(ws, f"E{r + 1}", "x = max_concurrency (sequences the KV budget holds); y from 0 to the largest value",
             style.NOTE)
     ctx.put(ws, f"A{r + 3}", "TPOT target")
     ctx.put(ws, f"B{r + 3}", X_RANGE[0], None, "#,##0")
     ctx.put(ws, f"B{r + 4}", X_RANGE[1], None, "#,##0")
     for k in (0, 1):
-        ctx.formula(ws, f"D{r + 3 + k}", Sym(xname("tpot_target")), float(ctx.values["tpot_target"]), style.FORMULA,
-                    "0.000")
+        ctx.formula(ws, f"D{r + 3 + k}", ctx.quantity("tpot_target"), style.FORMULA, "0.000")
     ctx.put(ws, f"E{r + 3}", "y = tpot_target across the axis", style.NOTE)
     xs = Reference(ws, min_col=FIRST_COL, min_row=first, max_row=last)
     col_of = {c: FIRST_COL + 1 + j for j, c in enumerate(cols)}

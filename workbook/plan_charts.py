@@ -11,10 +11,10 @@ from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import Sym
+from inference_ledger.core.refs import max_of
 
 from . import style
-from .cells import header, named, py_value, section, shown
+from .cells import header, section, shown
 from .context import Ctx
 from .load_chart import varying_columns
 
@@ -66,7 +66,7 @@ def _memory_chart(ctx: Ctx, ws, r: int, anchor: str) -> int:
             coord = f"{_col(1 + j)}{r}"
             src = name if i == 0 else (cap if name is None else None)
             if src:
-                ctx.formula(ws, coord, Sym(named(src)), py_value(ctx.values[src]), style.FORMULA, fmt)
+                ctx.formula(ws, coord, ctx.quantity(src), style.FORMULA, fmt)
             else:
                 ctx.put(ws, coord, 0, None, fmt)
     chart = BarChart()
@@ -110,23 +110,23 @@ def _batch_table(ctx: Ctx, ws, r: int, anchor: str) -> None:
     for i, b in enumerate(BATCH_SIZES):
         r = first + i
         ctx.put(ws, f"{_col(0)}{r}", b, style.INPUT, "#,##0")
-        ref = lambda n, r=r: f"${where_col[n]}{r}" if n in where_col else named(n)  # noqa: E731
+        ref = lambda n, r=r: (ctx.at(ws, f"{where_col[n]}{r}", fix="col") if n in where_col  # noqa: E731
+                              else ctx.quantity(n))
         for c in cols:
             line = plan.LINE_BY_NAME[c]
-            formula, _ = plan.render(line, ref)
-            ctx.formula(ws, f"{where_col[c]}{r}", formula, float(np.asarray(vals[c])[i]), style.FORMULA,
-                        style.number_format(line.unit, float(np.asarray(vals[c])[i])))
+            v = float(np.asarray(vals[c])[i])   # the plan over the batch sizes, this row's
+            ctx.formula(ws, f"{where_col[c]}{r}", plan.expression(line, ref, value=v), style.FORMULA,
+                        style.number_format(line.unit, v))
     last = r
     # the ridge marker: a vertical line at the batch where decode turns compute-bound
     y = BATCH_TARGETS[1]
     r += 2
     x0, x1 = f"{_col(1)}{r}", f"{_col(1)}{r + 1}"
     ctx.put(ws, f"{_col(0)}{r}", "Ridge marker (x, y)")
-    ctx.formula(ws, x0, Sym(named("ridge_batch")), py_value(ctx.values["ridge_batch"]), style.FORMULA, "#,##0")
+    ctx.formula(ws, x0, ctx.quantity("ridge_batch"), style.FORMULA, "#,##0")
     ctx.put(ws, f"{_col(2)}{r}", 0, None, style.number_format("s"))
-    ctx.formula(ws, x1, Sym(x0), py_value(ctx.values["ridge_batch"]), style.FORMULA, "#,##0")
-    ymax = float(np.max(np.asarray(vals[y])))
-    ctx.formula(ws, f"{_col(2)}{r + 1}", Sym(f"MAX({where_col[y]}{first}:{where_col[y]}{last})"), ymax,
+    ctx.formula(ws, x1, ctx.at(ws, x0), style.FORMULA, "#,##0")
+    ctx.formula(ws, f"{_col(2)}{r + 1}", max_of(ctx.span(ws, f"{where_col[y]}{first}", f"{where_col[y]}{last}")),
                 style.FORMULA, style.number_format("s"))
     ctx.put(ws, f"{_col(3)}{r}", "x = ridge batch; y from 0 to the largest step time")
     chart = ScatterChart(scatterStyle="lineMarker")   # ECMA-376 requires c:scatterStyle (openpyxl omits it)

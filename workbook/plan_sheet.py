@@ -12,13 +12,14 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import concurrency, plan, verdict
-from inference_ledger.core.expr import Sym, eq, isblank, where
+from inference_ledger.core.expr import NOVALUE
+from inference_ledger.core.sheetfuncs import eq, isblank, where
 from inference_ledger.core.units import CONSTANTS
 
 from . import checks, style
 from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header, is_bill,
-                    line_row, list_validation, named, numeric_validation, py_value, quantity_format, scale,
-                    second_view, section, shown, verdict_rules, verdict_words)
+                    line_expression, line_row, list_validation, named, numeric_validation, py_value, quantity_format,
+                    scale, second_view, section, shown, verdict_code, verdict_rules, verdict_words)
 from .context import Ctx
 from .load_chart import binding_limit_row
 from .plan_charts import plan_charts
@@ -119,25 +120,25 @@ def _concurrency_used_rows(ctx: Ctx, ws, r: int) -> int:
     ``concurrency_auto`` (the largest candidate meeting the targets)."""
     v = ctx.values
     ctx.put(ws, f"A{r}", "Concurrency the bill is sized at")
-    ctx.formula(ws, f"B{r}", Sym(named("concurrency")), py_value(v["concurrency_used"]), style.FORMULA, "#,##0")
+    ctx.formula(ws, f"B{r}", ctx.quantity("concurrency"), style.FORMULA, "#,##0")
     ctx.put(ws, f"C{r}", shown("sequences"))
     ctx.define("concurrency_used", ws, f"B{r}")
     ctx.put(ws, f"E{r}", "Sequences per model copy: the largest meeting the TTFT and TPOT targets within the KV cache "
             "and the engine's batch limit (Load sheet), unless a number is typed in the concurrency's Override.",
             style.NOTE)
-    requested = where(isblank(Sym("concurrency_override")), 0, 1)
-    code = concurrency.reason(requested, Sym("concurrency_best"), Sym("concurrency_cap"),
-                              Sym(named("max_concurrency")), Sym(named("max_running_sequences")),
-                              Sym("concurrency_best_tpot"), Sym("concurrency_best_ttft"))
+    requested = where(isblank(ctx.name("concurrency_override")), 0, 1)
+    code = concurrency.reason(requested, ctx.name("concurrency_best"), ctx.name("concurrency_cap"),
+                              ctx.quantity("max_concurrency"), ctx.quantity("max_running_sequences"),
+                              ctx.name("concurrency_best_tpot"), ctx.name("concurrency_best_ttft"))
     ctx.put(ws, f"A{r + 1}", "Reason code")
-    ctx.formula(ws, f"B{r + 1}", code, py_value(v["concurrency_reason"]), style.FORMULA, "0")
+    # the Load sheet's choice is further on: the code is the one the plan's choice gives (inference_ledger.concurrency)
+    ctx.formula(ws, f"B{r + 1}", code.at(py_value(v["concurrency_reason"])), style.FORMULA, "0")
     ctx.put(ws, f"C{r + 1}", "code")
     ctx.define("concurrency_reason", ws, f"B{r + 1}")
     ctx.put(ws, f"E{r + 1}", "0 requested, 1 KV cache, 2 engine batch limit, 3 TPOT target, 4 TTFT target, "
             "5 none meets the targets (1 used).", style.NOTE)
     ctx.put(ws, f"A{r + 2}", "Chosen by")
-    ctx.formula(ws, f"B{r + 2}", concurrency.reason_words(Sym("concurrency_reason")),
-                concurrency.reason_words(v["concurrency_reason"]), style.FORMULA)
+    ctx.formula(ws, f"B{r + 2}", concurrency.reason_words(ctx.name("concurrency_reason")), style.FORMULA)
     ws.merge_cells(f"B{r + 2}:C{r + 2}")
     return r + 2
 
@@ -150,8 +151,6 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     ctx.put(ws, f"A{r}", inp.label)
     fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
     ctx.put(ws, f"C{r}", unit_text(inp.unit, fmt, ctx.inputs[inp.name]))
-    if inp.unit == "code":
-        code_words(ctx, ws, f"C{r}", inp.name, coord)   # the code's words beside the code
     ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
     lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, ctx.choice)
     typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
@@ -162,14 +161,15 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
         ctx.put(ws, coord, ctx.inputs[inp.name], style.INPUT, fmt)
         if inp.name == "requests_per_day":   # flagged beside the input (a finding on Checks; `plan` takes it)
             ok = checks.average_within_peak
-            ctx.formula(ws, f"D{r}", where(ok(Sym(coord), Sym(named("target_qps"))), "", checks.AVERAGE_ABOVE_PEAK_FLAG),
-                        where(ok(ctx.inputs[inp.name], ctx.inputs["target_qps"]), "", checks.AVERAGE_ABOVE_PEAK_FLAG),
-                        style.NOTE)
+            ctx.formula(ws, f"D{r}", where(ok(ctx.at(ws, coord), ctx.quantity("target_qps")), "",
+                                           checks.AVERAGE_ABOVE_PEAK_FLAG), style.NOTE)
             ws[f"D{r}"].font = Font(color=style.RED[1], bold=True)
     else:
-        formula = where(Sym(f"ISBLANK({typed})"), lk[0], Sym(typed))
-        ctx.formula(ws, coord, formula, ctx.inputs[inp.name], style.LOOKUP, fmt)
         ctx.put(ws, typed, ctx.overrides.get(inp.name), style.INPUT, fmt)
+        found = lk[0] if lk[0].value is not NOVALUE else lk[0].at(ctx.inputs[inp.name])  # a Kernels row: the resolver's
+        ctx.formula(ws, coord, where(isblank(ctx.at(ws, typed)), found, ctx.at(ws, typed)), style.LOOKUP, fmt)
+    if inp.unit == "code":
+        code_words(ctx, ws, f"C{r}", inp.name, coord)   # the code's words beside the code (read from it)
     ctx.define(named(inp.name), ws, coord)
 
 
@@ -184,9 +184,10 @@ def _concurrency_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     dv = numeric_validation(inp, typed)
     ws.add_data_validation(dv)
     dv.add(typed)
-    ctx.formula(ws, f"B{r}", where(isblank(Sym(typed)), Sym("concurrency_auto"), Sym(typed)),
-                ctx.inputs[inp.name], style.LOOKUP, "#,##0")
     ctx.put(ws, typed, ctx.explicit.get(inp.name), style.INPUT, "#,##0")
+    # concurrency_auto is on the Load sheet, further on: the plan's choice is its value
+    ctx.formula(ws, f"B{r}", where(isblank(ctx.at(ws, typed)), ctx.name("concurrency_auto", ctx.inputs[inp.name]),
+                                   ctx.at(ws, typed)), style.LOOKUP, "#,##0")
     ctx.define(named(inp.name), ws, f"B{r}")
     ctx.define("concurrency_override", ws, typed)
 
@@ -205,10 +206,10 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
         ctx.put(ws, f"A{r}", q.label)
         for col, line in (("B", lo), ("D", hi)):
             value = py_value(ctx.values[line])
-            expr, shown_v = Sym(named(line)), value
+            expr = ctx.quantity(line)
             if is_bill(line):   # no bill, so no band, for a plan that does not start
-                expr, shown_v = bill(Sym(named("verdict")), expr), bill(ctx.verdict_code, value)
-            ctx.formula(ws, f"{col}{r}", expr, shown_v, style.FORMULA, quantity_format(line, q.unit, value))
+                expr = bill(verdict_code(ctx), expr)
+            ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, quantity_format(line, q.unit, value))
         ctx.put(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
     ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
             "rows of this deployment's segment (engine family x GPU vendor x dense/MoE), each held out from what "
@@ -222,7 +223,7 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     section(ctx, ws, f"A{r}", "Verdict")
     r += 1
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
-    ctx.formula(ws, f"B{r}", *verdict_words(ctx), style.FORMULA)
+    ctx.formula(ws, f"B{r}", verdict_words(ctx), style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
@@ -234,11 +235,9 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     for line in [l for l in plan.LINES if l.ledger == "fit"]:
         r += 1
         coord = line_row(ctx, ws, r, "A", line)
-        # the verdict is the plan's code, unless a typed input breaks a rule (inference_ledger.workbook.checks)
-        if line.name == "verdict":
-            formula, _ = plan.render(line, named)
-            ctx.formula(ws, coord, where(eq(Sym("checks_pass"), 1), Sym(formula[1:]), verdict.VERDICT_INVALID),
-                        ctx.verdict_code, style.FORMULA)
+        if line.name == "verdict":   # the plan's code, unless a typed input breaks a rule (inference_ledger.workbook.checks)
+            ctx.formula(ws, coord, where(eq(ctx.name("checks_pass", ctx.checks_pass), 1),
+                                         line_expression(ctx, line, named), verdict.VERDICT_INVALID), style.FORMULA)
             verdict_rules(ws, coord, coord)
         elif line.unit == "1/0":   # pass/fail colours only on pass/fail cells (a code is neither)
             flag_rules(ws, coord, coord)
@@ -258,15 +257,13 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         value = py_value(ctx.values[name])
         fmt = quantity_format(name, q.unit, value)
         if is_bill(name):   # a plan that does not start has no bill: the verdict's words instead
-            ctx.formula(ws, f"{L(1)}{r}", bill(Sym(named("verdict")), Sym(named(name))),
-                        bill(ctx.verdict_code, value), style.FORMULA, fmt)
+            ctx.formula(ws, f"{L(1)}{r}", bill(verdict_code(ctx), ctx.quantity(name)), style.FORMULA, fmt)
         else:
-            ctx.formula(ws, f"{L(1)}{r}", Sym(named(name)), value, style.FORMULA, fmt)
+            ctx.formula(ws, f"{L(1)}{r}", ctx.quantity(name), style.FORMULA, fmt)
         ctx.put(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:
-            ctx.formula(ws, f"{L(3)}{r}", also[0](Sym(f"{L(1)}{r}")), py_value(also[0](ctx.values[name])), style.FORMULA,
-                        style.number_format(also[1]))
+            ctx.formula(ws, f"{L(3)}{r}", also[0](ctx.at(ws, f"{L(1)}{r}")), style.FORMULA, style.number_format(also[1]))
         ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))
     return r

@@ -16,10 +16,11 @@ from openpyxl.worksheet.properties import Outline
 
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core.expr import Sym
+from inference_ledger.core.refs import cell
+from inference_ledger.core.expr import NOVALUE
 
 from . import style
-from .cells import (SELECTOR_NAMES, bars, bill, billed, flag_rules, list_validation, named, py_value,
+from .cells import (SELECTOR_NAMES, bars, bill, billed, flag_rules, line_expression, list_validation, py_value,
                     quantity_format, shown, verdict_rules)
 from .context import Ctx
 from .scenarios import Scenario
@@ -158,7 +159,7 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
         dv = list_validation(ctx.tables[sheet], label)
         ws.add_data_validation(dv)
         dv.add(f"{sel_cols[sel]}{FIRST}:{sel_cols[sel]}{room}")
-    verdict_rules(ws, f"B{FIRST}:B{room}", f"${cols['verdict']}{FIRST}")
+    verdict_rules(ws, f"B{FIRST}:B{room}", cell(f"{cols['verdict']}{FIRST}", fix="col"))
     for name in [l.name for l in plan.LINES if l.ledger == "fit" and l.unit == "1/0" and l.name in cols]:
         col = cols[name]
         flag_rules(ws, f"{col}{FIRST}:{col}{room}", f"{col}{FIRST}")
@@ -172,30 +173,28 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
 def _scenario_row(ctx: Ctx, ws, r: int, sc: Scenario, choice, inputs, own, cols, sel_cols, set_by_rows) -> None:
     """One scenario: its choices and own inputs typed, the rest lookups or the Plan's, every line a formula."""
     vals = plan.evaluate(inputs)
-    ref = lambda n: f"${cols[n]}{r}"  # noqa: E731
-    key_refs = {sel: f"${col}{r}" for sel, col in sel_cols.items()}
-    key_refs |= {n: ref(n) for n in ("tp", "ep") if n in cols}  # the Kernels sheet's key reads the row's layout
+    ref = lambda n: ctx.at(ws, f"{cols[n]}{r}", fix="col")  # noqa: E731
     ctx.put(ws, f"A{r}", sc.label, style.INPUT)
-    ctx.formula(ws, f"B{r}", verdict.words(Sym(ref("verdict"))), verdict.words_of(vals["verdict"]), style.FORMULA)
     for sel, col in sel_cols.items():
         ctx.put(ws, f"{col}{r}", choice[sel], style.INPUT)
+    key_refs = {sel: ctx.at(ws, f"{col}{r}", fix="col") for sel, col in sel_cols.items()}
+    key_refs |= {n: ref(n) for n in ("tp", "ep") if n in cols}  # the Kernels sheet's key reads the row's layout
     for inp in [i for i in plan.INPUTS if i.name in cols]:
         coord = f"{cols[inp.name]}{r}"
         fmt = quantity_format(inp.name, inp.unit, inputs[inp.name])
         lk = lookup(inp.name, ctx.tables, key_refs, choice)
         if inp.name in own or inp.name in set_by_rows:  # the row's own value (another row's column: the Plan's)
             ctx.put(ws, coord, inputs[inp.name], style.INPUT, fmt)
-        elif lk is not None:
-            ctx.formula(ws, coord, lk[0], inputs[inp.name], style.LOOKUP, fmt)
+        elif lk is not None:   # a Kernels row's value: the resolver's (the row's inputs)
+            found = lk[0] if lk[0].value is not NOVALUE else lk[0].at(inputs[inp.name])
+            ctx.formula(ws, coord, found, style.LOOKUP, fmt)
         else:
-            ctx.formula(ws, coord, Sym(named(inp.name)), inputs[inp.name], style.FORMULA, fmt)
-    code = Sym(ref("verdict"))
-    for line in [l for l in plan.LINES if l.name in cols]:
-        formula, _ = plan.render(line, ref)
-        v = py_value(vals[line.name])
-        fmt = quantity_format(line.name, line.unit, v)
+            ctx.formula(ws, coord, ctx.quantity(inp.name), style.FORMULA, fmt)
+    # the verdict first: every bill of the row reads it
+    for line in sorted((l for l in plan.LINES if l.name in cols), key=lambda l: l.name != "verdict"):
+        expr = line_expression(ctx, line, ref, vals)
+        fmt = quantity_format(line.name, line.unit, py_value(vals[line.name]))
         if line.name in billed(cols):   # a row that does not start has no bill: the verdict's words instead
-            ctx.formula(ws, f"{cols[line.name]}{r}", bill(code, Sym(formula[1:])), bill(vals["verdict"], v),
-                        style.FORMULA, fmt)
-        else:
-            ctx.formula(ws, f"{cols[line.name]}{r}", formula, v, style.FORMULA, fmt)
+            expr = bill(ref("verdict"), expr)
+        ctx.formula(ws, f"{cols[line.name]}{r}", expr, style.FORMULA, fmt)
+    ctx.formula(ws, f"B{r}", verdict.words(ref("verdict")), style.FORMULA)

@@ -21,21 +21,21 @@ from typing import Any
 from openpyxl.chart import BarChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance_forecast
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import Sym, abs_
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import abs_
+from inference_ledger.core.refs import index, match
 
 from . import style
-from .context import Ctx, xname
+from .cells import line_expression
+from .context import Ctx
 
 SHEET = "Sensitivity"
-KEY_INPUTS = ("bw_efficiency", "output_tokens", "input_tokens", "concurrency", "price_per_gpu_hour", "utilization",
-              "growth")
-STEP = 0.2
+#: The key inputs, the step and the outputs (the library's: plan --json has the same grid).
+KEY_INPUTS, STEP = finance_forecast.SENSITIVITY_INPUTS, finance_forecast.SENSITIVITY_STEP
 #: (key, label, unit) of the outputs; the first and the last get a tornado chart.
-OUTPUTS = (("best_cost_per_million_output_tokens", "Cheapest $/Mtok", "$/Mtok"),
-           ("gpus_for_qps", "GPUs for the target QPS", "GPUs"),
-           ("gpus_at_horizon", "GPUs needed in the last forecast month", "GPUs"))
+OUTPUTS = finance_forecast.SENSITIVITY_OUTPUTS
 TORNADO = ("best_cost_per_million_output_tokens", "gpus_at_horizon")
 FIRST_CASE_COL = 4  # D; C holds the base case
 
@@ -59,23 +59,10 @@ def grid_lines() -> list[str]:
             if any(plan.depends_on(n, k) for k in KEY_INPUTS)]
 
 
-def horizon_gpus(target_qps, growth, months, headroom, qps_per_replica, gpus_per_replica):
-    """GPUs needed in the last month of the forecast (the Forecast sheet's formula, at its last month)."""
-    return finance.gpus_for_load(finance.grown(target_qps, growth, months), headroom, qps_per_replica,
-                                 gpus_per_replica)
-
-
 def case_values(values: dict, name: str, factor: float, months: int) -> dict[str, Any]:
-    """The outputs with one input multiplied by factor (the plan re-evaluated in Python)."""
-    inputs = {i.name: values[i.name] for i in plan.INPUTS}
-    inputs[name] = values[name] * factor
-    v = plan.evaluate(inputs, validate=False)
-    out = {k: _num(v[k]) for k, _l, _u in OUTPUTS if k in v}
-    out["gpus_at_horizon"] = _num(horizon_gpus(v["target_qps"], v["growth"], months, v["headroom_target"],
-                                               v["qps_per_replica"], v["gpus_per_replica"]))
-    out["moved"] = inputs[name]
-    out["lines"] = {n: _num(v[n]) for n in grid_lines()}
-    return out
+    """The plan's lines with one input multiplied by factor (inference_ledger.finance_forecast.sensitivity_case)."""
+    v = finance_forecast.sensitivity_case(values, plan.evaluate, [i.name for i in plan.INPUTS], name, factor)
+    return {"lines": {n: _num(v[n]) for n in grid_lines()}}
 
 
 def _num(v):
@@ -110,60 +97,60 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"A{row_of[name]}", q.label)
         ctx.put(ws, f"B{row_of[name]}", style.shown_as(q.unit), style.NOTE)
         v = _num(ctx.values[name])
-        ctx.formula(ws, f"C{row_of[name]}", Sym(xname(name)), v, style.FORMULA, style.number_format(q.unit, v))
+        ctx.formula(ws, f"C{row_of[name]}", ctx.quantity(name), style.FORMULA, style.number_format(q.unit, v))
     ctx.put(ws, f"A{out_row[OUTPUTS[0][0]] - 1}", "Outputs", style.SECTION)
-    base = {k: _num(ctx.values[k]) for k, _l, _u in OUTPUTS if k in ctx.values}
-    base["gpus_at_horizon"] = _num(horizon_gpus(*(ctx.values[k] for k in ("target_qps", "growth")), n,
-                                                *(ctx.values[k] for k in ("headroom_target", "qps_per_replica",
-                                                                           "gpus_per_replica"))))
+    months = ctx.name("forecast_months", n)
     for k, label, unit in OUTPUTS:
         ctx.put(ws, f"A{out_row[k]}", label)
         ctx.put(ws, f"B{out_row[k]}", style.shown_as(unit), style.NOTE)
-        expr = _output(k, lambda q: Sym(xname(q)))
-        ctx.formula(ws, f"C{out_row[k]}", expr, base[k], style.FORMULA, style.number_format(unit))
-    results: dict[tuple[str, int], dict] = {}
+        ctx.formula(ws, f"C{out_row[k]}", _output(k, ctx.quantity, months), style.FORMULA, style.number_format(unit))
     for j, (name, sign) in enumerate(cases):
         c = get_column_letter(FIRST_CASE_COL + j)
         ws.column_dimensions[c].width = 13
         label = f"{plan.INPUT_BY_NAME[name].label} {'-' if sign < 0 else '+'}step"
         ctx.put(ws, f"{c}{head}", label, style.HEADER)
         vals = case_values(ctx.values, name, 1 + sign * STEP, n)
-        results[(name, sign)] = vals
-        step = Sym("sensitivity_step")
+        step = ctx.name("sensitivity_step")
         unit = plan.INPUT_BY_NAME[name].unit
-        ctx.formula(ws, f"{c}{moved_row}", Sym(xname(name)) * (1 + step if sign > 0 else 1 - step), vals["moved"],
+        ctx.formula(ws, f"{c}{moved_row}", ctx.quantity(name) * (1 + step if sign > 0 else 1 - step),
                     style.FORMULA, style.number_format(unit))
         own = {ln for ln in lines if plan.depends_on(ln, name)}
 
-        def ref(q: str, c=c, own=own, name=name) -> str:
+        def ref(q: str, c=c, own=own, name=name) -> Sym:
             if q == name:
-                return f"{c}{moved_row}"
-            return f"{c}{row_of[q]}" if q in own else xname(q)
+                return ctx.at(ws, f"{c}{moved_row}")
+            return ctx.at(ws, f"{c}{row_of[q]}") if q in own else ctx.quantity(q)
 
-        for ln in lines:
+        for ln in lines:   # in evaluation order: a line reads the case's lines above it
             coord = f"{c}{row_of[ln]}"
             if ln in own:
-                formula, _ = plan.render(ln, ref)
-                v = vals["lines"][ln]
-                ctx.formula(ws, coord, formula, v, style.FORMULA, style.number_format(plan.LINE_BY_NAME[ln].unit, v))
+                v = vals["lines"][ln]   # the plan with the input moved
+                ctx.formula(ws, coord, line_expression(ctx, ln, ref, vals["lines"]), style.FORMULA,
+                            style.number_format(plan.LINE_BY_NAME[ln].unit, v))
         for k, _label, unit in OUTPUTS:
-            ctx.formula(ws, f"{c}{out_row[k]}", _output(k, lambda q: Sym(ref(q))), vals[k], style.FORMULA,
-                        style.number_format(unit))
+            ctx.formula(ws, f"{c}{out_row[k]}", _output(k, ref, months), style.FORMULA, style.number_format(unit))
     r = max(out_row.values()) + 3
     for k, label, unit in OUTPUTS:
         if k in TORNADO:
-            r = _tornado(ctx, ws, r, k, label, unit, out_row[k], base[k], results) + 3
+            r = _tornado(ctx, ws, r, k, label, unit, out_row[k]) + 3
 
 
-def _output(key: str, ref) -> Sym:
-    """An output's formula with quantities from ref (a name -> Sym)."""
-    if key == "gpus_at_horizon":
-        return horizon_gpus(ref("target_qps"), ref("growth"), Sym("forecast_months"), ref("headroom_target"),
-                            ref("qps_per_replica"), ref("gpus_per_replica"))
-    return ref(key)
+class _ByName:
+    """A reference function as a mapping (the formula side of finance_forecast.sensitivity_outputs)."""
+
+    def __init__(self, ref):
+        self._ref = ref
+
+    def __getitem__(self, name: str) -> Sym:
+        return self._ref(name)
 
 
-def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int, base: float, results) -> int:
+def _output(key: str, ref, months: Sym) -> Sym:
+    """An output's formula with quantities from ref (a name -> Sym): the library's outputs of the grid."""
+    return finance_forecast.sensitivity_outputs(_ByName(ref), months)[key]
+
+
+def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int) -> int:
     """Swings of one output, their rank, the sorted table and the tornado chart; returns the last row used."""
     ctx.put(ws, f"A{r}", f"Swings: {label}", style.SECTION)
     r += 1
@@ -172,43 +159,36 @@ def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int
     first = r + 1
     last = first + len(KEY_INPUTS) - 1
     fmt = style.number_format(unit)
-    swings = []
     for i, name in enumerate(KEY_INPUTS):
         rr = first + i
         lo_col = get_column_letter(FIRST_CASE_COL + 2 * i)
         hi_col = get_column_letter(FIRST_CASE_COL + 2 * i + 1)
-        lo, hi = results[(name, -1)][key], results[(name, 1)][key]
         ctx.put(ws, f"A{rr}", plan.INPUT_BY_NAME[name].label)
-        ctx.formula(ws, f"B{rr}", Sym(f"{lo_col}{out_row}"), lo, style.FORMULA, fmt)
-        ctx.formula(ws, f"C{rr}", Sym(f"{hi_col}{out_row}"), hi, style.FORMULA, fmt)
-        ctx.formula(ws, f"D{rr}", abs_(Sym(f"C{rr}") - Sym(f"B{rr}")), abs(hi - lo), style.FORMULA, fmt)
-        swings.append(abs(hi - lo))
-    ranks = []
+        ctx.formula(ws, f"B{rr}", ctx.at(ws, f"{lo_col}{out_row}"), style.FORMULA, fmt)
+        ctx.formula(ws, f"C{rr}", ctx.at(ws, f"{hi_col}{out_row}"), style.FORMULA, fmt)
+        ctx.formula(ws, f"D{rr}", abs_(ctx.at(ws, f"C{rr}") - ctx.at(ws, f"B{rr}")), style.FORMULA, fmt)
     for i in range(len(KEY_INPUTS)):
         rr = first + i
-        rank = sum(s > swings[i] for s in swings) + sum(s == swings[i] for s in swings[:i + 1])
-        ranks.append(rank)
-        expr = Sym(f"SUMPRODUCT(($D${first}:$D${last}>D{rr})*1)+SUMPRODUCT(($D${first}:D{rr}=D{rr})*1)")
-        ctx.formula(ws, f"E{rr}", expr, rank, style.FORMULA, "0")
+        # the rank: swings above this one, plus the equal ones up to it (ties in sheet order)
+        rank = finance_forecast.swing_rank(ctx.span(ws, f"D{first}", f"D{last}", fix="both"),
+                                  ctx.span(ws, f"D{first}", f"D{rr}", fix="both", fix_last=""), ctx.at(ws, f"D{rr}"))
+        ctx.formula(ws, f"E{rr}", rank, style.FORMULA, "0")
     # sorted for the chart: largest swing first (rank k found with INDEX/MATCH)
     r = last + 2
     for k, h in enumerate(("Input (sorted by swing)", "Change at -step", "Change at +step", "Rank")):
         ctx.put(ws, f"{get_column_letter(1 + k)}{r}", h, style.HEADER)
     top = r
     ctx.put(ws, f"E{r}", "Base", style.HEADER)
-    ctx.formula(ws, f"F{r}", Sym(f"C{out_row}"), base, style.FORMULA, fmt)
-    base_ref = f"$F${top}"
+    ctx.formula(ws, f"F{r}", ctx.at(ws, f"C{out_row}"), style.FORMULA, fmt)
+    base = ctx.at(ws, f"F{top}", fix="both")
+    col = lambda c: ctx.span(ws, f"{c}{first}", f"{c}{last}", fix="both")  # noqa: E731
     for k in range(1, len(KEY_INPUTS) + 1):
         r += 1
-        i = ranks.index(k)
-        name = KEY_INPUTS[i]
         ctx.put(ws, f"D{r}", k, style.CONSTANT, "0")
-        pos = f"MATCH($D{r},$E${first}:$E${last},0)"
-        ctx.formula(ws, f"A{r}", Sym(f"INDEX($A${first}:$A${last},{pos})"), plan.INPUT_BY_NAME[name].label, style.FORMULA)
-        ctx.formula(ws, f"B{r}", Sym(f"INDEX($B${first}:$B${last},{pos})-{base_ref}"),
-                    results[(name, -1)][key] - base, style.FORMULA, fmt)
-        ctx.formula(ws, f"C{r}", Sym(f"INDEX($C${first}:$C${last},{pos})-{base_ref}"),
-                    results[(name, 1)][key] - base, style.FORMULA, fmt)
+        pos = match(ctx.at(ws, f"D{r}", fix="col"), col("E"))
+        ctx.formula(ws, f"A{r}", index(col("A"), pos), style.FORMULA)
+        ctx.formula(ws, f"B{r}", index(col("B"), pos) - base, style.FORMULA, fmt)
+        ctx.formula(ws, f"C{r}", index(col("C"), pos) - base, style.FORMULA, fmt)
     chart = BarChart()
     chart.type, chart.grouping, chart.overlap = "bar", "clustered", 100
     chart.title = f"Tornado: {label}"

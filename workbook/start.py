@@ -5,7 +5,6 @@ from __future__ import annotations
 from openpyxl.styles import Font, PatternFill
 
 from inference_ledger.graph import verdict
-from inference_ledger.core.expr import Sym
 
 from . import style
 from .cells import section
@@ -85,7 +84,7 @@ def start_sheet(wb, ctx: Ctx) -> None:
     r += 2
     section(ctx, ws, f"A{r}", "Master check")
     r += 1
-    ctx.formula(ws, f"A{r}", Sym("master_check"), ctx.master_value, style.CHECK, style.PASS_FAIL)
+    ctx.formula(ws, f"A{r}", ctx.name("master_check", ctx.master_value), style.CHECK, style.PASS_FAIL)
     ctx.put(ws, f"B{r}", "pass (1) when every check on the Checks sheet passes and the verdict is \"fits, meets "
             "targets\", FAIL (0) otherwise.")
     for row in range(4, r + 1):

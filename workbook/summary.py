@@ -19,18 +19,20 @@ from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 
+from inference_ledger.formulas import finance_forecast, serving
 from inference_ledger.graph import plan, summary, verdict
-from inference_ledger.formulas import serving
-from inference_ledger.core.expr import Sym, ceil, concat, eq, ge, where
+from inference_ledger.core.refs import reference
+from inference_ledger.core.expr import NOVALUE, Sym
+from inference_ledger.core.sheetfuncs import ceil, concat, eq, gt, where
+from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
 
 from . import style
-from .cells import bill, fit_rows, header, named, py_value, section, verdict_rules, verdict_words
-from .checks import check_rows
+from .cells import bill, fit_rows, header, named, section, verdict_code, verdict_rules, verdict_words
 from .context import Ctx
 from .load_chart import X_RANGE
 from .printing import chart_box, last_row_under
-from .tco import CHEAPEST, SHEET as TCO, scenario_columns
+from .tco import SHEET as TCO, scenario_columns
 
 SHEET = "Summary"
 #: Rows of the failing checks the sheet lists (the rest are counted).
@@ -42,10 +44,15 @@ DATA_COL = 16  # P
 
 
 class _Refs(dict):
-    """Every name as a Sym of its defined name (the workbook side of a summary sentence)."""
+    """Every name as a reference to its defined name, carrying the value it holds (the workbook side of a summary
+    sentence; ``quantities``: the plan's values and the choice, for a name not written yet)."""
+
+    def __init__(self, ctx: Ctx, quantities: dict[str, Any]):
+        super().__init__()
+        self._ctx, self._q = ctx, quantities
 
     def __missing__(self, key: str) -> Sym:
-        return Sym(named(key))
+        return self._ctx.name(named(key), self._q.get(key, NOVALUE))
 
 
 def quantities(ctx: Ctx) -> dict[str, Any]:
@@ -55,8 +62,8 @@ def quantities(ctx: Ctx) -> dict[str, Any]:
         "kv_dtype": ctx.choice["kv_dtype"], "engine": ctx.choice["engine"]})
 
 
-def _wide(ctx: Ctx, ws, r: int, expr, value, cols: str = "B{r}:E{r}", st: str = style.ANSWER):
-    c = ctx.formula(ws, f"B{r}", expr, value, st)
+def _wide(ctx: Ctx, ws, r: int, expr, cols: str = "B{r}:E{r}", st: str = style.ANSWER):
+    c = ctx.formula(ws, f"B{r}", expr, st)
     c.alignment = Alignment(wrap_text=True, vertical="top")
     ws.merge_cells(cols.format(r=r))
     return c
@@ -67,15 +74,16 @@ def summary_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A3", "The plan's answer on one page; every number is a live formula over the Plan sheet's inputs "
             "(change them there). The Start sheet explains the workbook; each sheet links back here.", style.NOTE)
     ws.merge_cells("A3:L3")
-    q, refs, cur = quantities(ctx), _Refs(), ctx.currency_symbol
+    q, cur = quantities(ctx), ctx.currency_symbol
+    refs = _Refs(ctx, q)
     r = 5
     section(ctx, ws, f"B{r}", "The answer")
     for key, label, _ in summary.SENTENCES:
         r += 1
-        _wide(ctx, ws, r, summary.sentence(key, refs, cur), summary.sentence(key, q, cur))
+        _wide(ctx, ws, r, summary.sentence(key, refs, cur))
     r = _alternative(ctx, wb, ws, r + 1)
-    r = _key_numbers(ctx, ws, r + 2)
-    r = _failures(ctx, ws, r + 2)
+    r, verdict_cell = _key_numbers(ctx, ws, r + 2)
+    r = _failures(ctx, ws, r + 2, verdict_cell)
     last = r
     _cost_chart(ctx, wb, ws)
     _load_chart(ctx, wb, ws)
@@ -88,34 +96,25 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
     """The cheapest Scenarios row that meets the targets (TCO's comparison), in a sentence."""
     if TCO not in wb.sheetnames or "scenario_cheapest" not in ctx.names:
         return r - 1
-    label_ref = Sym(f"IFERROR(INDEX(scenario_labels,MATCH(\"{CHEAPEST}\",scenario_cheapest,0)),\"\")")
-    cost_ref = Sym("MIN(scenario_meets_cost)")
-    t = wb[TCO]
-    label, cost = "", None
-    for row in t.iter_rows(min_col=1, max_col=6):
-        if row[5].value is not None and ctx.cached.get((TCO, row[5].coordinate)) == CHEAPEST:
-            label = ctx.cached[(TCO, row[0].coordinate)]
-            cost = ctx.cached[(TCO, row[4].coordinate)]
+    label = finance_forecast.cheapest_of(ctx.name("scenario_labels"), ctx.name("scenario_cheapest"))
     ctx.put(ws, f"T{r}", "Cheapest scenario that meets the targets", style.NOTE)
-    ctx.formula(ws, f"U{r}", label_ref, label, style.FORMULA)
-    ctx.formula(ws, f"V{r}", cost_ref, cost if cost is not None else 0, style.FORMULA, style.number_format("$/month"))
-    expr = summary.alternative(Sym(f"U{r}"), Sym(f"V{r}"), ctx.currency_symbol)
-    _wide(ctx, ws, r, expr, summary.alternative(label, cost or 0, ctx.currency_symbol))
+    ctx.formula(ws, f"U{r}", label, style.FORMULA)
+    ctx.formula(ws, f"V{r}", min_of(ctx.name("scenario_meets_cost")), style.FORMULA, style.number_format("$/month"))
+    _wide(ctx, ws, r, summary.alternative(ctx.at(ws, f"U{r}"), ctx.at(ws, f"V{r}"), ctx.currency_symbol))
     return r
 
 
 def _status(ws, coord: str, ok: str) -> None:
     """Pass/fail colours on a status cell, from a 1/0 condition."""
-    for cond, c in ((f"{ok}=1", style.GREEN), (f"{ok}=0", style.RED)):
-        ws.conditional_formatting.add(coord, FormulaRule(formula=[cond], fill=PatternFill("solid", fgColor=c[0],
+    for cond, c in ((eq(reference(ok), 1), style.GREEN), (eq(reference(ok), 0), style.RED)):
+        ws.conditional_formatting.add(coord, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                            bgColor=c[0]),
                                                          font=Font(color=c[1], bold=True)))
 
 
-def _key_numbers(ctx: Ctx, ws, r: int) -> int:
+def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
     v = {**ctx.inputs, **ctx.values}
-    n = lambda k: Sym(named(k))  # noqa: E731
-    val = lambda k: py_value(v[k])  # noqa: E731
+    n = ctx.quantity
     section(ctx, ws, f"B{r}", "Key numbers")
     r += 1
     header(ctx, ws, r, 2, ["Quantity", "Plan", "Target or also", "Status"])
@@ -127,33 +126,33 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
         ctx.put(ws, f"B{r}", label)
         for col, item, f in (("C", value, vfmt), ("D", also, afmt)):
             if item is not None:
-                ctx.formula(ws, f"{col}{r}", item[0], item[1], style.FORMULA, f)
+                ctx.formula(ws, f"{col}{r}", item, style.FORMULA, f)
                 ws[f"{col}{r}"].alignment = Alignment(horizontal="right", vertical="top")
         if status is not None:
-            ctx.formula(ws, f"E{r}", status[0], status[1], style.FORMULA)
+            ctx.formula(ws, f"E{r}", status, style.FORMULA)
             if ok is not None:
                 _status(ws, f"E{r}", ok)
 
     def line(k, transform=None):
-        return (n(k), val(k)) if transform is None else (transform(n(k)), transform(val(k)))
+        return n(k) if transform is None else transform(n(k))
 
-    def unless_unfit(k, expr=None, value=None):   # a bill: the verdict's words when the plan does not start
-        e, x = (n(k), val(k)) if expr is None else (expr, value)
-        return bill(n("verdict"), e), bill(ctx.verdict_code, x)
+    def unless_unfit(k, expr=None):   # a bill: the verdict's words when the plan does not start
+        return bill(verdict_code(ctx), n(k) if expr is None else expr)
 
     r += 1
     ctx.put(ws, f"B{r}", "Verdict")
-    ctx.formula(ws, f"C{r}", *verdict_words(ctx), style.FORMULA)
+    verdict_cell = f"C{r}"
+    ctx.formula(ws, f"C{r}", verdict_words(ctx), style.FORMULA)
     ws.merge_cells(f"C{r}:E{r}")
     verdict_rules(ws, f"C{r}:E{r}", named("verdict"))
-    words = lambda ok_name, yes, no: (where(eq(n(ok_name), 1), yes, no), yes if val(ok_name) == 1 else no)  # noqa
+    words = lambda ok_name, yes, no: where(eq(n(ok_name), 1), yes, no)  # noqa: E731
     row("Memory per GPU (planned / usable)", line("total_bytes_per_gpu"), fmt("B"), line("usable_bytes_per_gpu"),
         fmt("B"), words("fits", "fits", "does not fit"), named("fits"))
     row("Headroom per GPU", line("headroom_bytes_per_gpu"), fmt("B"))
     row("GPUs for the target QPS / replicas", unless_unfit("gpus_for_qps"), "#,##0",
         unless_unfit("replicas_for_qps"), "#,##0")
-    servers = ceil(n("gpus_for_qps") / n("gpus_per_server")), ceil(val("gpus_for_qps") / val("gpus_per_server"))
-    row("Servers / GPUs per server", unless_unfit("", *servers), "#,##0", line("gpus_per_server"), "#,##0")
+    servers = ceil(n("gpus_for_qps") / n("gpus_per_server"))
+    row("Servers / GPUs per server", unless_unfit("", servers), "#,##0", line("gpus_per_server"), "#,##0")
     row("Monthly cost: on demand / owned", unless_unfit("monthly_cost_qps"), fmt("$/month"),
         unless_unfit("owned_monthly_cost_qps"), fmt("$/month"))
     if "gpus_for_qps_low" in v:  # the error bands (inference_ledger/graph/band_lines.py): low / high
@@ -179,29 +178,44 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> int:
             line("tpot_seconds_high", lambda x: x * MS_PER_S), fmt("ms"))
     r += 1
     ctx.put(ws, f"B{r}", "What limits a replica")
-    ctx.formula(ws, f"C{r}", serving.limit_words(n("binding_limit")), serving.limit_words(val("binding_limit")))
+    ctx.formula(ws, f"C{r}", serving.limit_words(n("binding_limit")))
     ws.merge_cells(f"C{r}:E{r}")
-    return r
+    return r, verdict_cell
 
 
-def _failures(ctx: Ctx, ws, r: int) -> int:
-    """Every counted check that fails, in words (the Checks sheet numbers its failures)."""
+#: The failures section's sentence when the master check passes.
+NO_FAILURE = "None: every check on the Checks sheet passes."
+#: ... when no check fails but the verdict is not "fits, meets targets" (the master check's other half).
+VERDICT_ONLY = "No check fails; master check 0 as the verdict is: "
+#: ... when no counted check fails but an input breaks a range or choice rule.
+RULE_ONLY = "A rule is broken: "
+
+
+def failures_sentence(master, checks_pass, failing, rule_broken, verdict_words):
+    """The failures section's sentence from the cells the master check reads: the master check, the rules, the
+    count of failing checks, the first broken rule and the verdict in words (numbers and texts, or references to
+    render it)."""
+    return where(eq(master, 1), NO_FAILURE,
+                 where(gt(failing, 0), concat(summary.count(failing), " checks fail (Checks sheet):"),
+                       where(eq(checks_pass, 0), concat(RULE_ONLY, rule_broken, "."),
+                             concat(VERDICT_ONLY, verdict_words, "."))))
+
+
+def _failures(ctx: Ctx, ws, r: int, verdict_cell: str) -> int:
+    """Every counted check that fails, in words (the Checks sheet numbers its failures), under a sentence that reads
+    the same cells as the master check (a plan that does not fit never reads "None")."""
     section(ctx, ws, f"B{r}", "Checks that fail")
-    failing = [label for group, label, _d, _f, value in check_rows(ctx)
-               if not group.startswith("Findings") and value == 0]
     r += 1
     if "check_failure_no" not in ctx.names:
         return r
-    none = "None: every check on the Checks sheet passes."
-    count = Sym("COUNT(check_failure_no)")
-    ctx.formula(ws, f"B{r}", where(eq(count, 0), none, concat(summary.count(count), " checks fail (Checks sheet):")),
-                none if not failing else f"{len(failing):,} checks fail (Checks sheet):")
+    failures = ctx.name("check_failure_no")
+    ctx.formula(ws, f"B{r}", failures_sentence(ctx.name("master_check"), ctx.name("checks_pass"), count_of(failures),
+                                               ctx.name("rule_broken"), ctx.at(ws, verdict_cell)))
     ws.merge_cells(f"B{r}:E{r}")
     for k in range(1, FAILURES_SHOWN + 1):
         r += 1
         ctx.put(ws, f"A{r}", k, style.NOTE, '0"."')
-        expr = Sym(f'IFERROR(INDEX(check_labels,MATCH(A{r},check_failure_no,0)),"")')
-        _wide(ctx, ws, r, expr, failing[k - 1] if k <= len(failing) else "")
+        _wide(ctx, ws, r, iferror(index(ctx.name("check_labels"), match(ctx.at(ws, f"A{r}"), failures)), ""))
     return r
 
 
@@ -217,16 +231,12 @@ def _cost_chart(ctx: Ctx, wb, ws) -> None:
     r = top + 1
     for sr in rows:
         r += 1
-        ref = lambda k, sr=sr: Sym(f"Scenarios!${cols[k]}{sr}")  # noqa: E731
-        got = lambda k, sr=sr: ctx.cached.get(("Scenarios", f"{cols[k]}{sr}"))  # noqa: E731
-        label = wb["Scenarios"][f"A{sr}"].value
+        ref = lambda k, sr=sr: ctx.at("Scenarios", f"{cols[k]}{sr}", fix="col", qualified=True)  # noqa: E731
         unfit = eq(ref("verdict"), verdict.DOES_NOT_FIT)
-        unfit_v = got("verdict") == verdict.DOES_NOT_FIT
-        ctx.formula(ws, f"{c(0)}{r}", where(unfit, concat(Sym(f"Scenarios!$A{sr}"), ": does not fit"),
-                                            Sym(f"Scenarios!$A{sr}")),
-                    f"{label}: does not fit" if unfit_v else label)
-        ctx.formula(ws, f"{c(1)}{r}", where(unfit, 0, ref("monthly_cost_qps")), 0 if unfit_v else got("monthly_cost_qps"),
-                    style.FORMULA, style.number_format("$/month"))
+        label = ctx.at("Scenarios", f"A{sr}", fix="col", qualified=True)
+        ctx.formula(ws, f"{c(0)}{r}", where(unfit, concat(label, ": does not fit"), label))
+        ctx.formula(ws, f"{c(1)}{r}", where(unfit, 0, ref("monthly_cost_qps")), style.FORMULA,
+                    style.number_format("$/month"))
     ch = BarChart()
     ch.type = "bar"
     ch.title = "Monthly cost by scenario (target QPS, on demand)"

@@ -33,10 +33,11 @@ import numpy as np
 from inference_ledger import __version__
 from inference_ledger.graph import plan, verdict
 from inference_ledger.core.args import LedgerInputError
+from inference_ledger.core.refs import ROW_MARK, absolute, name as defined_name, template_cell
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.files import check_name, write_with
-from inference_ledger.graph.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec,  # noqa: F401
-                                          Table, build_sweep, columns, evaluate_block, family_candidates)
+from inference_ledger.graph.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_WORDS, Column, SweepSpec, Table,  # noqa: F401
+                                    build_sweep, columns, evaluate_block, family_candidates)
 from inference_ledger.core.units import CONSTANTS
 
 from .cells import bill, billed, build_date
@@ -85,7 +86,7 @@ BUILTIN_FORMATS = {"General": 0, "0": 1, "0.00": 2, "#,##0": 3, "#,##0.00": 4, "
 _NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 _NS_R = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
 _XML = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-_ROW_MARK = "\x00"   # stands for the row number inside a rendered formula
+_ROW_MARK = ROW_MARK   # stands for the row number inside a rendered formula
 
 
 def format_ids(formats: list[str]) -> list[int]:
@@ -223,15 +224,16 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     col_of = {c.key: letters[j] for j, c in enumerate(cols)}
     fixed, cands = set(table.fixed), family_candidates(table)
 
-    def ref(name: str) -> str:
-        return name if name in fixed else f"${col_of[name]}{_ROW_MARK}"
+    def ref(name: str) -> Sym:
+        return defined_name(name) if name in fixed else template_cell(col_of[name])
 
-    formulas = {c.key: (verdict.words(Sym(ref("verdict"))).formula() if c.key == VERDICT_WORDS
-                        else plan.render_key(c.key, ref, cands))[1:] for c in cols if c.kind == "line"}
+    exprs = {c.key: (verdict.words(ref("verdict")) if c.key == VERDICT_WORDS else plan.key_expression(c.key, ref, cands))
+             for c in cols if c.kind == "line"}
     # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
     bills = billed([c.key for c in cols if c.kind == "line"])
     for key in bills:
-        formulas[key] = bill(Sym(ref("verdict")), Sym(formulas[key])).text
+        exprs[key] = bill(ref("verdict"), exprs[key])
+    formulas = {k: e.text for k, e in exprs.items()}
     formats = list(dict.fromkeys(number_format(c.unit) for c in cols))
     style = {c.key: (2 + formats.index(number_format(c.unit))) if c.kind != "label" else 0 for c in cols}
 
@@ -303,12 +305,12 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     for name, value in table.fixed.items():
         i = plan.INPUT_BY_NAME[name]
         inputs_rows.append([("t", i.label), ("n", value), ("t", i.unit), ("t", name)])
-        defined.append((name, f"Inputs!$B${len(inputs_rows)}"))
+        defined.append((name, absolute("Inputs", f"B{len(inputs_rows)}")))
     inputs_rows.append([])
     inputs_rows.append([("t", "Named constants", 1), ("t", "Value", 1), ("t", "Unit", 1), ("t", "Name", 1)])
     for k in CONSTANTS:
         inputs_rows.append([("t", k.doc), ("n", float(k)), ("t", k.unit), ("t", k.name)])
-        defined.append((k.name, f"Inputs!$B${len(inputs_rows)}"))
+        defined.append((k.name, absolute("Inputs", f"B{len(inputs_rows)}")))
 
     notes = [[("t", "Combinations that cannot run (not in the sheet)", 1), ("t", "Setting", 1), ("t", "Reason", 1),
               ("t", "Rows skipped", 1)]]
@@ -320,12 +322,12 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
               [], [("t", "Column", 1), ("t", "Name", 1), ("t", "Unit", 1), ("t", "Meaning", 1)]]
     notes += [[("t", c.header), ("t", c.key), ("t", c.unit), ("t", c.doc)] for c in cols if c.kind != "label"]
 
-    sheet_name = escape(sheets[0], {'"': "&quot;"})
     workbook_xml = (_XML + f'<workbook {_NS} {_NS_R}><bookViews><workbookView activeTab="0"/></bookViews><sheets>'
                     + "".join(f'<sheet name="{escape(s)}" sheetId="{k + 1}" r:id="rId{k + 1}"/>' for k, s in enumerate(sheets))
                     + '</sheets><definedNames>'
                     + f'<definedName name="_xlnm._FilterDatabase" localSheetId="0" hidden="1">'
-                      f"'{sheet_name}'!$A$1:${letters[-1]}${last_row}</definedName>"
+                      f"{escape(absolute(sheets[0], f'A1:{letters[-1]}{last_row}', always_quote=True), {chr(34): '&quot;'})}"
+                      "</definedName>"
                     + "".join(f'<definedName name="{n}">{t}</definedName>' for n, t in sorted(defined))
                     + "</definedNames>"
                     + ('<calcPr calcId="191029"/>' if cached else '<calcPr calcId="191029" fullCalcOnLoad="1"/>')

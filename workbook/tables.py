@@ -35,10 +35,15 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from openpyxl.utils import get_column_letter
+
 from inference_ledger.catalogs import catalog, engines
 from inference_ledger.formulas import kernels, ledger
 from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
-from inference_ledger.core.expr import Sym, eq, gt, maximum, or_, where
+from inference_ledger.core.expr import NA, NOVALUE, Sym
+from inference_ledger.core.sheetfuncs import concat, eq, literal, maximum, or_, where
+from inference_ledger.core.refs import cell, iferror, index, match, span
+from inference_ledger.core.refs import name as defined_name
 from inference_ledger.graph import resolve
 from inference_ledger.formulas.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
@@ -101,9 +106,34 @@ class Table:
             return self.formulas[field](lambda f: _py(getattr(row, f)))
         return cell_value(getattr(self.entry(key), field))
 
-    def index_match(self, key_ref: str, field: str | Sym) -> Sym:
-        col = f'"{field}"' if isinstance(field, str) else field.text
-        return Sym(f"INDEX({self.table},MATCH({key_ref},{self.ids},0),MATCH({col},{self.fields_name},0))")
+    def index_match(self, key_ref: str | Sym, field: str | Sym) -> Sym:
+        """INDEX(table, MATCH(key, ids), MATCH(field, fields)): one cell of the chosen row, carrying its value when the
+        key and the field carry theirs (an id not in the table: #N/A)."""
+        key = key_of(key_ref)
+        expr = index(defined_name(self.table), match(key, defined_name(self.ids)), match(field, defined_name(self.fields_name)))
+        k, f = key.value, field.value if isinstance(field, Sym) else field
+        if k is NOVALUE or f is NOVALUE:
+            return expr
+        try:
+            return expr.at(self.value(k, f) if f and self.has(f) else NA)
+        except KeyError:
+            return expr.at(NA)
+
+    def ids_expr(self) -> Sym:
+        """The ids column (its defined name), carrying the ids of the table's rows."""
+        return defined_name(self.ids, [e.id for e in self.rows])
+
+    def column_span(self, field: str, first: int, rows: int) -> Sym:
+        """One column of the table's sheet over its reserved rows ($C$7:$C$506), carrying the rows' values."""
+        col = get_column_letter(self.field_index(field) + 1)
+        vals = [cell_value(getattr(e, field)) for e in self.rows] + [None] * (rows - len(self.rows))
+        return span(cell(f"{col}{first}", sheet=self.sheet, fix="both"),
+                      cell(f"{col}{first + rows - 1}", fix="both"), vals)
+
+
+def key_of(ref: str | Sym) -> Sym:
+    """A chosen id's reference: a Sym as given, a defined name's text as its name."""
+    return ref if isinstance(ref, Sym) else defined_name(ref)
 
 
 def _py(v):
@@ -193,17 +223,20 @@ KERNEL_INPUTS = ("kernel_tables", *(n for op in kernels.OPS for n in kernels.op_
 KERNEL_PREFIX = "KERNEL"
 
 
-def kernel_key_formula(refs: dict[str, str]) -> Sym:
+def kernel_key_formula(refs: dict[str, str | Sym]) -> Sym:
     """model|gpu|tp|ep|weight dtype|KV dtype|engine, from the cells (or names) holding each choice."""
-    parts = [refs["model"], refs["gpu"], refs.get("tp", "tp"), refs.get("ep", "ep"), refs["weight_dtype"],
-             refs["kv_dtype"], refs["engine"]]
-    return Sym('&"|"&'.join(parts))
+    parts = [key_of(refs[k]) if k in refs else defined_name(k)
+             for k in ("model", "gpu", "tp", "ep", "weight_dtype", "kv_dtype", "engine")]
+    joined: list = []
+    for p in parts:
+        joined += ([] if not joined else ["|"]) + [p]
+    return concat(*joined)
 
 
-def kernel_lookup_formula(name: str, refs: dict[str, str]) -> Sym:
+def kernel_lookup_formula(name: str, refs: dict[str, str | Sym]) -> Sym:
     """The kernel input ``name`` of the chosen row, 0 where no row has the key (the roofline)."""
-    return Sym(f'IFERROR(INDEX({KERNEL_PREFIX}_TABLE,MATCH({kernel_key_formula(refs).text},{KERNEL_PREFIX}_IDS,0),'
-               f'MATCH("{name}",{KERNEL_PREFIX}_FIELDS,0)),0)')
+    return iferror(index(defined_name(f"{KERNEL_PREFIX}_TABLE"), match(kernel_key_formula(refs), defined_name(f"{KERNEL_PREFIX}_IDS")),
+                         match(name, defined_name(f"{KERNEL_PREFIX}_FIELDS"))), 0)
 
 
 def is_lookup(name: str, tables: dict[str, Table]) -> bool:
@@ -242,29 +275,30 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
     if src[0] == "field":
         _, sheet, key, field = src
         t = tables[sheet]
-        formula, value = t.index_match(keys[key], field), _py(t.value(choice[key], field))
+        value = _py(t.value(choice[key], field))
+        formula = t.index_match(keys[key], field)
         if field in MOE_PAD_FIELDS:  # the resolver's rule (resolve.with_engine): only MXFP4 MoE kernels pad experts
-            models = tables["Models"]
-            experts = models.index_match(keys["model"], "num_experts")
-            padded = Sym(f'"{resolve.MOE_PADDED_DTYPE}"')
-            formula = where(or_(eq(Sym(keys["weight_dtype"]), padded), eq(experts, Sym("0"))), formula, Sym("1"))
-            if choice["weight_dtype"] != resolve.MOE_PADDED_DTYPE and (models.value(choice["model"], "num_experts") or 0) > 0:
+            experts = tables["Models"].index_match(keys["model"], "num_experts")
+            mxfp4 = eq(key_of(keys["weight_dtype"]), literal(resolve.MOE_PADDED_DTYPE))
+            formula = where(or_(mxfp4, eq(experts, literal(0))), formula, literal(1))
+            if choice["weight_dtype"] != resolve.MOE_PADDED_DTYPE and (tables["Models"].value(choice["model"], "num_experts") or 0) > 0:
                 value = 1
-        return formula, value
+        return formula.at(value), value
     if src[0] == "dtype":
         key = src[1]
         if key is None:  # unquantized modules: BF16, or the weight format where it is wider (an FP32 checkpoint)
             wd = "weight_dtype"
+            value = max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element"))
             return (maximum(dtypes.index_match(keys[wd], "bytes_per_element"),
-                            dtypes.index_match(f'"{UNQUANTIZED_DTYPE}"', "bytes_per_element")),
-                    max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element")))
-        return dtypes.index_match(keys[key], "bytes_per_element"), dtypes.value(choice[key], "bytes_per_element")
+                            dtypes.index_match(literal(UNQUANTIZED_DTYPE), "bytes_per_element")).at(value), value)
+        value = dtypes.value(choice[key], "bytes_per_element")
+        return dtypes.index_match(keys[key], "bytes_per_element").at(value), value
     # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
     field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
     at_field = gpus.index_match(keys["gpu"], field_sym)
     fallback = gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)
-    formula = maximum(at_field, fallback)  # a blank unit reads as 0, so BF16 stands in (resolve.peak_flops)
     field = dtypes.value(choice["weight_dtype"], "compute_field")
     v = gpus.value(choice["gpu"], field) if field and gpus.has(field) else None
     value = max(v or 0, gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD))
+    formula = maximum(at_field, fallback).at(value)  # a blank unit reads as 0, so BF16 stands in (resolve.peak_flops)
     return formula, value

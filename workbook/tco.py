@@ -20,20 +20,22 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.formulas import finance
+from inference_ledger.formulas import finance, finance_forecast
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import Sym, and_, concat, eq, ge, where
+from inference_ledger.core.refs import cell, name as defined_name
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.sheetfuncs import concat, eq, ge, isnumber, one_zero, where
+from inference_ledger.core.refs import match
 from inference_ledger.core.units import VERDICT_MEETS
 from inference_ledger.graph.verdict import DOES_NOT_FIT
 
 from . import style
-from .calibration import _Names
-from .cells import bill, is_bill, named
+from .cells import bill, is_bill, verdict_code
 from .context import Ctx
 from .printing import chart_box, last_row_under
 
 SHEET = "TCO"
-CHEAPEST = "cheapest meeting the targets"
+CHEAPEST = finance_forecast.CHEAPEST
 #: Rows the cheapest-row test looks at: room for Scenarios rows copied down after the build.
 ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
@@ -43,12 +45,13 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
     t = ctx.tables["GPU costs"]
     has = any(e.id == ctx.choice["gpu"] for e in t.rows)
     public = int(has and t.entry(ctx.choice["gpu"]).price_public == 1)
+    gpu = defined_name("gpu_id", ctx.choice["gpu"])
     return [
         ("Integrity", "GPU is in the GPU costs catalog", "The chosen GPU has a server price and power row.",
-         Sym(f"IF(ISNUMBER(MATCH(gpu_id,{t.ids},0)),1,0)"), int(has)),
+         one_zero(isnumber(match(gpu, t.ids_expr()))), int(has)),
         ("Findings (not in the master check)", "Server price of the chosen GPU is a public figure",
          "0 = the GPU costs row has no public price (an estimate: see its price source); edit it or override it on Plan.",
-         Sym(f"IF({t.index_match('gpu_id', 'price_public').text}=1,1,0)"), public),
+         one_zero(eq(t.index_match(gpu, "price_public"), 1)), public),
     ]
 
 
@@ -110,30 +113,24 @@ def _sources(ctx: Ctx, ws, r: int) -> int:
     for label, hour, mtok in SOURCES:
         r += 1
         ctx.put(ws, f"A{r}", label)
-        v = _num(ctx.values[hour])
-        ctx.formula(ws, f"B{r}", Sym(hour), v, style.FORMULA, style.number_format("$/GPU-h"))
-        # $ per output token is a bill: a plan that does not start shows the verdict's words
-        # (inference_ledger.workbook.cells.bill)
-        code = Sym(named("verdict"))
+        ctx.formula(ws, f"B{r}", ctx.quantity(hour), style.FORMULA, style.number_format("$/GPU-h"))
+        # $ per output token is a bill: a plan that does not start shows the verdict's words (inference_ledger.workbook.cells.bill)
+        code = verdict_code(ctx)
         if mtok:
-            ctx.formula(ws, f"C{r}", bill(code, Sym(mtok)), bill(ctx.verdict_code, _num(ctx.values[mtok])),
-                        style.FORMULA, style.number_format("$/Mtok"))
+            ctx.formula(ws, f"C{r}", bill(code, ctx.quantity(mtok)), style.FORMULA, style.number_format("$/Mtok"))
         else:
-            expr = finance.cost_per_million_tokens(Sym(f"B{r}"), Sym("gpus_per_replica"), Sym("tokens_per_second"))
-            val = finance.cost_per_million_tokens(v, ctx.values["gpus_per_replica"], ctx.values["tokens_per_second"])
-            ctx.formula(ws, f"C{r}", bill(code, expr), bill(ctx.verdict_code, _num(val)), style.FORMULA,
-                        style.number_format("$/Mtok"))
+            expr = finance.cost_per_million_tokens(ctx.at(ws, f"B{r}"), ctx.q.gpus_per_replica, ctx.q.tokens_per_second)
+            ctx.formula(ws, f"C{r}", bill(code, expr), style.FORMULA, style.number_format("$/Mtok"))
     r += 1
     for name in VERDICTS:
         r += 1
         q = _q(name)
         ctx.put(ws, f"A{r}", q.label)
         v = _num(ctx.values[name])
-        shown_v = int(v) if q.unit == "1/0" else v
-        expr = Sym(name)
+        expr = ctx.quantity(name).at(int(v) if q.unit == "1/0" else v)
         if is_bill(name):
-            expr, shown_v = bill(Sym(named("verdict")), expr), bill(ctx.verdict_code, shown_v)
-        ctx.formula(ws, f"B{r}", expr, shown_v, style.CHECK if q.unit == "1/0" else style.FORMULA,
+            expr = bill(verdict_code(ctx), expr)
+        ctx.formula(ws, f"B{r}", expr, style.CHECK if q.unit == "1/0" else style.FORMULA,
                     style.number_format(q.unit, v))
         ctx.put(ws, f"C{r}", q.doc, style.NOTE)
         ws.merge_cells(f"C{r}:H{r}")
@@ -147,8 +144,7 @@ def _by_utilization(ctx: Ctx, ws, r: int) -> int:
     for k, h in enumerate(heads):
         ctx.put(ws, f"{get_column_letter(1 + k)}{r}", h, style.HEADER)
     top = r
-    v = ctx.values
-    p = _Names()
+    p = ctx.q
     money = style.number_format("$/GPU-h")
     for u in UTILIZATIONS:
         r += 1
@@ -160,8 +156,7 @@ def _by_utilization(ctx: Ctx, ws, r: int) -> int:
                  (lambda q, x: finance.committed_cost_per_used_hour(q.reserved_3y_price_per_gpu_hour, x)),
                  (lambda q, x: q.spot_price_per_gpu_hour))
         for k, fn in enumerate(cells):
-            ctx.formula(ws, f"{get_column_letter(2 + k)}{r}", fn(p, Sym(f"$A{r}")), _num(fn(_Names(v), u)), style.FORMULA,
-                        money)
+            ctx.formula(ws, f"{get_column_letter(2 + k)}{r}", fn(p, ctx.at(ws, f"A{r}", fix="col")), style.FORMULA, money)
     chart = LineChart()
     chart.title = "Cost per used GPU-hour by utilization"
     chart.y_axis.title, chart.x_axis.title = "per used GPU-hour", "Utilization"
@@ -203,41 +198,35 @@ def _scenarios(ctx: Ctx, wb, ws, r: int) -> int:
         ctx.put(ws, f"{get_column_letter(1 + k)}{r}", h, style.HEADER)
     top, first = r, r + 1
     last = r + len(rows)
-    cached = {}
+    cached: list[int] = []
     for sr in rows:
         r += 1
-        ref = lambda n, sr=sr: Sym(f"Scenarios!${cols[n]}{sr}")  # noqa: E731  (row-relative: copy down)
-        val = lambda n, sr=sr: ctx.cached[("Scenarios", f"{cols[n]}{sr}")]  # noqa: E731
+        ref = lambda n, sr=sr: ctx.at("Scenarios", f"{cols[n]}{sr}", fix="col", qualified=True)  # noqa: E731  (copy down)
+        label = ctx.at("Scenarios", f"A{sr}", fix="col", qualified=True)
         # a row that does not start is marked in the label (its costs are words, so its bars are left out)
-        label, starts = wb["Scenarios"][f"A{sr}"].value, float(val("verdict")) >= 1
-        ctx.formula(ws, f"A{r}", Sym(f'Scenarios!$A{sr}&IF({ref("verdict").text}>=1,"","{NOT_STARTING}")'),
-                    label if starts else label + NOT_STARTING, style.FORMULA)
-        ctx.formula(ws, f"B{r}", ref("cost_per_million_output_tokens"), val("cost_per_million_output_tokens"),
-                    style.FORMULA, style.number_format("$/Mtok"))
-        ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), val("monthly_cost_qps"), style.FORMULA,
+        ctx.formula(ws, f"A{r}", concat(label, where(ge(ref("verdict"), 1), "", NOT_STARTING)), style.FORMULA)
+        ctx.formula(ws, f"B{r}", ref("cost_per_million_output_tokens"), style.FORMULA, style.number_format("$/Mtok"))
+        ctx.formula(ws, f"C{r}", ref("monthly_cost_qps"), style.FORMULA, style.number_format("$/month"))
+        # the one verdict: fits, meets targets
+        ctx.formula(ws, f"D{r}", one_zero(ge(ref("verdict"), VERDICT_MEETS)), style.CHECK, "0")
+        ctx.formula(ws, f"E{r}", finance_forecast.cost_if_meets(ctx.at(ws, f"D{r}"), ctx.at(ws, f"C{r}")), style.FORMULA,
                     style.number_format("$/month"))
-        ok = lambda f: ge(f("verdict"), VERDICT_MEETS)  # noqa: E731  (the one verdict: fits, meets targets)
-        meets = int(bool(ok(val)))
-        ctx.formula(ws, f"D{r}", where(ok(ref), 1, 0), meets, style.CHECK, "0")
-        ctx.formula(ws, f"E{r}", where(eq(Sym(f"D{r}"), 1), Sym(f"C{r}"), ""), val("monthly_cost_qps") if meets else "",
-                    style.FORMULA, style.number_format("$/month"))
-        cached[r] = (meets, val("monthly_cost_qps"))
+        cached.append(r)
         # the charts: a scenario that does not fit gets no bar (its cost would dwarf the rest) and says so
-        unfit, unfit_v = eq(ref("verdict"), DOES_NOT_FIT), val("verdict") == DOES_NOT_FIT
-        ctx.formula(ws, f"G{r}", where(unfit, concat(Sym(f"Scenarios!$A{sr}"), ": does not fit"), Sym(f"$A{r}")),
-                    f"{label}: does not fit" if unfit_v else ctx.cached[(SHEET, f"A{r}")], style.FORMULA)
-        for col, src, name in (("H", "B", "cost_per_million_output_tokens"), ("I", "C", "monthly_cost_qps")):
-            ctx.formula(ws, f"{col}{r}", where(unfit, 0, Sym(f"{src}{r}")), 0 if unfit_v else val(name),
-                        style.FORMULA, ws[f"{src}{r}"].number_format)
+        unfit = eq(ref("verdict"), DOES_NOT_FIT)
+        ctx.formula(ws, f"G{r}", where(unfit, concat(label, ": does not fit"), ctx.at(ws, f"A{r}", fix="col")),
+                    style.FORMULA)
+        for col, src in (("H", "B"), ("I", "C")):
+            ctx.formula(ws, f"{col}{r}", where(unfit, 0, ctx.at(ws, f"{src}{r}")), style.FORMULA,
+                        ws[f"{src}{r}"].number_format)
     for name, col in (("scenario_labels", "A"), ("scenario_meets_cost", "E"), ("scenario_cheapest", "F")):
         ctx.define(name, ws, f"{col}{first}:{col}{first + ROOM}")   # the Summary's cheapest alternative
-    candidates = [c for m, c in cached.values() if m]
-    low = min(candidates) if candidates else None
-    for rr, (meets, cost) in cached.items():
-        expr = where(and_(eq(Sym(f"D{rr}"), 1), eq(Sym(f"C{rr}"), Sym(f"MIN($E${first}:$E${first + ROOM})"))), CHEAPEST, "")
-        ctx.formula(ws, f"F{rr}", expr, CHEAPEST if meets and cost == low else "", style.CHECK)
+    for rr in cached:
+        ctx.formula(ws, f"F{rr}", finance_forecast.cheapest_mark(ctx.at(ws, f"D{rr}"), ctx.at(ws, f"C{rr}"),
+                                                        ctx.span(ws, f"E{first}", f"E{first + ROOM}", fix="both")),
+                    style.CHECK)
     fill = PatternFill("solid", fgColor=style.GREEN[0], bgColor=style.GREEN[0])
-    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[f'$F{first}="{CHEAPEST}"'], fill=fill,
+    ws.conditional_formatting.add(f"A{first}:F{last}", FormulaRule(formula=[eq(cell(f"F{first}", fix="col"), CHEAPEST).text], fill=fill,
                                                                    font=Font(color=style.GREEN[1], bold=True)))
     # below the utilization chart above them (charts on a grid, never over each other)
     row = max(top, last_row_under(ws, max([chart_box(ws, c)[3] for c in ws._charts], default=0.0)) + 1)

@@ -13,7 +13,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .expr import Const, eq, is_sym, where
+from .expr import Const, is_sym
+from .sheetfuncs import eq, where
 
 
 class Codes:

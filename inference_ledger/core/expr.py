@@ -15,14 +15,15 @@ numeric literal other than 0 or 1 inside a rendered formula raises
 enforced when the workbook is generated rather than reviewed by eye.
 
 Only functions that Excel 2016, LibreOffice 7.4 and Google Sheets all evaluate are
-emitted: MAX, MIN, ROUNDUP, INT, IF, AND, OR, LOG, INDEX, MATCH.
+emitted (:data:`PORTABLE_FUNCTIONS`).  The spreadsheet functions themselves (MAX, ROUNDUP, IF, the comparisons,
+TEXT ...) are in :mod:`inference_ledger.core.sheetfuncs`; references, lookups and aggregates (cells, ranges,
+defined names, INDEX/MATCH/IFERROR, SUM/MEDIAN/SUMPRODUCT/COUNTIFS) in :mod:`inference_ledger.core.refs`.  Both
+build their expressions through this module, so the dual evaluation and the bare-number guard stay here.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from decimal import ROUND_HALF_UP, Decimal
+import operator
 from typing import Any
 
 import numpy as np
@@ -32,27 +33,11 @@ __all__ = [
     "Sym",
     "HardCodedConstant",
     "is_sym",
-    "maximum",
-    "minimum",
-    "ceil",
-    "floor",
-    "where",
-    "ge",
-    "gt",
-    "le",
-    "lt",
-    "eq",
-    "and_",
-    "or_",
-    "log",
-    "log10",
-    "mod",
-    "abs_",
-    "isnumber",
-    "isblank",
-    "concat",
-    "text",
     "PORTABLE_FUNCTIONS",
+    "NOVALUE",
+    "XLError",
+    "value_of",
+    "ExpressionHasNoValue",
 ]
 
 # Functions the generated formulas may use (checked by a test over every formula).
@@ -110,10 +95,10 @@ def _as_sym(x: Any) -> "Sym":
     if isinstance(x, Sym):
         return x
     if isinstance(x, Const):
-        return Sym(x.name)
+        return Sym(x.name, value=float(x))
     if isinstance(x, str):
-        return Sym('"' + x.replace('"', '""') + '"')
-    return Sym(_literal(x))
+        return Sym('"' + x.replace('"', '""') + '"', value=x)
+    return Sym(_literal(x), value=x.item() if hasattr(x, "item") else x)
 
 
 def is_sym(*xs: Any) -> bool:
@@ -126,28 +111,102 @@ def _wrap(s: "Sym", min_prec: int, strict: bool = False) -> str:
     return s.text
 
 
+_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": operator.pow,
+        "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "=": operator.eq}
+
+
 def _binary(a: Any, op: str, b: Any, prec: int, left_assoc_only: bool = False) -> "Sym":
     sa, sb = _as_sym(a), _as_sym(b)
     # Excel evaluates ^ left to right (2^3^2 = 64), so a right-hand ^ also needs parens.
     strict_right = left_assoc_only or op == "^"
-    return Sym(_wrap(sa, prec) + op + _wrap(sb, prec, strict=strict_right), prec)
+    out = Sym(_wrap(sa, prec) + op + _wrap(sb, prec, strict=strict_right), prec)
+    if op in "+-*/^":
+        out.value = _apply(_OPS[op], sa.value, sb.value, arithmetic=True)
+    else:
+        out.value = _apply(lambda x, y: _compare(_OPS[op], x, y), sa.value, sb.value)
+    return out
+
+
+def _compare(pyop, x, y):
+    """A comparison as a spreadsheet makes it: a blank is 0 beside a number and "" beside a text; texts compare
+    without case; a text is greater than any number."""
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return pyop(x, y)
+    if x is None:
+        x = "" if isinstance(y, str) else 0.0
+    if y is None:
+        y = "" if isinstance(x, str) else 0.0
+    if isinstance(x, str) and isinstance(y, str):
+        return pyop(x.lower(), y.lower())
+    if isinstance(x, str) != isinstance(y, str):  # a text ranks above every number
+        return pyop(1 if isinstance(x, str) else 0, 1 if isinstance(y, str) else 0)
+    return pyop(x, y)
+
+
+class _NoValue:
+    """The value of an expression whose operands carry none (a bare reference)."""
+
+    def __repr__(self) -> str:
+        return "NOVALUE"
+
+    def __bool__(self):
+        return False
+
+
+#: What :attr:`Sym.value` is when an operand carries no value.
+NOVALUE = _NoValue()
+
+
+class XLError:
+    """An Excel error value as the Python side of an expression computes it (#N/A, #DIV/0!, #VALUE!, #NUM!)."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code: str):
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"XLError({self.code!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, XLError) and other.code == self.code
+
+    def __hash__(self):
+        return hash(self.code)
+
+
+NA, DIV0, VALUE, NUM = XLError("#N/A"), XLError("#DIV/0!"), XLError("#VALUE!"), XLError("#NUM!")
+
+
+class ExpressionHasNoValue(ValueError):
+    """An expression written into a cell without the value it computes (an operand carried none)."""
 
 
 class Sym:
-    """An Excel expression under construction."""
+    """An Excel expression under construction, and the value it computes when its operands carry values.
 
-    __slots__ = ("text", "prec")
+    ``text`` is the formula (without '='); ``value`` is what the same expression gives in Python over its
+    operands' values (:data:`NOVALUE` when an operand carries none): every helper of this module computes both,
+    so a workbook cell writes the formula and its cached value from one expression."""
+
+    __slots__ = ("text", "prec", "value")
     __array_priority__ = 1000  # numpy defers to our operators
 
-    def __init__(self, text: str, prec: int = _ATOM):
+    def __init__(self, text: str, prec: int = _ATOM, value: Any = NOVALUE):
         self.text = text
         self.prec = prec
+        self.value = value
 
     def __repr__(self) -> str:
-        return f"Sym({self.text!r})"
+        return f"Sym({self.text!r})" if self.value is NOVALUE else f"Sym({self.text!r}, value={self.value!r})"
 
     def formula(self) -> str:
         return "=" + self.text
+
+    def at(self, value: Any) -> "Sym":
+        """The same formula carrying ``value``: what the one definition's numeric evaluation gave for it (a plan
+        line's value from the plan, a catalog lookup's from the catalog)."""
+        return Sym(self.text, self.prec, _plain(value))
 
     # arithmetic -----------------------------------------------------------------
     def __add__(self, o):
@@ -182,208 +241,54 @@ class Sym:
 
     def __neg__(self):
         # Excel binds unary minus tighter than ^, so always parenthesise the operand.
-        return Sym("-(" + self.text + ")", _MUL)
+        return Sym("-(" + self.text + ")", _MUL, _apply(operator.neg, self.value, arithmetic=True))
 
     def __bool__(self):
         raise TypeError("a symbolic Excel expression has no truth value; use where()")
 
 
-def _call(name: str, *args: Any) -> Sym:
-    return Sym(name + "(" + ",".join(_as_sym(a).text for a in args) + ")")
+def _call(name: str, *args: Any, fn: Any = None) -> Sym:
+    """NAME(args): ``fn`` computes its value over the arguments' values (none when an argument has none)."""
+    syms = [_as_sym(a) for a in args]
+    out = Sym(name + "(" + ",".join(s.text for s in syms) + ")")
+    if fn is not None:
+        out.value = _apply(fn, *(s.value for s in syms))
+    return out
 
 
-def _num(x: Any):
-    """Plain float for scalars, ndarray for arrays (keeps scalar calls scalar)."""
-    if isinstance(x, np.ndarray):
-        return x
-    if isinstance(x, (list, tuple)):
-        return np.asarray(x, dtype=float)
-    return x
-
-
-def _snap(x):
-    """Snap values within 1e-12 (relative) of an integer onto it.
-
-    Excel and LibreOffice round to about 15 significant digits before ROUNDUP/INT,
-    so 2.0000000000000004 rounds up to 2 there.  Doing the same here keeps Python
-    and the spreadsheet on the same side of every integer boundary.
-    """
-    if isinstance(x, np.ndarray):
-        r = np.round(x)
-        close = np.abs(x - r) <= 1e-12 * np.maximum(np.abs(x), 1.0)
-        return np.where(close, r, x)
-    r = round(x)
-    return float(r) if abs(x - r) <= 1e-12 * max(abs(x), 1.0) else x
-
-
-def _scalar_or_array(v):
+def _plain(v: Any) -> Any:
     if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v.item()
+    if isinstance(v, np.generic):
         return v.item()
     return v
 
 
-def maximum(*xs):
-    if is_sym(*xs):
-        return _call("MAX", *xs)
-    if any(isinstance(x, np.ndarray) for x in xs):
-        out = np.asarray(xs[0], dtype=float)
-        for x in xs[1:]:
-            out = np.maximum(out, x)
-        return out
-    return max(float(x) for x in xs)
-
-
-def minimum(*xs):
-    if is_sym(*xs):
-        return _call("MIN", *xs)
-    if any(isinstance(x, np.ndarray) for x in xs):
-        out = np.asarray(xs[0], dtype=float)
-        for x in xs[1:]:
-            out = np.minimum(out, x)
-        return out
-    return min(float(x) for x in xs)
-
-
-def ceil(x):
-    """Round up to a whole number (Excel ROUNDUP(x,0); x >= 0 in every use)."""
-    if is_sym(x):
-        return _call("ROUNDUP", x, 0)
-    x = _num(x)
-    if isinstance(x, np.ndarray):
-        return np.ceil(_snap(x))
-    return float(math.ceil(_snap(float(x))))
-
-
-def floor(x):
-    """Round down to a whole number (Excel INT)."""
-    if is_sym(x):
-        return _call("INT", x)
-    x = _num(x)
-    if isinstance(x, np.ndarray):
-        return np.floor(_snap(x))
-    return float(math.floor(_snap(float(x))))
-
-
-def log(x, base):
-    if is_sym(x, base):
-        return _call("LOG", x, base)
-    x = _num(x)
-    if isinstance(x, np.ndarray):
-        return np.log(x) / np.log(float(base))
-    return math.log(float(x)) / math.log(float(base))
-
-
-def log10(x):
-    """LOG(x): the base-10 logarithm (Excel's, LibreOffice's and Gnumeric's LOG with one argument)."""
-    if is_sym(x):
-        return _call("LOG", x)
-    with np.errstate(divide="ignore", invalid="ignore"):   # as numpy: -inf at 0, NaN below (an untaken branch)
-        return _scalar_or_array(np.log10(np.asarray(_num(x), dtype=float)))
-
-
-def where(cond, a, b):
-    """IF(cond, a, b)."""
-    if is_sym(cond, a, b):
-        return _call("IF", cond, a, b)
-    if any(isinstance(v, np.ndarray) for v in (cond, a, b)):
-        return np.where(cond, a, b)
-    return a if cond else b
-
-
-def _cmp(op: str, pyop):
-    def f(a, b):
-        if is_sym(a, b):
-            return _binary(a, op, b, _CMP, left_assoc_only=True)
-        return pyop(_num(a), _num(b))
-
-    f.__name__ = {"<=": "le", ">=": "ge", "<": "lt", ">": "gt", "=": "eq"}[op]
-    return f
-
-
-ge = _cmp(">=", lambda a, b: a >= b)
-gt = _cmp(">", lambda a, b: a > b)
-le = _cmp("<=", lambda a, b: a <= b)
-lt = _cmp("<", lambda a, b: a < b)
-eq = _cmp("=", lambda a, b: a == b)
-
-
-def and_(*cs):
-    if is_sym(*cs):
-        return _call("AND", *cs)
-    if any(isinstance(c, np.ndarray) for c in cs):
-        return np.logical_and.reduce([np.asarray(c, dtype=bool) for c in cs])
-    return all(bool(c) for c in cs)
-
-
-def or_(*cs):
-    if is_sym(*cs):
-        return _call("OR", *cs)
-    if any(isinstance(c, np.ndarray) for c in cs):
-        return np.logical_or.reduce([np.asarray(c, dtype=bool) for c in cs])
-    return any(bool(c) for c in cs)
-
-
-def mod(a, b):
-    """MOD(a, b): the remainder (same sign as b, as in Excel and Python)."""
-    if is_sym(a, b):
-        return _call("MOD", a, b)
-    return _num(a) % _num(b)
-
-
-def abs_(x):
-    """ABS(x)."""
-    if is_sym(x):
-        return _call("ABS", x)
-    return abs(_num(x))
-
-
-def isnumber(x):
-    """ISNUMBER(x): True for a number (not text, not a blank cell)."""
-    if is_sym(x):
-        return _call("ISNUMBER", x)
-    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
-
-
-def isblank(x):
-    """ISBLANK(x): True for an empty cell (None in Python)."""
-    if is_sym(x):
-        return _call("ISBLANK", x)
-    return x is None
-
-
-def concat(*parts):
-    """a & b & ...: text joined (a number joins as Python's str; format it with :func:`text` first)."""
-    if is_sym(*parts):
-        # & binds looser than + and tighter than =; a joined text inside another join needs no parentheses
-        return Sym("&".join(_wrap(_as_sym(p), _ADD + 1) for p in parts), _ADD + 1)
-    return "".join(p if isinstance(p, str) else f"{float(p):g}" for p in parts)
-
-
-#: The number formats :func:`text` evaluates in Python as Excel's TEXT does: thousands separators, a fixed
-#: number of decimals, an optional percent sign (no literals: join units with :func:`concat`).
-_TEXT_FORMAT = re.compile(r"^(#,##)?0(?:\.(0+))?(%?)$")
-
-
-def text(x, fmt: str):
-    """TEXT(x, fmt) for the formats '0', '#,##0', '#,##0.00', '0.0%' ...: the same text in Python and in Excel.
-
-    A value that is not a finite number reads "n/a" in Python (Excel shows its error value)."""
-    m = _TEXT_FORMAT.match(fmt)
-    if m is None:
-        raise ValueError(f"text(): format {fmt!r} is not one of 0, #,##0, #,##0.0..., 0%, 0.0%...")
-    if is_sym(x):
-        return _call("TEXT", x, fmt)
+def _apply(fn: Any, *vals: Any, arithmetic: bool = False) -> Any:
+    """fn over operand values as a spreadsheet computes it: no value when one has none, the first error value
+    propagates, a blank is 0 in arithmetic, a text in arithmetic is #VALUE!, a division by zero #DIV/0!."""
+    if any(v is NOVALUE for v in vals):
+        return NOVALUE
+    for v in vals:
+        if isinstance(v, XLError):
+            return v
+    if arithmetic:
+        if any(isinstance(v, str) for v in vals):
+            return VALUE
+        vals = tuple(0.0 if v is None else v for v in vals)
     try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return "n/a"
-    if not math.isfinite(v):
-        return "n/a"
-    if m.group(3):
-        v *= 100
-    places = len(m.group(2) or "")
-    d = Decimal(repr(v)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-    if d == 0:
-        d = abs(d)  # Excel shows 0, not -0
-    out = f"{d:,.{places}f}" if m.group(1) else f"{d:.{places}f}"
-    return out + m.group(3)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return _plain(fn(*vals))
+    except ZeroDivisionError:
+        return DIV0
+    except (TypeError, ValueError, OverflowError):
+        return VALUE
+
+
+def value_of(x: Any) -> Any:
+    """The value an operand carries: a Sym's value, a constant's float, else the operand itself."""
+    if isinstance(x, Sym):
+        return x.value
+    if isinstance(x, Const):
+        return float(x)
+    return _plain(x)

@@ -32,7 +32,7 @@ arrays in, the same out; Sym in, Excel text out), so the plan renders it to the 
 from __future__ import annotations
 
 from inference_ledger.core.codes import Codes
-from inference_ledger.core.expr import ceil, eq, gt, maximum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, gt, maximum, where
 from inference_ledger.core.units import (ACT_HIDDEN_COPIES, ACT_MLP_COPIES, ALLREDUCES_PER_LAYER, GLU_MATRICES,
                                          KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM, RING_ALLREDUCE_FACTOR)
 

@@ -1,4 +1,5 @@
-"""Finance: the cost of an owned GPU-hour, renting it instead, and a capacity timeline.
+"""Finance: the cost of an owned GPU-hour and renting it instead (the capacity timeline, the cheapest
+deployment and the sensitivity are in :mod:`inference_ledger.formulas.finance_forecast`).
 
 Every formula here is written once with the :mod:`inference_ledger.core.expr` helpers, so it computes on
 numbers and numpy arrays (the CLI, the cached values) and renders as a portable Excel
@@ -41,7 +42,8 @@ import numpy as np
 from inference_ledger.formulas import ledger
 from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError, echo
-from inference_ledger.core.expr import and_, ceil, eq, ge, gt, is_sym, maximum, minimum, where
+from inference_ledger.core.expr import is_sym
+from inference_ledger.core.sheetfuncs import and_, eq, ge, gt, minimum, where
 from inference_ledger.core.line import FINANCE, line
 from inference_ledger.core.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, W_PER_KW
 
@@ -204,45 +206,6 @@ def owned_monthly_cost_qps(gpus_for_qps, owned_fixed_cost_per_gpu_year, owned_en
     """A month of an owned fleet: fixed cost / 12 + energy for the hours used."""
     return gpus_for_qps * (owned_fixed_cost_per_gpu_year / MONTHS_PER_YEAR
                            + owned_energy_cost_per_gpu_hour * HOURS_PER_MONTH * utilization)
-
-
-# --- the capacity timeline (one column per month on the Forecast sheet) --------------------------
-
-
-def grown(start, growth, month):
-    """A load after compound monthly growth: start x (1 + g)^(month - 1)."""
-    return start * (1 + growth) ** (month - 1)
-
-
-def gpus_for_load(qps, headroom, qps_per_replica, tp):
-    """GPUs for a QPS plus a headroom share: whole replicas x TP (the plan's replicas_for_qps)."""
-    return ledger.replicas_needed(qps * (1 + headroom), _f(qps_per_replica)) * tp
-
-
-def servers_for(gpus, gpus_per_server):
-    """Whole servers holding a number of GPUs."""
-    return ceil(gpus / _f(gpus_per_server))
-
-
-def servers_owned(previous, target, month, lead_time_months, start):
-    """Servers in service: the start fleet until orders can arrive (lead time), then never fewer than the
-    target (orders placed lead_time months ahead from the forecast); servers are kept, never sold."""
-    return where(gt(month, lead_time_months), maximum(previous, target), start)
-
-
-def rented_gpus(needed, owned):
-    """The peak above the owned fleet, rented on demand."""
-    return maximum(needed - owned, 0)
-
-
-def discount_factor(rate, month):
-    """Present value of 1 paid at the end of a month, at a yearly cost of capital."""
-    return (1 + rate) ** (-(month / MONTHS_PER_YEAR))
-
-
-def remaining_value_share(month, horizon, depreciation_years):
-    """Straight-line book value left at the end of the horizon of a server bought in a month."""
-    return maximum(1 - (horizon - month + 1) / (depreciation_years * MONTHS_PER_YEAR), 0)
 
 
 # --- build options of the finance view (checked here: the CLI stays light) ------------------------

@@ -19,7 +19,7 @@ drops the K/V factor 2 of its own formula; the values here are the formula's:
 
 from __future__ import annotations
 
-from inference_ledger.core.expr import ceil, floor, ge, gt, le, log, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import ceil, floor, ge, gt, le, log, maximum, minimum, where
 from inference_ledger.core.units import (BITS_PER_BYTE, DAYS_PER_MONTH, FLOPS_PER_PARAM, HOURS_PER_MONTH, KV_FACTOR,
                                          SECONDS_PER_DAY, SECONDS_PER_HOUR, TOKENS_PER_MILLION, TP_BASE)
 

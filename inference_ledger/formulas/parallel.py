@@ -27,7 +27,7 @@ here; TPOT adds ``parallel_seconds_per_step`` and TTFT ``prefill_parallel_second
 
 from __future__ import annotations
 
-from inference_ledger.core.expr import ceil, gt, maximum, where
+from inference_ledger.core.sheetfuncs import ceil, gt, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line
 from inference_ledger.core.units import EP_PASSES, GLU_MATRICES
 

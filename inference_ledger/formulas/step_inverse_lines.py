@@ -6,7 +6,8 @@ MoE layers reading every expert (a bound).  One plain function per line, like
 
 from __future__ import annotations
 
-from inference_ledger.core.expr import Sym, gt, is_sym, maximum, where
+from inference_ledger.core.expr import is_sym
+from inference_ledger.core.sheetfuncs import gt, literal, maximum, where
 from inference_ledger.formulas import serving
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
@@ -160,6 +161,6 @@ def tpot_batch_kernel_a0(kernel_gemm_floor_seconds, kernel_gemm_seconds_per_toke
 def tpot_batch_kernel(kernel_gemm_floor_seconds, kernel_batch_budget_seconds, tpot_batch_kernel_a2,
                       tpot_batch_kernel_h, tpot_batch_kernel_a0):
     a2, h, a0 = tpot_batch_kernel_a2, tpot_batch_kernel_h, tpot_batch_kernel_a0
-    root = Sym("1") / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
+    root = literal(1) / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
     return where(gt(kernel_batch_budget_seconds, kernel_gemm_floor_seconds),
                  -a0 / (h + maximum(h * h - a2 * a0, 0) ** root + TINY_SECONDS_SQUARED), 0)

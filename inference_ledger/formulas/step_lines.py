@@ -9,7 +9,7 @@ come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft
 from __future__ import annotations
 
 from inference_ledger.formulas import serving
-from inference_ledger.core.expr import eq, gt, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 
@@ -224,6 +224,16 @@ def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequenc
                                               effective_concurrency)
 
 
+@line("Eager host time per decode step", "s", BANDWIDTH,
+      "0 when the step replays a CUDA graph (cuda_graphs 1 and each DP-attention rank's B / DP sequences <= "
+      "cuda_graph_max_batch), else the CPU time to dispatch its layers eager: dense layers x eager_seconds_per_layer "
+      "+ MoE layers x eager_seconds_per_moe_layer.")
+def eager_host_seconds_per_step(cuda_graphs, cuda_graph_max_batch, effective_concurrency, dp_attention, num_layers,
+                                moe_layers, eager_seconds_per_layer, eager_seconds_per_moe_layer):
+    return serving.eager_host_seconds(cuda_graphs, cuda_graph_max_batch, effective_concurrency / dp_attention,
+                                      num_layers, moe_layers, eager_seconds_per_layer, eager_seconds_per_moe_layer)
+
+
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
 #: render): with measured tables, and on the roofline fallback.
 DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
@@ -236,8 +246,8 @@ DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_se
                        "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
 PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
 #: what every step adds after its operations, whichever way they are priced
-DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds",
-                     "scheduler": "scheduler_seconds_per_step"}
+DECODE_OPS_COMMON = {"eager_launch": "decode_eager_wait_seconds", "parallel": "parallel_seconds_per_step",
+                     "prefill_stall": "prefill_stall_seconds", "scheduler": "scheduler_seconds_per_step"}
 PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 

@@ -24,7 +24,8 @@ fits while one step further does not.
 
 from __future__ import annotations
 
-from inference_ledger.core.expr import Sym, ceil, eq, floor, gt, le, log, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, floor, gt, le, literal, log, maximum, minimum, where
+from inference_ledger.core.refs import name
 from inference_ledger.formulas.serving import cycle_seconds
 from inference_ledger.core.units import HOURS_PER_MONTH, TP_BASE
 
@@ -136,9 +137,9 @@ def tp_candidates(gpus_per_node):
 
 def tp_candidate_formula(tp):
     """A TP candidate as a formula of named constants: 1, TP_BASE, TP_BASE*TP_BASE, ... (no bare numbers)."""
-    out, c = Sym("1"), 1.0
+    out, c = literal(1), 1.0
     while c < float(tp):
-        out, c = (Sym(TP_BASE.name) if c == 1.0 else out * TP_BASE), c * float(TP_BASE)
+        out, c = (name(TP_BASE.name, float(TP_BASE)) if c == 1.0 else out * TP_BASE), c * float(TP_BASE)
     if c != float(tp):
         raise ValueError(f"TP candidate {tp!r} is not a power of {TP_BASE:g}")
     return out

@@ -9,7 +9,7 @@ workspace and KV budget as members), so every cell formula stays short enough to
 from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
-from inference_ledger.core.expr import eq, floor, le, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, line
 
 

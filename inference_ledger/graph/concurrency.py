@@ -34,7 +34,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.graph import plan
-from inference_ledger.core.expr import ge, is_sym, le, lt, maximum, minimum, where
+from inference_ledger.core.expr import is_sym
+from inference_ledger.core.sheetfuncs import ge, le, lt, maximum, minimum, where
 from inference_ledger.core.units import CONC_ENGINE, CONC_KV, CONC_NONE, CONC_REQUESTED, CONC_TPOT, CONC_TTFT
 
 #: The word that asks for the choice (``--concurrency auto``, a blank =PLAN argument).

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from inference_ledger.catalogs import engines
 from inference_ledger.formulas import ledger, serving
 from inference_ledger.graph import plan, resolve
-from inference_ledger.core.expr import and_, ceil, ge, le, maximum, where
+from inference_ledger.core.sheetfuncs import and_, ceil, ge, le, maximum, where
 from inference_ledger.core.units import BATCHING_STATIC
 
 POOL_LAYOUT = ("tp", "pp", "ep", "dp_attention")

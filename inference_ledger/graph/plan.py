@@ -8,9 +8,8 @@ This is the single description of a deployment plan that every adapter shares:
 * ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each
   TP degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``,
   cached values in the workbook, sweeps over numpy arrays);
-* ``render(line, ref)`` calls the same function with Excel references and gets its
-  formula, with ``ref`` saying where each named quantity lives (a defined name on the
-  Plan sheet, or a cell of the same row in the Scenarios grid or a sweep).
+* ``render(line, ref)`` calls the same function with Excel references and gets its formula, with ``ref`` saying
+  where each named quantity lives (a defined name on the Plan sheet, or a cell of the same row in a grid or sweep).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from inference_ledger.formulas import (finance, kernels, parallel, serving_lines
                                        whatif_lines)
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError
 from inference_ledger.core.expr import Sym
+from inference_ledger.core.refs import reference
 from inference_ledger.core.line import Family, Line, lines_of
 from inference_ledger.formulas.serving import load_efficiencies
 from inference_ledger.core.units import BYTES_PER_GIB
@@ -45,9 +45,8 @@ class Input:
     arg: Arg
 
 
-#: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm,
-#: inference_ledger.catalogs.catalog_facts): the default of every input the catalog fills, so a plan with no model or
-#: GPU chosen is that one's.
+#: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm, catalogs.catalog_facts):
+#: the default of every input the catalog fills, so a plan with no model or GPU chosen is that one's.
 CATALOG_DEFAULTS = catalog_facts.default_facts()
 #: An input's default that is the default model's or GPU's catalog fact of the same name.
 CATALOG = object()
@@ -70,18 +69,9 @@ def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
     if default is CATALOG:
         default = CATALOG_DEFAULTS[name]
-    base = ARGS.get(arg or name)
-    if base is None:
-        base = Arg(name, doc, unit, 0.0, 1e18)
-    kw = {}
-    if lo is not None:
-        kw["lo"] = lo
-    if hi is not None:
-        kw["hi"] = hi
-    if integer is not None:
-        kw["integer"] = integer
-    if lo_inclusive is not None:
-        kw["lo_inclusive"] = lo_inclusive
+    base = ARGS.get(arg or name) or Arg(name, doc, unit, 0.0, 1e18)
+    kw = {k: v for k, v in (("lo", lo), ("hi", hi), ("integer", integer), ("lo_inclusive", lo_inclusive))
+          if v is not None}
     a = Arg(name, doc, unit, kw.get("lo", base.lo), kw.get("hi", base.hi),
             kw.get("lo_inclusive", base.lo_inclusive), kw.get("integer", base.integer), default)
     return Input(name, label, unit, default, doc, group, a)
@@ -141,8 +131,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("dp_attention", "Attention data-parallel ranks", "ranks", 1, "DP-attention ranks per stage, each with its own sequences and attention weights, sharing the MoE layers (SGLang --enable-dp-attention, vLLM --data-parallel-size with expert parallelism).", "deployment", lo=1, hi=4096, integer=True),
     _inp("batching", "Batching (1 continuous, 2 static)", "code", 1, "1 continuous: a client keeps the concurrency in flight and new prompts are prefilled in chunks between decode steps (vLLM, SGLang, TensorRT-LLM in-flight batching); 2 static: one batch prefilled, then decoded together (plan --batching continuous|static).", "deployment", lo=1, hi=2, integer=True),
     _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", ENGINE["gpu_memory_utilization"], "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
-    # engine (inference_ledger/data/engines.csv via inference_ledger.catalogs.engines.engine_inputs; defaults: vLLM V1
-    # on an H100)
+    # engine (data/engines.csv via catalogs.engines.engine_inputs; defaults: vLLM V1 on an H100)
     _inp("kv_budget_rule", "Engine KV budget rule", "code", ENGINE["kv_budget_rule"], "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
     _inp("max_num_batched_tokens", "Prefill chunk (max_num_batched_tokens)", "tokens", ENGINE["max_num_batched_tokens"], "Tokens the engine's memory profile runs in one forward pass: vLLM V1 8192 on >=70 GiB GPUs (2048 on smaller and A100), V0 max(max_model_len, 2048).", "engine", lo=1, hi=1e8, integer=True),
     _inp("max_num_seqs", "Sequences per step (max_num_seqs)", "sequences", ENGINE["max_num_seqs"], "Sequences the engine batches; its profile samples one logits row each (vLLM V1: 1024 on >=70 GiB GPUs, else 256).", "engine", lo=1, hi=1e6, integer=True),
@@ -165,12 +154,15 @@ INPUTS: tuple[Input, ...] = (
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", EFF["layer_overhead_seconds"], "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
     _inp("scaleout_latency_seconds", "Scale-out message latency", "s", EFF["scaleout_latency_seconds"], "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
     _inp("step_overhead_seconds", "Per-step overhead", "s", EFF["step_overhead_seconds"], "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
-    # kernels (inference_ledger.formulas.kernels: each operation's measured floor and time per unit at the model's
-    # shapes, TP and dtypes, from data/kernels/*.csv; read by the resolver for GPUs with tables, 0 and unused otherwise)
+    # kernels (formulas.kernels: each operation's measured floor and time per unit at the model's shapes, data/kernels)
     _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database; for AMD, ROCm/aiter's tuner tables and published all-reduce figures); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
     _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", ENGINE["chunked_prefill"], "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang from 0.4); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off, vLLM V0 up to 32K max_model_len, SGLang 0.2-0.3; engines.csv).", "engine", lo=0, hi=1, integer=True),
     _inp("overlap_scheduling", "Scheduler overlaps the GPU (1 yes, 0 no)", "1/0", ENGINE["overlap_scheduling"], "1: the engine prepares step n+1 on the CPU while the GPU runs step n (SGLang 0.4+, vLLM async scheduling by default after 0.11, TensorRT-LLM 1.0+ overlap scheduler): its CPU time hides under the step; 0: every step waits for it (engines.csv).", "engine", lo=0, hi=1, integer=True),
     _inp("scheduler_seconds_per_sequence", "Scheduler CPU time per sequence per step", "s", ENGINE["scheduler_seconds_per_sequence"], "CPU time the engine spends per running sequence per step (scheduling, input preparation, output processing): vLLM V1 21 us (5-6 ms at batch 256, vllm-project/vllm#10634, #11133), vLLM 0.4-0.5 106 us (vllm#6913), SGLang <= 10 us; added to the step only when the scheduler does not overlap (engines.csv).", "engine", lo=0, hi=1),
+    _inp("cuda_graphs", "CUDA graphs (1 on, 0 eager)", "1/0", ENGINE["cuda_graphs"], "1: decode steps up to cuda_graph_max_batch sequences replay CUDA graphs; 0: every step dispatches its kernels eager through PyTorch (TensorRT-LLM's PyTorch backend 0.17-0.21: use_cuda_graph=False; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("cuda_graph_max_batch", "Largest CUDA-graph decode batch", "sequences", ENGINE["cuda_graph_max_batch"], "The largest decode batch the engine captures a graph for (vLLM V0 256, V1 512, SGLang 0.4 160, TensorRT-LLM as trtllm-bench runs it: the max batch; engines.csv); a larger batch runs eager.", "engine", lo=0, hi=1e6, integer=True),
+    _inp("eager_seconds_per_layer", "Eager host time per dense layer", "s", ENGINE["eager_seconds_per_layer"], "CPU time to dispatch one dense decode layer eager through PyTorch: 257 us (Llama-3-8B, 8.23 ms eager over 32 layers, sgl-project/sglang#1401); an eager step lasts max(its kernels, this host time) (engines.csv).", "engine", lo=0, hi=1),
+    _inp("eager_seconds_per_moe_layer", "Eager host time per MoE layer", "s", ENGINE["eager_seconds_per_moe_layer"], "CPU time to dispatch one MoE (MLA + routed experts) decode layer eager through PyTorch: 947 us (DeepSeek-Coder-V2-Lite, 4x its 6.22 ms CUDA-graph step, sgl-project/sglang#1401; engines.csv).", "engine", lo=0, hi=1),
     *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
                           ("o", "attention output GEMM", "token"),
                           ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
@@ -196,8 +188,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),
     _inp("target_qps", "Target QPS", "requests/s", 20, "Requests per second the service must sustain at peak (sizes replicas by Little's law).", "target", arg="qps"),
-    # finance: own vs rent, and the timeline's growth (inference_ledger.formulas.finance; GPU rows from
-    # data/gpu_costs.csv)
+    # finance: own vs rent, and the timeline's growth (formulas.finance; GPU rows from data/gpu_costs.csv)
     _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", CATALOG, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
     _inp("gpu_power_w", "GPU power (TDP)", "W", CATALOG, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
     _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", CATALOG, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),
@@ -284,29 +275,24 @@ def validate_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
             raise LedgerInputError(f"{i.name} is missing")
         v = inputs[i.name]
         if isinstance(v, np.ndarray):
-            flat = v.ravel()
-            for x in flat:
+            for x in v.ravel():
                 i.arg.check(x)
             out[i.name] = v.astype(float)
         else:
             out[i.name] = i.arg.check(v)
-    # cross-field rules
     _cross_checks(out)
     return out
 
 
-def _cross_checks(v: Mapping[str, Any]) -> None:
-    def bad(mask):
-        return bool(np.any(mask))
+#: Cross-field rules: (the part, the whole it must not exceed).
+_NOT_ABOVE = (("active_params", "num_params"), ("quantized_params", "num_params"),
+              ("active_quantized_params", "active_params"), ("sliding_layers", "num_layers"))
 
-    if bad(np.asarray(v["active_params"]) > np.asarray(v["num_params"])):
-        raise LedgerInputError("active_params must be <= num_params")
-    if bad(np.asarray(v["quantized_params"]) > np.asarray(v["num_params"])):
-        raise LedgerInputError("quantized_params must be <= num_params")
-    if bad(np.asarray(v["active_quantized_params"]) > np.asarray(v["active_params"])):
-        raise LedgerInputError("active_quantized_params must be <= active_params")
-    if bad(np.asarray(v["sliding_layers"]) > np.asarray(v["num_layers"])):
-        raise LedgerInputError("sliding_layers must be <= num_layers")
+
+def _cross_checks(v: Mapping[str, Any]) -> None:
+    for part, whole in _NOT_ABOVE:
+        if bool(np.any(np.asarray(v[part]) > np.asarray(v[whole]))):
+            raise LedgerInputError(f"{part} must be <= {whole}")
 
 
 def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]:
@@ -320,34 +306,53 @@ def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]
 
 def render(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
            inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text (with leading '=') of a line, and the quantities it uses.
+    """Excel formula text (with leading '=') of a line, and the quantities it uses (:func:`expression`'s)."""
+    line = LINE_BY_NAME[line] if isinstance(line, str) else line
+    return expression(line, ref, candidates, inline_candidate).formula(), list(line.params)
+
+
+def expression(line: Line | str, ref: Callable[[str], str], candidates: Optional[Mapping[str, Iterable[float]]] = None,
+               inline_candidate: bool = False, value: Any = None) -> Sym:
+    """The Excel expression of a line over the references ``ref`` gives (``value``: the line's value from the
+    plan's evaluation, which the expression then carries: the cached value of a workbook cell).
 
     A family the line reads (``tp_candidates``) is a table: ``candidates[family]`` lists its columns, and each
     member at a candidate, and the candidate itself, is at ``ref`` of its flat name (``tp_candidates.4.fits``,
     ``tp_candidates.4.tp``: :meth:`inference_ledger.core.line.Family.flat_name`; ``inline_candidate``: the candidate as
     its formula of named constants instead)."""
-    if isinstance(line, str):
-        line = LINE_BY_NAME[line]
+    line = LINE_BY_NAME[line] if isinstance(line, str) else line
     args: list[Any] = []
     for p in line.params:
         fam = FAMILY_BY_NAME.get(p)
         if fam is None:
-            args.append(Sym(ref(p)))
+            args.append(reference(ref(p)))
         elif candidates is None or p not in candidates:
             raise TypeError(f"line {line.name} reads the family {p}: render it with candidates={{{p!r}: (...)}}")
         else:
             args.append({fam.key(c): {fam.param: fam.candidate_formula(c) if inline_candidate
-                                      else Sym(ref(fam.flat_name(c, fam.param)))}
-                         | {m: Sym(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
-    expr = line.fn(*args)
+                                      else reference(ref(fam.flat_name(c, fam.param)))}
+                         | {m: reference(ref(fam.flat_name(c, m))) for m in fam.member_names} for c in candidates[p]})
+    return _carrying(line.fn(*args), f"line {line.name}", value)
+
+
+def _carrying(expr: Any, what: str, value: Any) -> Sym:
+    """A rendered expression (carrying ``value`` when given); a line that computed a number instead is refused."""
     if not isinstance(expr, Sym):
-        raise TypeError(f"line {line.name} did not render to a formula")
-    return expr.formula(), list(line.params)
+        raise TypeError(f"{what} did not render to a formula")
+    return expr if value is None else expr.at(value)
 
 
 def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool = False) -> tuple[str, list[str]]:
-    """Excel formula text of one family cell, ``name`` its flat name (``tp_candidates.4.fits``), and the quantities
-    it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
+    """Excel formula text (with leading '=') of one family cell and the quantities it uses
+    (:func:`member_expression`'s)."""
+    expr, params = member_expression(name, ref, inline_candidate)
+    return expr.formula(), params
+
+
+def member_expression(name: str, ref: Callable[[str], str], inline_candidate: bool = False,
+                      value: Any = None) -> tuple[Sym, list[str]]:
+    """The Excel expression of one family cell (carrying ``value``, the plan's, when given), ``name`` its flat name
+    (``tp_candidates.4.fits``), and the quantities it uses: the member's function with the family parameter and the fellow members at ``ref`` of their flat names
     (the same candidate's column) and every other quantity at ``ref(quantity)``; ``inline_candidate``: the candidate
     as its formula of named constants (a table without a cell for it, e.g. a sweep's)."""
     fam_name, cand, member = name.split(".")
@@ -358,19 +363,20 @@ def render_member(name: str, ref: Callable[[str], str], inline_candidate: bool =
     def arg(p):
         if p == fam.param and inline_candidate:
             return fam.candidate_formula(float(cand))
-        return Sym(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
+        return reference(ref(f"{fam_name}.{cand}.{p}" if p in inside else p))
 
-    expr = m.fn(*(arg(p) for p in m.params))
-    if not isinstance(expr, Sym):
-        raise TypeError(f"family member {name} did not render to a formula")
-    return expr.formula(), list(m.params)
+    return _carrying(m.fn(*(arg(p) for p in m.params)), f"family member {name}", value), list(m.params)
 
 
 def render_key(key: str, ref: Callable[[str], str], candidates: Mapping[str, Iterable[float]]) -> str:
-    """The formula of a table column by its key: a line (:func:`render`) or a family cell (:func:`render_member`,
-    its candidate inline)."""
-    return (render_member(key, ref, inline_candidate=True) if "." in key
-            else render(key, ref, candidates, inline_candidate=True))[0]
+    """The formula of a table column by its key: a line or a family cell (its candidate inline)."""
+    return key_expression(key, ref, candidates).formula()
+
+
+def key_expression(key: str, ref: Callable[[str], Any], candidates: Mapping[str, Iterable[float]]) -> Sym:
+    """The expression of a table column by its key (:func:`render_key`)."""
+    return (member_expression(key, ref, inline_candidate=True)[0] if "." in key
+            else expression(key, ref, candidates, inline_candidate=True))
 
 
 def dependencies(line: Line | str) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from inference_ledger.catalogs.catalog import Gpu, Model
-from inference_ledger.core.expr import and_, eq, ge, gt, le, mod, or_
+from inference_ledger.core.sheetfuncs import and_, eq, ge, gt, le, mod, or_
 
 
 def heads_problem(model: Model, tp: int, kv_heads: Optional[int] = None) -> Optional[str]:

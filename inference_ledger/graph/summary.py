@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from inference_ledger.formulas import serving
 from inference_ledger.graph import verdict
-from inference_ledger.core.expr import and_, ceil, concat, eq, ge, text, where
+from inference_ledger.core.sheetfuncs import and_, ceil, concat, eq, ge, text, where
 from inference_ledger.core.units import BYTES_PER_GB, MS_PER_S
 
 #: The choice ids a sentence names (the workbook's defined names of the dropdowns).

@@ -20,7 +20,8 @@ short Excel formula out.  The code is the plan line ``verdict``; :func:`words` t
 from __future__ import annotations
 
 from inference_ledger.core.codes import Codes
-from inference_ledger.core.expr import Const, ge, where
+from inference_ledger.core.expr import Const
+from inference_ledger.core.sheetfuncs import ge, where
 from inference_ledger.core.units import VERDICT_MEETS, VERDICT_MISSES
 
 DOES_NOT_FIT, BELOW_CONCURRENCY, MISSES_TARGETS, MEETS_TARGETS = 0, 1, 2, 3

@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Optional
 
+import numpy as np
+
 from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import concurrency, verdict
-from inference_ledger.formulas import kernels, serving, step_lines
-from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES
+from inference_ledger.formulas import finance_forecast, kernels, serving, step_lines
+from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
@@ -75,10 +77,39 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     if "tpot_seconds" in values and "kernel_tables" in values:
         out.update(step_ops(values, model=model, gpu=gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             engine=engine))
+    fc = forecast_of(values)
+    out.update({k: v if isinstance(v, str) else _json_value(k, v, FORECAST_UNITS[k]) for k, v in fc.items()})
+    if fc:   # the sensitivity grid: {output: {input: {"low", "high", "swing", "rank"}}}, the Sensitivity sheet's
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            grid = finance_forecast.sensitivity(values, evaluate, [i.name for i in INPUTS])
+        out["sensitivity"] = {k: (v if not isinstance(v, dict) else
+                                  {i: {m: (_json_value(k, x, "") if m != "rank" else x) for m, x in row.items()}
+                                   for i, row in v.items()})
+                              for k, v in grid.items()}
     out["units"] = {q.name: q.unit for q in (*INPUTS, *LINES) if q.name in values}
+    out["units"] |= {k: FORECAST_UNITS[k] for k in fc}
+    if fc:
+        out["units"]["sensitivity"] = {"step": "fraction", "months": "months"} | {
+            k: unit for k, _l, unit in finance_forecast.SENSITIVITY_OUTPUTS}
     out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
                      for f in FAMILIES if f.name in values}
     return out
+
+
+#: The units of the forecast's keys (inference_ledger.finance_forecast.FORECAST_SUMMARY), forecast_months first.
+FORECAST_UNITS = {"forecast_months": "months"} | {name: unit for name, _l, unit, _f in finance_forecast.FORECAST_SUMMARY}
+
+
+def forecast_of(values: Mapping[str, Any], months: int = 0) -> dict[str, Any]:
+    """The forecast's conclusions (the Forecast sheet's summary: NPV of buying and of renting, the verdict ...) of one
+    plan (scalar values with every input the timeline reads), else nothing."""
+    try:
+        if any(np.ndim(values[k]) for k in ("target_qps", "qps_per_replica", "gpus_per_replica")):
+            return {}
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return finance_forecast.forecast(values, months)
+    except KeyError:
+        return {}
 
 
 def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Optional[str] = None,
@@ -97,6 +128,9 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
         _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
                                                 kv_dtype or "bf16", eng.kernel_table_version)
     fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
+             "eager_launch": "what dispatching the layers eager (no CUDA graph) adds beyond the kernels: data/engines.csv "
+                             "cuda_graphs, cuda_graph_max_batch_by_tp, eager_seconds_per_layer / _moe_layer "
+                             "(sgl-project/sglang#1401)",
              "parallel": "EP all-to-all and PP hand-offs (inference_ledger/formulas/parallel.py)",
              "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
                               "(Sarathi-Serve, arXiv:2403.02310)",

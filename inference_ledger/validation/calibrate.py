@@ -31,11 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 from inference_ledger.catalogs import catalog
+from inference_ledger.formulas import engine_ledger, ledger
 from inference_ledger.graph import resolve
 from inference_ledger.io.benchfiles import BadFile, Record, Run, Startup
 from inference_ledger.validation.calibrate_fit import (DECLARED, FITTABLE, MEMORY_TOLERANCE, METRICS, PARAM_BY_NAME,
                                                        SHAPES, WEIGHTS, GroupFit, Param, _fit_group)
 from inference_ledger.catalogs.catalog import Model
+from inference_ledger.core.sheetfuncs import and_, eq, gt, where
+from inference_ledger.core.refs import count_of, median_of
+from inference_ledger.core.units import MS_PER_S
 
 __all__ = ["DECLARED", "FITTABLE", "METRICS", "PARAM_BY_NAME", "WEIGHTS", "Param", "Calibration", "CalibrationError",
            "Deployment", "calibrate", "check_layout", "check_models", "record_inputs"]
@@ -223,3 +227,51 @@ def calibrate(records: Sequence[Record], dep: Deployment, *, today: Optional[str
             held.update(g.fitted)
     return Calibration(dep, base, list(records), accepted, groups,
                        today or _dt.date.today().isoformat())
+
+
+# --- the Calibration sheet's formulas: one measured run back-solved, and the medians that feed the plan -----------
+# ``p`` is the plan's quantities by attribute (numbers, or the workbook's references); times in ms as measured.
+
+def step_bytes(p, batch, context):
+    """Weights once per GPU + each sequence's KV at its context, split over the KV shards."""
+    kv_seq = ledger.kv_sequence_bytes(p.kv_elements_per_token_layer, p.kv_bytes, p.num_layers, context,
+                                 p.sliding_layers, p.window)
+    return p.weights_read_bytes / p.tp + batch * kv_seq / p.kv_shards
+
+
+def overhead_ms(p, batch):
+    """The plan's off-roofline time at this batch: TP all-reduces + per-layer and per-step overhead."""
+    ar = engine_ledger.allreduce_seconds(p.tp, p.num_layers, p.allreduce_latency_seconds,
+                             batch * p.hidden_size * p.unquantized_bytes, p.interconnect_bw)
+    return (ar + p.decode_overhead_seconds) * MS_PER_S
+
+
+def bw_fraction(p, bytes_, overhead, tpot_ms):
+    """Bandwidth fraction that reproduces the measured TPOT: bytes / (BW x (TPOT - overhead))."""
+    return bytes_ / (p.hbm_bw * (tpot_ms - overhead) / MS_PER_S)
+
+
+def tpot_predicted_ms(p, bytes_, overhead, batch):
+    flops = ledger.forward_flops(p.active_params, batch) / p.tp
+    return ledger.decode_step_seconds(bytes_, flops, p.hbm_bw, p.peak_flops, p.bw_efficiency,
+                                 p.decode_compute_efficiency) * MS_PER_S + overhead
+
+
+def prefill_efficiency(p, prompt, ttft_ms):
+    """Compute efficiency that reproduces the measured TTFT: FLOPs / (peak x TP x TTFT)."""
+    return ledger.prefill_flops(p.active_params, prompt) / (p.peak_flops * p.tp * ttft_ms / MS_PER_S)
+
+
+def ttft_predicted_ms(p, prompt):
+    return ledger.compute_seconds(ledger.prefill_flops(p.active_params, prompt), p.peak_flops, p.prefill_efficiency,
+                             p.tp) * MS_PER_S
+
+
+def median_or_blank(runs):
+    """The median of the runs that have a figure, "" when none has (the sheet's summary row)."""
+    return where(gt(count_of(runs), 0), median_of(runs), "")
+
+
+def calibrated(use, runs, uncalibrated):
+    """The value the plan takes: the runs' median when ``use`` is 1 and a run has a figure, else ``uncalibrated``."""
+    return where(and_(eq(use, 1), gt(count_of(runs), 0)), median_of(runs), uncalibrated)
