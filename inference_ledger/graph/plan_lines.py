@@ -228,9 +228,10 @@ def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per
 
 
 @line("Bytes read per decode step per GPU", "B", BANDWIDTH,
-      "Weights read per step (MoE: every distinct expert) + every decoding sequence's KV at the decode context.")
-def decode_bytes_per_step_per_gpu(step_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
-    return step_weight_bytes_per_gpu + step_kv_bytes_per_gpu
+      "Weights a pure-decode step reads (MoE: every distinct expert of the decoding sequences' tokens; prompt chunks "
+      "only add to a step) + every decoding sequence's KV at the decode context.")
+def decode_bytes_per_step_per_gpu(decode_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
+    return decode_weight_bytes_per_gpu + step_kv_bytes_per_gpu
 
 
 @line("TPOT floor", "s", BANDWIDTH,
@@ -255,18 +256,31 @@ def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_se
     return engine_ledger.decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_seconds)
 
 
+@line("Decode step's kernels", "s", BANDWIDTH,
+      "The step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
+      "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
+      "tables.")
+def decode_gpu_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
+                       allreduce_seconds_per_step, decode_overhead_seconds):
+    roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
+    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline)
+
+
+@line("Decode: waiting for eager dispatch", "s", BANDWIDTH,
+      "An eager step (no CUDA graph) lasts the longer of its kernels and the CPU time to dispatch them: what the host "
+      "time adds beyond the kernels, max(eager host time - kernels, 0); 0 for a graphed step.")
+def decode_eager_wait_seconds(eager_host_seconds_per_step, decode_gpu_seconds):
+    return maximum(eager_host_seconds_per_step - decode_gpu_seconds, 0)
+
+
 @line("TPOT expected", "s", BANDWIDTH,
       "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
-      "the step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
-      "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
-      "tables; + EP/PP communication + whole-prompt prefill stalls + the scheduler CPU time a non-overlapping engine "
-      "makes the GPU wait for.")
-def tpot_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
-                 allreduce_seconds_per_step, parallel_seconds_per_step, decode_overhead_seconds, prefill_stall_seconds,
+      "the step's kernels + the wait for eager dispatch (no CUDA graph) + EP/PP communication + whole-prompt prefill "
+      "stalls + the scheduler CPU time a non-overlapping engine makes the GPU wait for.")
+def tpot_seconds(decode_gpu_seconds, decode_eager_wait_seconds, parallel_seconds_per_step, prefill_stall_seconds,
                  scheduler_seconds_per_step):
-    roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
-    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline) \
-        + parallel_seconds_per_step + prefill_stall_seconds + scheduler_seconds_per_step
+    return decode_gpu_seconds + decode_eager_wait_seconds + parallel_seconds_per_step + prefill_stall_seconds \
+        + scheduler_seconds_per_step
 
 
 @line("TTFT expected", "s", COMPUTE,
