@@ -58,3 +58,12 @@ def test_static_batches_wait_for_no_running_step():
     assert serving.admission_wait_seconds(1, 1, 0.02) == pytest.approx(0.04)
     v = plan.evaluate(plan.defaults() | SEED_70B | {"batching": 2})
     assert v["admission_wait_seconds"] == 0 and v["lockstep_ttft_seconds"] == v["ttft_service_seconds"]
+
+
+def test_open_arrivals_wait_half_a_running_step_and_any_prepared_one():
+    """An arrival at a random moment waits half the running step on average, and the whole step an overlapping
+    scheduler prepared before it arrived: with overlap 1, TTFT_open = prefill + 1.5 TPOT; without, + 0.5 TPOT."""
+    off, on = _no_scheduler_cost(overlap_scheduling=0), _no_scheduler_cost(overlap_scheduling=1)
+    tpot, svc = off["tpot_seconds"], off["ttft_service_seconds"]
+    assert off["ttft_open_seconds"] == pytest.approx(svc + 0.5 * tpot, rel=1e-12)
+    assert on["ttft_open_seconds"] == pytest.approx(svc + 1.5 * tpot, rel=1e-12)

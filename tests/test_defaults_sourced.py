@@ -41,9 +41,12 @@ def test_engine_defaults_are_the_default_engines_row():
     assert plan.INPUT_BY_NAME["sampler_bytes_per_logit"].default == float(csv_row["sampler_bytes_per_logit"])
     assert plan.INPUT_BY_NAME["kv_budget_rule"].default == float(csv_row["kv_budget_rule"])
     assert plan.INPUT_BY_NAME["gpu_memory_utilization"].default == float(csv_row["memory_fraction"])
+    # the largest CUDA-graph batch is read from the row's by-TP column at the default TP
+    assert plan.INPUT_BY_NAME["cuda_graph_max_batch"].default == \
+        engines.get_engine(engines.DEFAULT_ENGINE).cuda_graph_max_batch(plan.DEFAULT_TP)
     for i in plan.INPUTS:
         if i.group == "engine":
-            assert i.name in csv_row or i.name in ("nccl_bytes",), i.name
+            assert i.name in csv_row or i.name in ("nccl_bytes", "cuda_graph_max_batch"), i.name
 
 
 def _gpu_row(gpu_id):

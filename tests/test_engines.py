@@ -42,8 +42,8 @@ def test_unknown_engine_names_the_known_ones():
 
 VERSION_ID = re.compile(r"(vllm|sglang|trtllm)(-\d+\.\d+)?")
 #: every trait column of engines.csv that a row's trait_sources must cite
-TRAITS = ("chunked_prefill", "overlap_scheduling", "scheduler_seconds_per_sequence", "cuda_graphs", "gqa_decode",
-          "fp8_block_gemm", "mla_kernel", "fused_moe", "kernel_table_engine")
+TRAITS = ("chunked_prefill", "overlap_scheduling", "scheduler_seconds_per_sequence", "cuda_graphs", "cuda_graph_max_batch",
+          "eager_seconds_per_layer", "gqa_decode", "fp8_block_gemm", "mla_kernel", "fused_moe", "kernel_table_engine")
 
 
 def test_ids_are_family_or_family_major_minor_and_every_trait_cites_its_source():
@@ -112,6 +112,68 @@ def test_a_scheduler_in_step_with_the_gpu_adds_its_cpu_time_per_sequence():
     # vLLM 0.4-0.5 processed outputs in step too: 3.4 ms at batch 32 (vllm#6913) = 106 us a sequence
     v04 = plan.evaluate(resolve("llama-3.1-70b", "h100-sxm", engine="vllm-0.5", numbers=kw).inputs)
     assert v04["scheduler_seconds_per_step"] == pytest.approx(64 * 106e-6, rel=1e-12)
+
+
+#: sgl-project/sglang#1401 (sglang.bench_latency, batch 1, 128 in / 8 out): Llama-3-8B (32 layers) with FlashInfer
+#: 8.23 ms a decode step eager, 7.35 ms with CUDA graphs; DeepSeek-Coder-V2-Lite (27 layers: 1 dense, 26 MLA + MoE)
+#: 6.22 ms with graphs, "4x faster" than eager.  An eager step is bound by its host dispatch there, so per layer:
+EAGER_DENSE = 8.23e-3 / 32                          # 257 us
+EAGER_MOE = (4 * 6.22e-3 - EAGER_DENSE) / 26        # 947 us
+
+
+def test_eager_host_time_per_layer_is_the_sglang_1401_measurement():
+    for e in engines.load_engines():
+        if e.id == "trtllm-0.9":   # TensorRT engines enqueued from C++: no per-op Python dispatch
+            assert e.eager_seconds_per_layer == e.eager_seconds_per_moe_layer == 0
+        else:
+            assert e.eager_seconds_per_layer == pytest.approx(EAGER_DENSE, abs=0.5e-6), e.id
+            assert e.eager_seconds_per_moe_layer == pytest.approx(EAGER_MOE, abs=0.5e-6), e.id
+    # capture limits as the engines' sources set them
+    cap = lambda i, tp=1: engines.get_engine(i).cuda_graph_max_batch(tp)
+    assert (cap("vllm-0.7"), cap("vllm-0.8"), cap("vllm"), cap("sglang-0.4")) == (256, 512, 512, 160)
+    assert (cap("sglang", 1), cap("sglang", 8), cap("trtllm-0.17"), cap("trtllm-0.9")) == (256, 512, 0, 0)
+
+
+def test_an_eager_step_lasts_the_longer_of_its_kernels_and_the_host_dispatch():
+    """TensorRT-LLM 0.17-0.21's PyTorch backend runs without CUDA graphs (PyTorchConfig use_cuda_graph=False):
+    DeepSeek-R1 on 8 H200 at 4 sequences dispatches 3 dense + 58 MoE layers eager, 3 x 257 + 58 x 947 us = 55.7 ms
+    of host time, longer than the step's 13 ms of kernels: the step waits for the CPU (dstack published 55.1 ms TPOT
+    for this deployment at 4 clients, a source the figures were not taken from).  With graphs on, the same step is
+    its kernels; flipping the trait moves TPOT by exactly host - kernels."""
+    kw = dict(tp=8, concurrency=4, input_tokens=3200, output_tokens=800)
+    r = resolve("deepseek-r1", "h200", weight_dtype="fp8", engine="trtllm-0.17", numbers=kw).inputs
+    eager = plan.evaluate(r)
+    graphed = plan.evaluate(r | {"cuda_graphs": 1, "cuda_graph_max_batch": 128})
+    assert eager["num_layers"] == 61 and eager["moe_layers"] == 58 and eager["cuda_graphs"] == 0
+    host = 3 * EAGER_DENSE + 58 * EAGER_MOE
+    assert eager["eager_host_seconds_per_step"] == pytest.approx(host, rel=1e-3)
+    assert graphed["eager_host_seconds_per_step"] == 0 and graphed["decode_eager_wait_seconds"] == 0
+    gpu = eager["decode_gpu_seconds"]
+    assert gpu == graphed["decode_gpu_seconds"] and gpu < host
+    assert eager["decode_eager_wait_seconds"] == pytest.approx(host - gpu, rel=1e-3)
+    assert eager["tpot_seconds"] - graphed["tpot_seconds"] == pytest.approx(host - gpu, rel=1e-3)
+    assert eager["tpot_seconds"] == pytest.approx(host + eager["prefill_stall_seconds"]
+                                                  + eager["scheduler_seconds_per_step"], rel=1e-3)
+
+
+def test_a_batch_above_the_largest_captured_graph_runs_eager():
+    """vLLM V1 captures decode graphs up to 512 sequences: Llama-3.1-8B on an H100 at 600 sequences runs eager
+    (32 dense layers x 257 us = 8.2 ms of dispatch), at 500 it replays a graph; the step is max(kernels, host)."""
+    kw = dict(tp=1, input_tokens=256, output_tokens=128)
+    at = {c: plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="vllm", numbers=kw | {"concurrency": c}).inputs)
+          for c in (500, 600)}
+    assert at[500]["effective_concurrency"] == 500 and at[600]["effective_concurrency"] == 600
+    assert at[500]["eager_host_seconds_per_step"] == 0
+    assert at[600]["eager_host_seconds_per_step"] == pytest.approx(32 * EAGER_DENSE, rel=1e-3)
+    v = at[600]
+    assert v["decode_eager_wait_seconds"] == pytest.approx(
+        max(v["eager_host_seconds_per_step"] - v["decode_gpu_seconds"], 0), abs=1e-15)
+    # a host slower than the kernels sets the step (5 ms a layer: 160 ms)
+    slow = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="vllm", numbers=kw | {"concurrency": 600}).inputs
+                         | {"eager_seconds_per_layer": 5e-3})
+    assert slow["tpot_seconds"] == pytest.approx(0.16 + slow["parallel_seconds_per_step"]
+                                                 + slow["prefill_stall_seconds"]
+                                                 + slow["scheduler_seconds_per_step"], rel=1e-9)
 
 
 def test_whole_prompt_versions_stall_the_step_by_the_sarathi_formula():

@@ -59,8 +59,9 @@ def test_default_plan_steady_state_by_hand():
     assert v["lockstep_ttft_seconds"] == pytest.approx(group, rel=1e-12)
     assert v["prefill_bound_ttft_seconds"] == 0        # 16 x 1,024 / 8,176 = 2 steps of prompts per 511-step cycle
     assert v["ttft_seconds"] == pytest.approx((16 * wave + 984 * group) / 1000, rel=1e-12)
-    # a service at its target QPS sees arrivals one by one: the prompt's prefill + half a running step
-    assert v["ttft_open_seconds"] == pytest.approx(ttft + tpot / 2, rel=1e-12)
+    # a service at its target QPS sees arrivals one by one: the prompt's prefill + half a running step + the step
+    # the async scheduler has already prepared
+    assert v["ttft_open_seconds"] == pytest.approx(ttft + tpot / 2 + tpot, rel=1e-12)
     qps = 16 / (ttft + 511 * tpot)                            # Little's law over 16 slots
     assert v["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert v["tokens_per_second"] == pytest.approx(qps * 512, rel=1e-12)

@@ -59,6 +59,9 @@ class Engine:
     overlap_scheduling: int
     scheduler_seconds_per_sequence: float
     cuda_graphs: int
+    cuda_graph_max_batch_by_tp: tuple[tuple[int, float], ...]
+    eager_seconds_per_layer: float
+    eager_seconds_per_moe_layer: float
     gqa_decode: int
     fp8_block_gemm: int
     mla_kernel: str
@@ -78,6 +81,14 @@ class Engine:
             if tp >= t:
                 out = f
         return out
+
+    def cuda_graph_max_batch(self, tp: int) -> int:
+        """The largest decode batch the engine captures a CUDA graph for at a TP degree (0: no graphs)."""
+        out = 0.0
+        for t, b in self.cuda_graph_max_batch_by_tp:
+            if tp >= t:
+                out = b
+        return int(out) if self.cuda_graphs else 0
 
     def large_gpu(self, gpu_memory_bytes: float, gpu_id: str = "") -> bool:
         """Whether the engine applies its large-GPU batching defaults to this GPU."""
@@ -138,7 +149,9 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]),
                 releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
                 scheduler_seconds_per_sequence=float(r["scheduler_seconds_per_sequence"]),
-                cuda_graphs=int(r["cuda_graphs"]), gqa_decode=int(r["gqa_decode"]),
+                cuda_graphs=int(r["cuda_graphs"]), cuda_graph_max_batch_by_tp=_by_tp(r["cuda_graph_max_batch_by_tp"]),
+                eager_seconds_per_layer=float(r["eager_seconds_per_layer"]),
+                eager_seconds_per_moe_layer=float(r["eager_seconds_per_moe_layer"]), gqa_decode=int(r["gqa_decode"]),
                 fp8_block_gemm=int(r["fp8_block_gemm"]), mla_kernel=r["mla_kernel"], fused_moe=r["fused_moe"],
                 kernel_table_engine=r["kernel_table_engine"], kernel_table_version=r["kernel_table_version"],
                 trait_sources=r["trait_sources"], quote=r["quote"], source=r["source"], date=r["date"],
@@ -199,4 +212,8 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "chunked_prefill": e.chunks(max_model_len),
         "overlap_scheduling": e.overlap_scheduling,
         "scheduler_seconds_per_sequence": e.scheduler_seconds_per_sequence,
+        "cuda_graphs": e.cuda_graphs,
+        "cuda_graph_max_batch": e.cuda_graph_max_batch(tp),
+        "eager_seconds_per_layer": e.eager_seconds_per_layer,
+        "eager_seconds_per_moe_layer": e.eager_seconds_per_moe_layer,
     }

@@ -87,6 +87,29 @@ def step_weight_bytes_per_gpu(weights_read_bytes, routed_active_bytes, step_extr
                                        gpus_per_stage)
 
 
+@line("Distinct experts per layer per pure-decode step", "experts", BANDWIDTH,
+      "E x (1 - (1 - k/E)^B): the experts a step of the decoding sequences alone routes to (no prompt tokens), what "
+      "the TPOT floor reads: a step carrying prompt chunks only adds time.")
+def decode_distinct_experts(num_experts, experts_per_token, effective_concurrency):
+    return serving.distinct_experts(num_experts, experts_per_token, effective_concurrency)
+
+
+@line("Routed experts read per pure-decode step beyond one token's", "B", BANDWIDTH,
+      "MoE layers x (distinct experts of the decoding sequences - k) x 3 x hidden x intermediate x bytes.")
+def decode_extra_expert_bytes(decode_distinct_experts, experts_per_token, moe_layers, hidden_size, intermediate_size,
+                              weight_bytes, num_params, active_params):
+    return serving.extra_expert_bytes(decode_distinct_experts, experts_per_token, moe_layers, hidden_size,
+                                      intermediate_size, weight_bytes, num_params, active_params)
+
+
+@line("Weights read per pure-decode step per GPU", "B", BANDWIDTH,
+      "As the weights read per step, with the experts of the decoding sequences alone (what the TPOT floor reads).")
+def decode_weight_bytes_per_gpu(weights_read_bytes, routed_active_bytes, decode_extra_expert_bytes, tp,
+                                gpus_per_stage):
+    return serving.weight_read_per_gpu(weights_read_bytes, routed_active_bytes, decode_extra_expert_bytes, tp,
+                                       gpus_per_stage)
+
+
 @line("KV read per step per GPU", "B", BANDWIDTH,
       "Every decoding sequence's KV at the decode context, over its KV split.")
 def step_kv_bytes_per_gpu(kv_bytes_per_sequence_decode, kv_shards, effective_concurrency):

@@ -224,6 +224,16 @@ def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequenc
                                               effective_concurrency)
 
 
+@line("Eager host time per decode step", "s", BANDWIDTH,
+      "0 when the step replays a CUDA graph (cuda_graphs 1 and each DP-attention rank's B / DP sequences <= "
+      "cuda_graph_max_batch), else the CPU time to dispatch its layers eager: dense layers x eager_seconds_per_layer "
+      "+ MoE layers x eager_seconds_per_moe_layer.")
+def eager_host_seconds_per_step(cuda_graphs, cuda_graph_max_batch, effective_concurrency, dp_attention, num_layers,
+                                moe_layers, eager_seconds_per_layer, eager_seconds_per_moe_layer):
+    return serving.eager_host_seconds(cuda_graphs, cuda_graph_max_batch, effective_concurrency / dp_attention,
+                                      num_layers, moe_layers, eager_seconds_per_layer, eager_seconds_per_moe_layer)
+
+
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
 #: render): with measured tables, and on the roofline fallback.
 DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
@@ -236,8 +246,8 @@ DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_se
                        "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
 PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
 #: what every step adds after its operations, whichever way they are priced
-DECODE_OPS_COMMON = {"parallel": "parallel_seconds_per_step", "prefill_stall": "prefill_stall_seconds",
-                     "scheduler": "scheduler_seconds_per_step"}
+DECODE_OPS_COMMON = {"eager_launch": "decode_eager_wait_seconds", "parallel": "parallel_seconds_per_step",
+                     "prefill_stall": "prefill_stall_seconds", "scheduler": "scheduler_seconds_per_step"}
 PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 
@@ -281,9 +291,11 @@ def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_bat
 
 @line("TTFT under open arrivals", "s", COMPUTE,
       "Steady state of requests arriving one by one below capacity: the prompt's own prefill + half of the step "
-      "already running (no wave, no queue); static batching: the batch's prefill.")
-def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds):
-    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0, tpot_seconds / STEP_RESIDUAL_DIVISOR)
+      "already running + the step an overlapping scheduler has already prepared (overlap_scheduling x TPOT, as in "
+      "admission_wait_seconds); no wave, no queue; static batching: the batch's prefill.")
+def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds, overlap_scheduling):
+    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0,
+                                        tpot_seconds / STEP_RESIDUAL_DIVISOR + overlap_scheduling * tpot_seconds)
 
 
 @line("Prompt-token room per step", "tokens", COMPUTE,

@@ -45,9 +45,8 @@ class Input:
     arg: Arg
 
 
-#: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm,
-#: inference_ledger.catalogs.catalog_facts): the default of every input the catalog fills, so a plan with no model or
-#: GPU chosen is that one's.
+#: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm, catalogs.catalog_facts):
+#: the default of every input the catalog fills, so a plan with no model or GPU chosen is that one's.
 CATALOG_DEFAULTS = catalog_facts.default_facts()
 #: An input's default that is the default model's or GPU's catalog fact of the same name.
 CATALOG = object()
@@ -133,8 +132,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("dp_attention", "Attention data-parallel ranks", "ranks", 1, "DP-attention ranks per stage, each with its own sequences and attention weights, sharing the MoE layers (SGLang --enable-dp-attention, vLLM --data-parallel-size with expert parallelism).", "deployment", lo=1, hi=4096, integer=True),
     _inp("batching", "Batching (1 continuous, 2 static)", "code", 1, "1 continuous: a client keeps the concurrency in flight and new prompts are prefilled in chunks between decode steps (vLLM, SGLang, TensorRT-LLM in-flight batching); 2 static: one batch prefilled, then decoded together (plan --batching continuous|static).", "deployment", lo=1, hi=2, integer=True),
     _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", ENGINE["gpu_memory_utilization"], "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
-    # engine (inference_ledger/data/engines.csv via inference_ledger.catalogs.engines.engine_inputs; defaults: vLLM V1
-    # on an H100)
+    # engine (data/engines.csv via catalogs.engines.engine_inputs; defaults: vLLM V1 on an H100)
     _inp("kv_budget_rule", "Engine KV budget rule", "code", ENGINE["kv_budget_rule"], "How the engine sizes its KV cache: 1 vLLM (utilization x total - weights - activations - non-torch), 2 SGLang (mem_fraction_static x (total - non-torch) - weights), 3 TensorRT-LLM (fraction x memory free after weights).", "engine", lo=1, hi=3, integer=True),
     _inp("max_num_batched_tokens", "Prefill chunk (max_num_batched_tokens)", "tokens", ENGINE["max_num_batched_tokens"], "Tokens the engine's memory profile runs in one forward pass: vLLM V1 8192 on >=70 GiB GPUs (2048 on smaller and A100), V0 max(max_model_len, 2048).", "engine", lo=1, hi=1e8, integer=True),
     _inp("max_num_seqs", "Sequences per step (max_num_seqs)", "sequences", ENGINE["max_num_seqs"], "Sequences the engine batches; its profile samples one logits row each (vLLM V1: 1024 on >=70 GiB GPUs, else 256).", "engine", lo=1, hi=1e6, integer=True),
@@ -157,12 +155,15 @@ INPUTS: tuple[Input, ...] = (
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", EFF["layer_overhead_seconds"], "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
     _inp("scaleout_latency_seconds", "Scale-out message latency", "s", EFF["scaleout_latency_seconds"], "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
     _inp("step_overhead_seconds", "Per-step overhead", "s", EFF["step_overhead_seconds"], "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
-    # kernels (inference_ledger.formulas.kernels: each operation's measured floor and time per unit at the model's
-    # shapes, TP and dtypes, from data/kernels/*.csv; read by the resolver for GPUs with tables, 0 and unused otherwise)
+    # kernels (formulas.kernels: each operation's measured floor and time per unit at the model's shapes, data/kernels)
     _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database; for AMD, ROCm/aiter's tuner tables and published all-reduce figures); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
     _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", ENGINE["chunked_prefill"], "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang from 0.4); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off, vLLM V0 up to 32K max_model_len, SGLang 0.2-0.3; engines.csv).", "engine", lo=0, hi=1, integer=True),
     _inp("overlap_scheduling", "Scheduler overlaps the GPU (1 yes, 0 no)", "1/0", ENGINE["overlap_scheduling"], "1: the engine prepares step n+1 on the CPU while the GPU runs step n (SGLang 0.4+, vLLM async scheduling by default after 0.11, TensorRT-LLM 1.0+ overlap scheduler): its CPU time hides under the step; 0: every step waits for it (engines.csv).", "engine", lo=0, hi=1, integer=True),
     _inp("scheduler_seconds_per_sequence", "Scheduler CPU time per sequence per step", "s", ENGINE["scheduler_seconds_per_sequence"], "CPU time the engine spends per running sequence per step (scheduling, input preparation, output processing): vLLM V1 21 us (5-6 ms at batch 256, vllm-project/vllm#10634, #11133), vLLM 0.4-0.5 106 us (vllm#6913), SGLang <= 10 us; added to the step only when the scheduler does not overlap (engines.csv).", "engine", lo=0, hi=1),
+    _inp("cuda_graphs", "CUDA graphs (1 on, 0 eager)", "1/0", ENGINE["cuda_graphs"], "1: decode steps up to cuda_graph_max_batch sequences replay CUDA graphs; 0: every step dispatches its kernels eager through PyTorch (TensorRT-LLM's PyTorch backend 0.17-0.21: use_cuda_graph=False; engines.csv).", "engine", lo=0, hi=1, integer=True),
+    _inp("cuda_graph_max_batch", "Largest CUDA-graph decode batch", "sequences", ENGINE["cuda_graph_max_batch"], "The largest decode batch the engine captures a graph for (vLLM V0 256, V1 512, SGLang 0.4 160, TensorRT-LLM as trtllm-bench runs it: the max batch; engines.csv); a larger batch runs eager.", "engine", lo=0, hi=1e6, integer=True),
+    _inp("eager_seconds_per_layer", "Eager host time per dense layer", "s", ENGINE["eager_seconds_per_layer"], "CPU time to dispatch one dense decode layer eager through PyTorch: 257 us (Llama-3-8B, 8.23 ms eager over 32 layers, sgl-project/sglang#1401); an eager step lasts max(its kernels, this host time) (engines.csv).", "engine", lo=0, hi=1),
+    _inp("eager_seconds_per_moe_layer", "Eager host time per MoE layer", "s", ENGINE["eager_seconds_per_moe_layer"], "CPU time to dispatch one MoE (MLA + routed experts) decode layer eager through PyTorch: 947 us (DeepSeek-Coder-V2-Lite, 4x its 6.22 ms CUDA-graph step, sgl-project/sglang#1401; engines.csv).", "engine", lo=0, hi=1),
     *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
                           ("o", "attention output GEMM", "token"),
                           ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
@@ -188,8 +189,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("ttft_target", "TTFT target", "s", 0.5, "Time to first token the service promises.", "target", arg="seconds"),
     _inp("tpot_target", "TPOT target", "s", 0.05, "Time per output token the service promises.", "target", arg="seconds"),
     _inp("target_qps", "Target QPS", "requests/s", 20, "Requests per second the service must sustain at peak (sizes replicas by Little's law).", "target", arg="qps"),
-    # finance: own vs rent, and the timeline's growth (inference_ledger.formulas.finance; GPU rows from
-    # data/gpu_costs.csv)
+    # finance: own vs rent, and the timeline's growth (formulas.finance; GPU rows from data/gpu_costs.csv)
     _inp("server_price_per_gpu", "Server price per GPU", "$/GPU", CATALOG, "A whole server's price / its GPUs (GPU costs sheet: DGX H100 ~$270k / 8, SemiAnalysis 2023).", "finance", lo=0, hi=1e8, lo_inclusive=False),
     _inp("gpu_power_w", "GPU power (TDP)", "W", CATALOG, "Board power of one GPU at work (datasheet TDP; GPU costs sheet).", "finance", lo=0, hi=1e5),
     _inp("server_power_w_per_gpu", "Rest of the server per GPU", "W", CATALOG, "CPUs, NICs, fans per GPU: (server max - GPUs x TDP) / GPUs; DGX H100 (10.2 kW - 8 x 700 W) / 8.", "finance", lo=0, hi=1e5),

@@ -199,9 +199,10 @@ def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per
 
 
 @line("Bytes read per decode step per GPU", "B", BANDWIDTH,
-      "Weights read per step (MoE: every distinct expert) + every decoding sequence's KV at the decode context.")
-def decode_bytes_per_step_per_gpu(step_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
-    return step_weight_bytes_per_gpu + step_kv_bytes_per_gpu
+      "Weights a pure-decode step reads (MoE: every distinct expert of the decoding sequences' tokens; prompt chunks "
+      "only add to a step) + every decoding sequence's KV at the decode context.")
+def decode_bytes_per_step_per_gpu(decode_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
+    return decode_weight_bytes_per_gpu + step_kv_bytes_per_gpu
 
 
 tpot_floor_seconds = derived("tpot_floor_seconds", ledger.decode_step_seconds, "TPOT floor", "s", BANDWIDTH,
@@ -218,18 +219,31 @@ def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, step_t
                                            step_tokens * hidden_size * unquantized_bytes, interconnect_bw)
 
 
+@line("Decode step's kernels", "s", BANDWIDTH,
+      "The step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
+      "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
+      "tables.")
+def decode_gpu_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
+                       allreduce_seconds_per_step, decode_overhead_seconds):
+    roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
+    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline)
+
+
+@line("Decode: waiting for eager dispatch", "s", BANDWIDTH,
+      "An eager step (no CUDA graph) lasts the longer of its kernels and the CPU time to dispatch them: what the host "
+      "time adds beyond the kernels, max(eager host time - kernels, 0); 0 for a graphed step.")
+def decode_eager_wait_seconds(eager_host_seconds_per_step, decode_gpu_seconds):
+    return maximum(eager_host_seconds_per_step - decode_gpu_seconds, 0)
+
+
 @line("TPOT expected", "s", BANDWIDTH,
       "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
-      "the step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
-      "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
-      "tables; + EP/PP communication + whole-prompt prefill stalls + the scheduler CPU time a non-overlapping engine "
-      "makes the GPU wait for.")
-def tpot_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
-                 allreduce_seconds_per_step, parallel_seconds_per_step, decode_overhead_seconds, prefill_stall_seconds,
+      "the step's kernels + the wait for eager dispatch (no CUDA graph) + EP/PP communication + whole-prompt prefill "
+      "stalls + the scheduler CPU time a non-overlapping engine makes the GPU wait for.")
+def tpot_seconds(decode_gpu_seconds, decode_eager_wait_seconds, parallel_seconds_per_step, prefill_stall_seconds,
                  scheduler_seconds_per_step):
-    roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
-    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline) \
-        + parallel_seconds_per_step + prefill_stall_seconds + scheduler_seconds_per_step
+    return decode_gpu_seconds + decode_eager_wait_seconds + parallel_seconds_per_step + prefill_stall_seconds \
+        + scheduler_seconds_per_step
 
 
 ttft_seconds = derived("ttft_seconds", serving.benchmark_ttft_seconds, "TTFT expected", "s", COMPUTE,

@@ -122,8 +122,7 @@ def _tpot(q, cur):
 def _band(q, cur):
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No band: the plan does not fit.",
                  concat("Band (about 80% of new measurements fall inside): ", count(q.gpus_for_qps_low), " to ",
-                        count(q.gpus_for_qps_high), " GPUs, TPOT ", ms(q.tpot_seconds_low), " to ",
-                        ms(q.tpot_seconds_high), ", ", money(q.monthly_cost_qps_low, cur), " to ",
+                        count(q.gpus_for_qps_high), " GPUs, ", money(q.monthly_cost_qps_low, cur), " to ",
                         money(q.monthly_cost_qps_high, cur), " per month."))
 
 

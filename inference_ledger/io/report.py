@@ -128,6 +128,9 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
         _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
                                                 kv_dtype or "bf16", eng.kernel_table_version)
     fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
+             "eager_launch": "what dispatching the layers eager (no CUDA graph) adds beyond the kernels: data/engines.csv "
+                             "cuda_graphs, cuda_graph_max_batch_by_tp, eager_seconds_per_layer / _moe_layer "
+                             "(sgl-project/sglang#1401)",
              "parallel": "EP all-to-all and PP hand-offs (inference_ledger/formulas/parallel.py)",
              "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
                               "(Sarathi-Serve, arXiv:2403.02310)",
