@@ -140,3 +140,34 @@ def test_plan_json_names_the_fused_moe_table_as_the_mlp_source():
     assert d["kernel_source"] == "measured tables"
     assert "h200_sxm/moe/sglang/" in d["decode_ops"]["mlp"]["source"]
     assert "h200_sxm/moe/sglang/" in d["prefill_ops"]["mlp"]["source"]
+
+
+def test_each_further_prompt_of_a_moe_prefill_pays_its_rows_of_the_all_reduces_by_hand():
+    """DeepSeek-V3 shapes, one further 1,024-token prompt joining a prefill chunk at TP 8 (kernel tables):
+    GEMMs 1.5e-5 s per prompt token x 1,024 = 15.36 ms; attention 61 layers x 2.5e-12 s x 1,024^2 = 0.159908 ms;
+    its rows of the two TP all-reduces per layer: 2 x 61 x 1e-11 s/B x 1,024 tokens x 7,168 hidden x 2 B (BF16
+    activations) = 122 x 1.4680064e-4 s = 17.909678 ms; total 33.429586 ms.  At TP 1 no all-reduce: 15.519908 ms.
+    On the roofline: 2 x 37e9 x 1,024 / 8 / (5e15 x 0.5) = 3.7888 ms (no all-reduce term there)."""
+    common = dict(kernel_tables=1, prefill_seconds_per_prompt_token=1.5e-5, num_layers=61, input_tokens=1024,
+                  prefill_attention_kernel_seconds_per_token_squared=2.5e-12, hidden_size=7168, unquantized_bytes=2,
+                  allreduce_kernel_seconds_per_byte=1e-11, active_params=37e9, peak_flops=5e15,
+                  prefill_efficiency=0.5)
+    assert step_lines.prefill_seconds_per_extra_prompt(tp=8, **common) == pytest.approx(33.429586e-3, rel=1e-7)
+    assert step_lines.prefill_seconds_per_extra_prompt(tp=1, **common) == pytest.approx(15.519908e-3, rel=1e-7)
+    assert step_lines.prefill_seconds_per_extra_prompt(tp=8, **(common | {"kernel_tables": 0})) \
+        == pytest.approx(3.7888e-3, rel=1e-9)
+
+
+def test_a_further_moe_prompt_adds_the_all_reduce_growth_the_lone_prompt_pays():
+    """DeepSeek-R1 FP8 on 8 x MI355X (AMD tables): one 1,024-token prompt is one chunk whose two all-reduces per
+    layer cost floor + time per byte x 1,024 x 7,168 x 2 B each; a further prompt adds the per-byte part of them, not
+    the floors: its all-reduce share = prefill_allreduce_seconds - 2 x 61 x the floor."""
+    r = resolve.resolve("deepseek-v3", "mi355x", weight_dtype="fp8",
+                        numbers={"tp": 8, "concurrency": 8, "input_tokens": 1024, "output_tokens": 1024})
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 1 and v["prefill_chunks"] == 1 and v["moe_layers"] > 0
+    gemm_and_attention = v["prefill_seconds_per_prompt_token"] * 1024 \
+        + 61 * v["prefill_attention_kernel_seconds_per_token_squared"] * 1024 ** 2
+    growth = v["prefill_allreduce_seconds"] - 2 * 61 * v["allreduce_kernel_floor_seconds"]
+    assert growth > 0
+    assert v["prefill_seconds_per_extra_prompt"] - gemm_and_attention == pytest.approx(growth, rel=1e-9)

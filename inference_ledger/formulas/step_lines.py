@@ -270,12 +270,16 @@ def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, 
 
 @line("Prefill of each further prompt", "s", COMPUTE,
       "What one more S-token prompt adds to a prefill: its tokens at the GEMMs' measured time per token + its "
-      "attention (kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
+      "attention + its rows of each TP all-reduce (2 per layer, S x hidden x bytes at the measured time per byte) "
+      "(kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
 def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_token, num_layers, input_tokens,
-                                     prefill_attention_kernel_seconds_per_token_squared, active_params, tp, peak_flops,
+                                     prefill_attention_kernel_seconds_per_token_squared, tp, hidden_size,
+                                     unquantized_bytes, allreduce_kernel_seconds_per_byte, active_params, peak_flops,
                                      prefill_efficiency):
+    allreduce = where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_seconds_per_byte * input_tokens
+                      * hidden_size * unquantized_bytes, 0)
     measured = prefill_seconds_per_prompt_token * input_tokens \
-        + num_layers * prefill_attention_kernel_seconds_per_token_squared * input_tokens * input_tokens
+        + num_layers * prefill_attention_kernel_seconds_per_token_squared * input_tokens * input_tokens + allreduce
     roofline = FLOPS_PER_PARAM * active_params * input_tokens / tp / (peak_flops * prefill_efficiency)
     return where(eq(kernel_tables, 1), measured, roofline)
 
