@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger.formulas import kernels, kernels_fused, step_lines
+from inference_ledger.formulas import kernels, kernels_fused, serving, step_lines
 from inference_ledger.graph import plan, resolve
 
 from test_cli_rules import cli
@@ -171,3 +171,14 @@ def test_a_further_moe_prompt_adds_the_all_reduce_growth_the_lone_prompt_pays():
     growth = v["prefill_allreduce_seconds"] - 2 * 61 * v["allreduce_kernel_floor_seconds"]
     assert growth > 0
     assert v["prefill_seconds_per_extra_prompt"] - gemm_and_attention == pytest.approx(growth, rel=1e-9)
+
+
+def test_a_wave_over_several_chunks_pays_each_further_chunks_floors_by_hand():
+    """16 clients of 1,024-token prompts against an 8,192-token chunk budget: the wave is 16,384 tokens in 2 chunks.
+    A lone prompt's chunk costs 61 ms, a further prompt 33 ms, so a chunk's fixed part (weight reads, launches,
+    all-reduce latencies: what the lone chunk costs beyond one prompt's per-token work) is 61 - 33 = 28 ms and the
+    second chunk pays it again: wave = 61 + 15 x 33 + 1 x 28 = 584 ms; the mean request waits 17/32 of it
+    (max((n + 1) / 2n, 8,192 / 16,384)) = 310.25 ms.  8 clients (8,192 tokens, one chunk): 61 + 7 x 33 = 292 ms,
+    all of it."""
+    assert serving.wave_ttft_seconds(1, 16, 1024, 8192, 0.061, 0.033, 1) == pytest.approx(0.31025, rel=1e-12)
+    assert serving.wave_ttft_seconds(1, 8, 1024, 8192, 0.061, 0.033, 1) == pytest.approx(0.292, rel=1e-12)

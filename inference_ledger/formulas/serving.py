@@ -47,7 +47,7 @@ from pathlib import Path
 from inference_ledger.core import csvfile
 from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import is_sym
-from inference_ledger.core.sheetfuncs import eq, floor, ge, gt, le, literal, log10, lt, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, floor, ge, gt, le, literal, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
                                          STEPS_RUNNING_AT_ARRIVAL,
@@ -327,15 +327,20 @@ def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency,
 
 
 def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
-                      prefill_seconds_per_extra_prompt):
+                      prefill_seconds_per_extra_prompt, prefill_chunks):
     """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
 
-    The wave's prefill takes one prompt's service time plus each further prompt's prefill work; prompt i of n is done
-    once i x S of the n x S tokens have run, so the mean request waits (n + 1) / (2 n) of the wave's prefill, all of
-    it when the wave fits one chunk of max_num_batched_tokens.  Static batching: the batch's own prefill (it is the
-    wave already)."""
+    The wave's prefill takes one prompt's service time plus each further prompt's prefill work, plus the fixed part
+    of every chunk the wave needs beyond the lone prompt's: a chunk's kernel floors (its expert and dense weight
+    reads, launches, all-reduce latencies) are paid once per forward pass, so each further chunk of
+    max_num_batched_tokens pays again what one prompt's chunk costs beyond its per-token work,
+    (service - a further prompt's work) / the prompt's chunks.  Prompt i of n is done once i x S of the n x S tokens
+    have run, so the mean request waits (n + 1) / (2 n) of the wave's prefill, all of it when the wave fits one chunk.
+    Static batching: the batch's own prefill (it is the wave already)."""
     n = prompts  # the effective concurrency: at least 1
-    wave = ttft_service_seconds + (n - 1) * prefill_seconds_per_extra_prompt
+    chunk_fixed = maximum(ttft_service_seconds - prefill_seconds_per_extra_prompt, 0) / prefill_chunks
+    more_chunks = maximum(ceil(n * input_tokens / max_num_batched_tokens) - prefill_chunks, 0)
+    wave = ttft_service_seconds + (n - 1) * prefill_seconds_per_extra_prompt + more_chunks * chunk_fixed
     share = maximum((n + 1) / (RAMP_MEAN_DIVISOR * n), minimum(1, max_num_batched_tokens / (n * input_tokens)))
     return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
 

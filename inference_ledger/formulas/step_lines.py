@@ -285,12 +285,13 @@ def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_t
 
 
 @line("Mean TTFT of a wave", "s", COMPUTE,
-      "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
+      "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave (each further "
+      "prompt's work + each further chunk's fixed part, what a lone prompt's chunk costs beyond it); the mean "
       "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.")
 def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens, ttft_service_seconds,
-                      prefill_seconds_per_extra_prompt):
+                      prefill_seconds_per_extra_prompt, prefill_chunks):
     return serving.wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens,
-                                     ttft_service_seconds, prefill_seconds_per_extra_prompt)
+                                     ttft_service_seconds, prefill_seconds_per_extra_prompt, prefill_chunks)
 
 
 @line("TTFT under open arrivals", "s", COMPUTE,
