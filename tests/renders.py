@@ -23,10 +23,18 @@ _FILE_OPTIONS = ("config", "scenarios", "profile")
 _RENDERS: dict = {}
 
 
+#: options make_context fills with the default choice when they are not given (the CLI passes some of them)
+_DEFAULTED = ("model", "gpu", "kv_dtype", "engine")
+
+
 def _render_key(options: dict):
+    from inference_ledger.workbook.cells import DEFAULT_CHOICE
+
     given = {k: v for k, v in options.items() if v is not None}   # None means "not given" (make_context)
     if any(k in _FILE_OPTIONS for k in given) or not all(isinstance(v, (str, int, float, bool)) for v in given.values()):
         return None
+    # the default given by name renders what leaving it out renders (`build` passes --engine and --kv-dtype)
+    given = {k: v for k, v in given.items() if not (k in _DEFAULTED and v == DEFAULT_CHOICE[k])}
     return tuple(sorted(given.items()))
 
 

@@ -24,6 +24,7 @@ from inference_ledger.workbook.build import check_rows, make_context
 from inference_ledger.workbook.context import xname
 from inference_ledger.workbook.recalc import recalculate
 
+from renders import opened
 from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
@@ -136,7 +137,7 @@ def _row(ws, label):
 
 
 def test_default_workbook_has_the_finance_sheets_and_charts(built):
-    wb = load_workbook(built[0])
+    wb = opened(built[0])
     for sheet in ("TCO", "Forecast", "Sensitivity", "GPU costs"):
         assert sheet in wb.sheetnames
     charts = sum(len(wb[s]._charts) for s in ("TCO", "Forecast", "Sensitivity"))
@@ -186,7 +187,7 @@ def test_growth_and_power_price_changed_in_the_file_move_the_timeline_and_verdic
 
 
 def test_sensitivity_tornado_rows_are_sorted_by_swing(built):
-    ws = load_workbook(built[0], data_only=True)["Sensitivity"]
+    ws = opened(built[0], data_only=True)["Sensitivity"]
     for title in ("Swings: Cheapest $/Mtok", "Swings: GPUs needed in the last forecast month"):
         top = _row(ws, title) + 1  # header of the swing table
         swing = {ws.cell(top + i, 1).value: ws.cell(top + i, 4).value for i in range(1, 8)}

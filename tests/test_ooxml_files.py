@@ -24,6 +24,7 @@ from openpyxl import load_workbook
 from openpyxl.utils.cell import range_boundaries
 
 from ooxml import formula_cell_count, formula_cells_without_value, schema_errors
+from renders import opened
 from test_cli_rules import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +110,7 @@ VALUES = {f"{C}val", f"{C}xVal", f"{C}yVal"}
 
 @pytest.mark.parametrize("kind", ("workbook", "template"))
 def test_every_chart_carries_the_values_it_plots(files, kind):
-    wb = load_workbook(files[kind], data_only=True)
+    wb = opened(files[kind], data_only=True)
     n = 0
     with zipfile.ZipFile(files[kind]) as z:
         charts = [x for x in z.namelist() if x.startswith("xl/charts/chart")]
@@ -159,7 +160,7 @@ def test_no_custom_number_format_repeats_a_builtin(files, kind):
 @pytest.mark.parametrize("kind", ("workbook", "template"))
 def test_validation_texts_fit_excel_limits(files, kind):
     """Excel refuses a file whose input title passes 32 characters or prompt 255 (error: 32 and 225)."""
-    wb = load_workbook(files[kind])
+    wb = opened(files[kind])
     n = 0
     for ws in wb.worksheets:
         for dv in ws.data_validations.dataValidation:
@@ -192,7 +193,7 @@ def test_sweep_and_recommend_files_are_reproducible_with_properties(args, tmp_pa
 
 def _ledger_formats(path) -> dict[tuple[str, str], str]:
     """Each ledger cell's format, its decimal count aside (decimals show three significant digits of the value)."""
-    wb = load_workbook(path)
+    wb = opened(path)
     return {(ws.title, c.coordinate): re.sub(r"0\.0+", "0.0", c.number_format) for ws in (wb["Memory"], wb["Compute"], wb["Bandwidth"])
             for row in ws.iter_rows(min_row=6) for c in row[1:4] if c.value is not None}
 
@@ -202,7 +203,7 @@ def test_number_formats_follow_the_line_not_the_model_picked(files, workbooks):
     moe, _ = workbooks(model="gpt-oss-120b")
     dense = _ledger_formats(files["workbook"])
     assert dense == _ledger_formats(moe)
-    ws = load_workbook(files["workbook"], data_only=True)["Memory"]
+    ws = opened(files["workbook"], data_only=True)["Memory"]
     row = next(r for r in ws.iter_rows(min_row=6) if r[0].value == "MoE kernel padding per GPU")
     assert row[1].value == 0 and row[1].number_format == '#,##0.00,,," GB"'
     # the unit is said once, by the format ("0.00 GB"); the unit column beside it stays empty
@@ -211,7 +212,7 @@ def test_number_formats_follow_the_line_not_the_model_picked(files, workbooks):
 
 def test_numeric_validation_enforces_what_its_message_says(files):
     """Plan!D34 (total parameters) said "> 0" but allowed 0: the rule now excludes the bound it names."""
-    ws = load_workbook(files["workbook"])["Plan"]
+    ws = opened(files["workbook"])["Plan"]
     n = 0
     for dv in ws.data_validations.dataValidation:
         if dv.type == "list":

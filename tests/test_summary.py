@@ -17,12 +17,12 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
-from openpyxl import load_workbook
 
 from inference_ledger.graph import summary
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.sheetfuncs import concat, text
 
+from renders import opened
 from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
@@ -66,7 +66,7 @@ def test_text_refuses_formats_it_cannot_evaluate_and_reads_non_numbers_as_na():
 
 
 def _summary_sentences(path) -> list[str]:
-    ws = load_workbook(path, data_only=True)["Summary"]
+    ws = opened(path, data_only=True)["Summary"]
     cells = [ws.cell(r, 2).value for r in range(6, 6 + len(summary.SENTENCES))]
     return [str(c) for c in cells]
 
@@ -93,13 +93,13 @@ def test_email_body_says_the_summary_sentences(tmp_path, cached_renders):
 
 
 def test_summary_comes_first_and_opens_the_book(book):
-    wb = load_workbook(book[0])
+    wb = opened(book[0])
     assert wb.sheetnames[0] == "Summary" and wb.sheetnames[1] == "Start"
     assert wb.active.title == "Summary"
 
 
 def test_every_sheet_has_page_setup_footer_and_a_link_home(book):
-    wb = load_workbook(book[0])
+    wb = opened(book[0])
     for ws in wb.worksheets:
         assert ws.page_setup.orientation == "landscape", ws.title
         assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
@@ -127,7 +127,7 @@ def _row_points(ws, r: int) -> float:
 
 def chart_boxes(path) -> dict[str, list[tuple[float, float, float, float]]]:
     """Every chart's box in points per sheet, from the drawing parts (anchor cell + extent) and the sheet's grid."""
-    wb = load_workbook(path)
+    wb = opened(path)
     z = zipfile.ZipFile(path)
     wbrels = {r.get("Id"): r.get("Target") for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))}
     out: dict[str, list] = {}
@@ -166,7 +166,7 @@ def test_no_two_charts_of_a_sheet_overlap(book):
 
 
 def test_every_sheet_has_a_title_row_and_a_purpose_line(book):
-    wb = load_workbook(book[0])
+    wb = opened(book[0])
     for ws in wb.worksheets:
         assert ws["A1"].style == "IL Title" and ws["A1"].value, ws.title
         assert isinstance(ws["A3"].value, str) and len(ws["A3"].value) > 30, ws.title
@@ -174,7 +174,7 @@ def test_every_sheet_has_a_title_row_and_a_purpose_line(book):
 
 def test_codes_read_as_words_and_only_pass_fail_cells_are_coloured(book):
     """Binding limit 0 ('nothing binds') was red: a code is neither pass nor fail; its words sit beside it."""
-    wb = load_workbook(book[0])
+    wb = opened(book[0])
     ws = wb["Plan"]
     ref = wb.defined_names["binding_limit"].attr_text.split("!")[1].replace("$", "")
     coloured = {str(r.sqref) for r in ws.conditional_formatting}

@@ -19,7 +19,7 @@ from inference_ledger.catalogs import catalog
 from inference_ledger.graph import plan
 from inference_ledger.workbook.recalc import recalculate
 
-from renders import memoised_renders
+from renders import memoised_renders, opened
 from test_cli_rules import cli
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*extension is not supported:UserWarning")
@@ -251,7 +251,7 @@ def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_
     assert plan.INPUT_BY_NAME["requests_per_day"].default == 1_000_000   # the default workbook's
     proc = _build(["--requests-per-day", "1500000"], tmp_path / "more.xlsx")
     assert proc.returncode == 0, proc.stderr
-    got = {1_000_000: load_workbook(workbooks()[0], data_only=True),
+    got = {1_000_000: opened(workbooks()[0], data_only=True),
            1_500_000: load_workbook(tmp_path / "more.xlsx", data_only=True)}
     buy = [_cell(wb, "forecast_npv_buy").value for wb in got.values()]
     rent = [_cell(wb, "forecast_npv_rent").value for wb in got.values()]

@@ -242,11 +242,17 @@ def is_bill(name: str) -> bool:
 def billed(names) -> set[str]:
     """The bills among these lines and every one of them that reads a bill: each shows the verdict's words when its
     row does not start (an IF evaluates only the branch taken, so no cell reads a text)."""
+    return set(_billed(frozenset(names)))
+
+
+@functools.lru_cache(maxsize=None)
+def _billed(names: frozenset[str]) -> frozenset[str]:
+    """billed() of one set of line names (the Scenarios sheet asks for each cell of its rows)."""
     out: set[str] = set()
     for ln in plan.EVALUATION_ORDER:
         if ln.name in names and (is_bill(ln.name) or any(p in out for p in ln.params)):
             out.add(ln.name)
-    return out
+    return frozenset(out)
 
 
 def bill(code, value):
@@ -338,13 +344,19 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}) -> None:  # noqa
     A formula's text is its cached value (``cached``: the build's (sheet, cell) -> value)."""
     merged = {str(m).split(":")[0]: m for m in ws.merged_cells.ranges}
     default = 8.43
+    wraps: dict[tuple | None, bool] = {}   # wrap_text of each distinct style array (read once, not per cell)
     for row in ws.iter_rows():
         need = 0
         for c in row:
             text = c.value
             if isinstance(text, str) and text.startswith("="):
                 text = cached.get((ws.title, c.coordinate))
-            if not isinstance(text, str) or not c.alignment.wrap_text:
+            if not isinstance(text, str):
+                continue
+            key = tuple(c._style) if c._style is not None else None
+            if key not in wraps:
+                wraps[key] = bool(c.alignment.wrap_text)
+            if not wraps[key]:
                 continue
             m = merged.get(c.coordinate)
             cols = range(m.min_col, m.max_col + 1) if m else [c.column]

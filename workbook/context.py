@@ -11,6 +11,7 @@ formula's cached value, so a builder that forgets one fails the build instead of
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,6 +42,15 @@ VERDICT_FAILS = "Master check 0: the plan is not \"fits, meets targets\" (verdic
 _CELL_LIKE = re.compile(r"^([A-Za-z]{1,3}[0-9]+|[RrCc]|[Rr][0-9]*[Cc][0-9]*|[Rr][0-9]+|[Cc][0-9]+)$")
 #: The one prefix a name gets when it would otherwise read as a reference.
 NAME_PREFIX = "n_"
+
+
+@functools.lru_cache(maxsize=None)
+def _position(coord: str) -> tuple[int, int]:
+    """(row, column) of one cell's reference such as "B7" (what ``ws[coord]`` parses at every call)."""
+    min_col, min_row, max_col, max_row = range_boundaries(coord)
+    if ":" in coord or min_col is None or min_row is None:
+        raise ValueError(f"{coord!r} is not one cell's reference")
+    return min_row, min_col
 
 
 def xname(name: str) -> str:
@@ -113,7 +123,7 @@ class Ctx:
     def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,
             *, is_formula: bool = False):
         """A cell's value; a string is always a text cell (a label '=HYPERLINK(..)' stays text), unless is_formula."""
-        c = ws[coord]
+        c = ws._get_cell(*_position(coord))   # ws[coord], its reference parsed once per process
         try:
             c.value = value
         except IllegalCharacterError:
@@ -122,7 +132,17 @@ class Ctx:
         if isinstance(value, str) and not is_formula:
             c.data_type = "s"
         if style:
-            c.style = style
+            # openpyxl looks a named style up by scanning the workbook's list of names: once per name per
+            # workbook, then each cell gets a copy of its style array (what ``c.style = style`` assigns)
+            wb, arrays = self.__dict__.get("_named_style_arrays", (None, None))
+            if wb is not ws.parent:
+                arrays = {}
+                self.__dict__["_named_style_arrays"] = (ws.parent, arrays)
+            if style in arrays:
+                c._style = type(arrays[style])(arrays[style])
+            else:
+                c.style = style
+                arrays[style] = type(c._style)(c._style)
         if fmt:
             c.number_format = fmt
         return c

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -62,24 +63,26 @@ class Part:
 
     def __init__(self, data: bytes):
         self.prefixes: dict[str, str] = {}          # prefix -> uri, as the writer bound them
-        self.root = None
-        for event, obj in ET.iterparse(io.BytesIO(data), events=("start-ns", "start")):
-            if event == "start-ns":
-                prefix, uri = obj
-                if self.prefixes.setdefault(prefix, uri) != uri:
-                    raise ValueError(f"prefix {prefix!r} is bound to two namespaces")
-            elif self.root is None:
-                self.root = obj
+        events = ET.iterparse(io.BytesIO(data), events=("start-ns",))   # the tree is built in C; only the
+        for _, (prefix, uri) in events:                                  # declarations come back one by one
+            if self.prefixes.setdefault(prefix, uri) != uri:
+                raise ValueError(f"prefix {prefix!r} is bound to two namespaces")
+        self.root = events.root
 
     def to_bytes(self) -> bytes:
-        used = set()
+        names: set[str] = set()              # every element and attribute name of the part
         for el in self.root.iter():
-            used.update(_uri(n) for n in (el.tag, *el.attrib))
-            ignorable = next((v for k, v in el.attrib.items() if k.endswith("}Ignorable")), "")
-            used.update(self.prefixes.get(p) for p in ignorable.split())
+            names.add(el.tag)
+            if el.attrib:
+                names.update(el.attrib)
+        used = {_uri(n) for n in names}
+        if any(n.endswith("}Ignorable") for n in names):
+            for el in self.root.iter():
+                ignorable = next((v for k, v in el.attrib.items() if k.endswith("}Ignorable")), "")
+                used.update(self.prefixes.get(p) for p in ignorable.split())
         decls = sorted(((p, u) for p, u in self.prefixes.items() if u in used), key=lambda pu: (pu[0] != "", pu[0]))
         out: list[str] = []
-        _write(self.root, dict(decls), out, decls)
+        _Writer(dict(decls), out).write(self.root, decls)
         return XML_DECLARATION + "".join(out).encode("utf-8")
 
 
@@ -108,22 +111,49 @@ def _qname(tag: str, scope: Mapping[str, str], attr: bool) -> str:
     raise ValueError(f"namespace {uri} of <{local}> is not declared")
 
 
-def _write(el, scope: Mapping[str, str], out: list[str], decls=()) -> None:
-    name = _qname(el.tag, scope, False)
-    out.append("<" + name)
-    for prefix, uri in decls:
-        out.append(f' xmlns{":" + prefix if prefix else ""}="{_esc(uri, True)}"')
-    for k, v in el.attrib.items():
-        out.append(f' {_qname(k, scope, True)}="{_esc(v, True)}"')
-    if len(el) == 0 and el.text is None:      # a value set to "" (an empty text result) stays <v></v>
-        out.append("/>")
-    else:
-        out.append(">" + _esc(el.text or ""))
-        for child in el:
-            _write(child, scope, out)
-        out.append(f"</{name}>")
-    if el.tail:
-        out.append(_esc(el.tail))
+class _Writer:
+    """Writes a parsed part's elements in one scope of namespace declarations; each element and attribute name is
+    turned into its qualified name once per part (a sheet repeats a handful of names tens of thousands of times)."""
+
+    def __init__(self, scope: Mapping[str, str], out: list[str]):
+        self.scope, self.out = scope, out
+        self.tags: dict[str, str] = {}
+        self.attrs: dict[str, str] = {}
+
+    def write(self, el, decls=()) -> None:
+        out, tags, attrs, scope = self.out, self.tags, self.attrs, self.scope
+        name = tags.get(el.tag)
+        if name is None:
+            name = tags[el.tag] = _qname(el.tag, scope, False)
+        out.append("<" + name)
+        for prefix, uri in decls:
+            out.append(f' xmlns{":" + prefix if prefix else ""}="{_esc(uri, True)}"')
+        for k, v in el.attrib.items():
+            q = attrs.get(k)
+            if q is None:
+                q = attrs[k] = _qname(k, scope, True)
+            out.append(f' {q}="{_esc(v, True) if _ATTR_SPECIAL.search(v) else v}"')
+        text = el.text
+        if text is not None and _TEXT_SPECIAL.search(text):
+            text = _esc(text)
+        if len(el) == 0:
+            if text is None:      # a value set to "" (an empty text result) stays <v></v>
+                out.append("/>")
+            else:
+                out.append(f">{text}</{name}>")
+        else:
+            out.append(">" + (text or ""))
+            write = self.write
+            for child in el:
+                write(child)
+            out.append(f"</{name}>")
+        if el.tail:
+            out.append(_esc(el.tail))
+
+
+#: characters _esc replaces (in text; in an attribute value): a name or number without them is written as it is
+_TEXT_SPECIAL = re.compile(r"[&<>]")
+_ATTR_SPECIAL = re.compile(r'[&<>"\n\r\t]')
 
 
 def _sml(tag: str) -> str:

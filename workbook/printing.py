@@ -172,6 +172,15 @@ def _merged_cells(ws) -> set[tuple[int, int]]:
             for c in range(m.min_col, m.max_col + 1)}
 
 
+def _style_facts(c) -> tuple:
+    """What sizing reads of a cell's style: (left to itself: a free style or wrapped text, number format, width
+    factors of its font's size and boldness, horizontal alignment)."""
+    size = (c.font.sz or 10) if c.font else 10
+    free = c.style in _FREE or bool(c.alignment and c.alignment.wrap_text)
+    return (free, c.number_format, max(1.0, size / 10), 1.1 if c.font and c.font.b else 1.0,
+            c.alignment.horizontal)
+
+
 def fit_columns(ws, ctx: Ctx) -> None:
     """Columns as wide as the formatted values and labels they hold (numbers never show ###).
 
@@ -180,19 +189,26 @@ def fit_columns(ws, ctx: Ctx) -> None:
     merged = _merged_cells(ws)
     printed = printed_columns(ws) if ws.print_area else (1, 16384)   # chart data beyond the print area stay as they are
     need: dict[int, float] = {}
+    facts: dict[tuple, tuple] = {}   # a sheet has tens of thousands of cells and a few dozen distinct styles
+    title, cached = ws.title, ctx.cached
     for (r, col), c in list(ws._cells.items()):
-        if c.value is None or (r, col) in merged or c.style in _FREE or (c.alignment and c.alignment.wrap_text):
+        if c.value is None or (r, col) in merged:
             continue
-        v = ctx.cached.get((ws.title, c.coordinate), c.value) if c.data_type == "f" or (
-            isinstance(c.value, str) and c.value.startswith("=") and (ws.title, c.coordinate) in ctx.cached) \
+        key = tuple(c._style) if c._style is not None else None
+        f = facts.get(key)
+        if f is None:
+            f = facts[key] = _style_facts(c)
+        free, number_format, scale, bold, horizontal = f
+        if free:
+            continue
+        v = cached.get((title, c.coordinate), c.value) if c.data_type == "f" or (
+            isinstance(c.value, str) and c.value.startswith("=") and (title, c.coordinate) in cached) \
             else c.value
-        text = style.display_text(v, c.number_format)
-        size = (c.font.sz or 10) if c.font else 10
-        width = len(text) * max(1.0, size / 10) * (1.1 if c.font and c.font.b else 1.0) + 2
+        width = len(style.display_text(v, number_format)) * scale * bold + 2
         if isinstance(v, str):
             # a label runs over an empty neighbour; else it wraps in its column (the sheet's widths stay)
             if ws.cell(r, col + 1).value is not None and width > column_width(ws, col) and printed[0] <= col <= printed[1]:
-                c.alignment = Alignment(wrap_text=True, vertical="top", horizontal=c.alignment.horizontal)
+                c.alignment = Alignment(wrap_text=True, vertical="top", horizontal=horizontal)
             continue
         need[col] = max(need.get(col, 0.0), width)
     for col, w in need.items():

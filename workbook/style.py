@@ -14,6 +14,7 @@ latency converts with the named constant MS_PER_S.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -168,28 +169,45 @@ def display_text(value, fmt: str | None) -> str:
         return str(value)
     if not math.isfinite(v):
         return "#NUM!"
-    fmt = fmt or "General"
-    sections = [x for x in re.split(r';(?=(?:[^"]*"[^"]*")*[^"]*$)', fmt)]
-    for sec in sections:
+    conditions, shown = _parsed_format(fmt or "General")
+    for when, text in conditions:
+        if when == v:
+            return text
+    if shown is None:
+        return f"{v:.10g}"
+    prefix, suffix, decimals, thousands_div, percent, grouped = shown
+    if decimals is None:
+        return prefix + f"{v:g}" + suffix
+    v /= thousands_div
+    if percent:
+        v *= 100
+    number = f"{v:,.{decimals}f}" if grouped else f"{v:.{decimals}f}"
+    return prefix + number + percent + suffix
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_format(fmt: str) -> tuple:
+    """A number format read once (columns are sized cell by cell, with a few dozen formats): the conditions that
+    come first, as (value, text shown), and the section shown otherwise as (prefix, suffix, decimals or None when
+    the format has no digit placeholder, divisor of the trailing commas, "%" or "", thousands separator); None for
+    General."""
+    conditions = []
+    for sec in re.split(r';(?=(?:[^"]*"[^"]*")*[^"]*$)', fmt):
         m = re.match(r"\[=([-0-9.]+)\](.*)$", sec)
         if m:
-            if float(m.group(1)) == v:
-                return "".join(_QUOTED.findall(m.group(2))) or m.group(2)
+            conditions.append((float(m.group(1)), "".join(_QUOTED.findall(m.group(2))) or m.group(2)))
             continue
         fmt = sec
         break
     if fmt == "General":
-        return f"{v:.10g}"
+        return tuple(conditions), None
     first = re.search(r"[#0](?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", fmt)   # the first digit outside quotes
     cut = first.start() if first else len(fmt)
     prefix, suffix = "".join(_QUOTED.findall(fmt[:cut])), "".join(_QUOTED.findall(fmt[cut:]))
     body = _QUOTED.sub("", fmt)
     m = re.search(r"[#0,]*0(\.0+)?(,*)(%?)", body)
     if not m:
-        return prefix + f"{v:g}" + suffix
+        return tuple(conditions), (prefix, suffix, None, 1, "", False)
     decimals = len(m.group(1) or "") - (1 if m.group(1) else 0)
-    v /= 1000 ** len(m.group(2))
-    if m.group(3):
-        v *= 100
-    number = f"{v:,.{decimals}f}" if "," in body[:m.start(2)] else f"{v:.{decimals}f}"
-    return prefix + number + m.group(3) + suffix
+    return tuple(conditions), (prefix, suffix, decimals, 1000 ** len(m.group(2)), m.group(3),
+                               "," in body[:m.start(2)])

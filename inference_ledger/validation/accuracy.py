@@ -179,8 +179,9 @@ def _is_number(x) -> bool:
 
 
 class RowSet:
-    """Load rows resolved once; :meth:`predict` evaluates the plan over numpy arrays, one call per deployment group
-    (GPU x engine), with some inputs replaced per row."""
+    """Load rows resolved once; :meth:`predict` evaluates the plan over numpy arrays, one call per group of rows that
+    share their inputs that are not numbers (every shipped row's are numbers: one call), with some inputs replaced
+    per row."""
 
     def __init__(self, rows: Sequence[LoadRow]):
         self.rows = list(rows)
@@ -191,10 +192,11 @@ class RowSet:
         self.keys = tuple(inputs[0])
         numeric = {k for k in self.keys if all(_is_number(i.get(k)) for i in inputs)}
         self.base = {k: np.array([float(i[k]) for i in inputs]) for k in self.keys if k in numeric}
-        # inputs that are not numbers (a table, a name) cannot be stacked: rows sharing them form one group
+        # inputs that are not numbers (a table, a name) cannot be stacked: rows sharing them form one group (the GPU
+        # and engine are numbers here: its catalog figures and kernel inputs, so rows of every GPU stack together)
         self.fixed = [{k: i[k] for k in self.keys if k not in numeric} for i in inputs]
         self.replicas = np.array([r.gpus / r.tp for r in self.rows], dtype=float)
-        group = [(r.gpu_id, r.engine_id, repr(sorted(f.items()))) for r, f in zip(self.rows, self.fixed)]
+        group = [repr(sorted(f.items())) for f in self.fixed]
         names = sorted(set(group))
         self.group = np.array([names.index(g) for g in group])
         self.n_groups = len(names)
