@@ -148,14 +148,16 @@ def test_each_further_prompt_of_a_moe_prefill_pays_its_rows_of_the_all_reduces_b
     its rows of the two TP all-reduces per layer: 2 x 61 x 1e-11 s/B x 1,024 tokens x 7,168 hidden x 2 B (BF16
     activations) = 122 x 1.4680064e-4 s = 17.909678 ms; total 33.429586 ms.  At TP 1 no all-reduce: 15.519908 ms.
     On the roofline: 2 x 37e9 x 1,024 / 8 / (5e15 x 0.5) = 3.7888 ms (no all-reduce term there)."""
-    common = dict(kernel_tables=1, prefill_seconds_per_prompt_token=1.5e-5, num_layers=61, input_tokens=1024,
-                  prefill_attention_kernel_seconds_per_token_squared=2.5e-12, hidden_size=7168, unquantized_bytes=2,
-                  allreduce_kernel_seconds_per_byte=1e-11, active_params=37e9, peak_flops=5e15,
-                  prefill_efficiency=0.5)
-    assert step_lines.prefill_seconds_per_extra_prompt(tp=8, **common) == pytest.approx(33.429586e-3, rel=1e-7)
-    assert step_lines.prefill_seconds_per_extra_prompt(tp=1, **common) == pytest.approx(15.519908e-3, rel=1e-7)
-    assert step_lines.prefill_seconds_per_extra_prompt(tp=8, **(common | {"kernel_tables": 0})) \
-        == pytest.approx(3.7888e-3, rel=1e-9)
+    def extra(tp, kernel_tables=1):
+        per_token = step_lines.prefill_allreduce_seconds_per_prompt_token(tp, 61, 7168, 2, 1e-11)
+        return step_lines.prefill_seconds_per_extra_prompt(
+            kernel_tables=kernel_tables, prefill_seconds_per_prompt_token=1.5e-5,
+            prefill_allreduce_seconds_per_prompt_token=per_token, num_layers=61, input_tokens=1024,
+            prefill_attention_kernel_seconds_per_token_squared=2.5e-12, active_params=37e9, tp=tp, peak_flops=5e15,
+            prefill_efficiency=0.5)
+    assert extra(8) == pytest.approx(33.429586e-3, rel=1e-7)
+    assert extra(1) == pytest.approx(15.519908e-3, rel=1e-7)
+    assert extra(8, kernel_tables=0) == pytest.approx(3.7888e-3, rel=1e-9)
 
 
 def test_a_further_moe_prompt_adds_the_all_reduce_growth_the_lone_prompt_pays():
@@ -180,5 +182,12 @@ def test_a_wave_over_several_chunks_pays_each_further_chunks_floors_by_hand():
     second chunk pays it again: wave = 61 + 15 x 33 + 1 x 28 = 584 ms; the mean request waits 17/32 of it
     (max((n + 1) / 2n, 8,192 / 16,384)) = 310.25 ms.  8 clients (8,192 tokens, one chunk): 61 + 7 x 33 = 292 ms,
     all of it."""
-    assert serving.wave_ttft_seconds(1, 16, 1024, 8192, 0.061, 0.033, 1) == pytest.approx(0.31025, rel=1e-12)
-    assert serving.wave_ttft_seconds(1, 8, 1024, 8192, 0.061, 0.033, 1) == pytest.approx(0.292, rel=1e-12)
+    def wave(n):
+        more = step_lines.wave_extra_chunks(n, 1024, 8192, 1)
+        fixed = step_lines.prefill_chunk_fixed_seconds(0.061, 0.033, 1)
+        return step_lines.wave_ttft_seconds(1, n, 1024, 8192, 0.061,
+                                            step_lines.wave_prefill_seconds(n, 0.061, 0.033, more, fixed))
+    assert step_lines.wave_extra_chunks(16, 1024, 8192, 1) == 1 and step_lines.wave_extra_chunks(8, 1024, 8192, 1) == 0
+    assert step_lines.prefill_chunk_fixed_seconds(0.061, 0.033, 1) == pytest.approx(0.028, rel=1e-12)
+    assert wave(16) == pytest.approx(0.31025, rel=1e-12)
+    assert wave(8) == pytest.approx(0.292, rel=1e-12)
