@@ -1,4 +1,4 @@
-"""Disaggregated prefill/decode pools (issue 12): KV transfer, pool sizes and cost, derived by hand."""
+"""Disaggregated prefill/decode pools: KV transfer, pool sizes and cost, derived by hand."""
 
 from __future__ import annotations
 

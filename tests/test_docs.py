@@ -116,7 +116,8 @@ def test_a_stale_reference_is_caught(gen_docs, tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------------------------------
 
 OWN_ISSUE = re.compile(r"(?i)\bissues?\s*#?\s*\d+\b|(?:(?<=\s)|(?<=\()|^)#\d{1,2}\b|(?<![\w.-])issues/\d+")
-REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+")
+#: The repository an upstream mention names, right before it ("owner/repo#N", "owner/repo issue #N", "repo PR #N").
+REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+/?(?:\s+(?:PR|pull|issue|issues))?\s*$", re.IGNORECASE)
 
 
 def own_issue_references(text: str) -> list[str]:
@@ -134,6 +135,7 @@ def own_issue_references(text: str) -> list[str]:
 def test_the_check_tells_own_issues_from_upstream_ones():
     assert own_issue_references("Layouts (issue 12): PP") and own_issue_references("see #19 for")
     assert own_issue_references("tracked in issues/24") and own_issue_references("Issue 11: the sampler")
+    assert own_issue_references("prefill/decode pools (issue 12): KV")   # a path-like word is not the repository
     assert not own_issue_references("vllm-project/vllm#16570 worker log; github.com/vllm-project/vllm PR #10511")
     assert not own_issue_references("github.com/deepseek-ai/DeepSeek-V3 issue #205, a '#,##0' format, &#13;")
     assert not own_issue_references("https://github.com/SemiAnalysisAI/InferenceX/issues/870")

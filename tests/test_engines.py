@@ -295,8 +295,32 @@ def test_allreduce_is_zero_at_tp1_and_latency_plus_ring_bytes_above():
 
 def test_mxfp4_expert_padding_of_gpt_oss_120b():
     # 36 layers x 128 experts x 3 matrices x (3072 x 2944 - 2880 x 2880) x 0.53125 B = 5,504,827,392 B
-    assert engine_ledger.moe_padding_bytes_per_gpu(36, 128, 2880, 2880, 1, 256, 128, 0.53125) == 5_504_827_392
-    assert engine_ledger.moe_padding_bytes_per_gpu(80, 0, 8192, 28672, 4, 256, 128, 2) == 0   # dense: no experts
+    assert engine_ledger.moe_padding_bytes_per_gpu(36, 128, 2880, 2880, 1, 256, 128, 0.53125, 1) == 5_504_827_392
+    assert engine_ledger.moe_padding_bytes_per_gpu(80, 0, 8192, 28672, 4, 256, 128, 2, 1) == 0   # dense: no experts
+    # the same experts in BF16: the fused-MoE kernels run them at their own shapes (the weight format does not pad)
+    assert engine_ledger.moe_padding_bytes_per_gpu(36, 128, 2880, 2880, 1, 256, 128, 2, 0) == 0
+
+
+def test_only_the_mxfp4_weight_format_pads_the_experts_in_the_plan_and_the_workbook():
+    """The rule is the weight format's catalog fact (dtypes.csv moe_kernel_pads), read by the plan line and looked up
+    by the workbook: gpt-oss-120b in MXFP4 pads (5.5 GB at TP 1, above), in BF16 it does not; Qwen3-235B in BF16 at
+    TP 8 holds its 1,536-wide experts as 192 rows per GPU, unpadded."""
+    from inference_ledger.workbook.build import make_context
+    from inference_ledger.workbook.cells import SELECTOR_NAMES
+    from inference_ledger.workbook.tables import lookup
+
+    mx = resolve("gpt-oss-120b", "h100-sxm", numbers={"tp": 1})
+    assert mx.weight_dtype == "mxfp4" and mx.inputs["moe_kernel_pads"] == 1
+    bf = resolve("gpt-oss-120b", "h100-sxm", weight_dtype="bf16", numbers={"tp": 1})
+    assert bf.inputs["moe_kernel_pads"] == 0
+    assert plan.evaluate(mx.inputs)["moe_padding_bytes_per_gpu"] == pytest.approx(5_504_827_392)
+    assert plan.evaluate(bf.inputs)["moe_padding_bytes_per_gpu"] == 0
+    qwen = resolve("qwen3-235b-a22b", "h100-sxm", weight_dtype="bf16", numbers={"tp": 8})
+    assert plan.evaluate(qwen.inputs)["moe_padding_bytes_per_gpu"] == 0
+    ctx = make_context()
+    for wd, pads in (("mxfp4", 1), ("bf16", 0), ("fp8", 0)):
+        formula, value = lookup("moe_kernel_pads", ctx.tables, SELECTOR_NAMES, {"weight_dtype": wd})
+        assert value == pads and "DTYPE" in formula.text
 
 
 def test_formulas_render_without_literals():

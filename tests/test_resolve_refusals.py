@@ -88,3 +88,50 @@ def test_every_entry_point_refuses_with_the_resolvers_message(case, model, gpu, 
     cell = excel.PLAN(model, gpu, "verdict", tp, concurrency, context - OUTPUT_TOKENS, OUTPUT_TOKENS, None, None, None,
                       *(layout.get(k) for k in ("pp", "ep", "dp_attention")))
     assert cell == [[f"#VALUE! {message}"]]
+
+
+#: (model, gpu, layout, the setting the resolver's refusal names): each layout breaks one rule, stated by hand from
+#: the model's config (Llama-3.1-70B: 64 attention heads, 8 KV heads, 80 layers, dense; DeepSeek-V3: 128 heads,
+#: MLA, 61 layers, 256 routed experts) and an 8-GPU H100 node.
+LAYOUTS = [
+    ("llama-3.1-70b", "h100-sxm", {"tp": 16}, "tp"),              # over the 8-GPU node
+    ("llama-3.1-70b", "h100-sxm", {"tp": 3}, "tp"),               # 64 % 3 attention heads
+    ("llama-3.1-70b", "h100-sxm", {"pp": 81}, "pp"),              # 81 stages of 80 layers
+    ("llama-3.1-70b", "h100-sxm", {"ep": 2}, "ep"),               # EP on a dense model
+    ("llama-3.1-70b", "h100-sxm", {"dp_attention": 2}, "dp_attention"),
+    ("llama-3.1-70b", "h100-sxm", {"redundant_experts": 8}, "redundant_experts"),
+    ("deepseek-v3", "h100-sxm", {"tp": 8, "ep": 3}, "ep"),        # 256 % 3 experts
+    ("deepseek-v3", "h100-sxm", {"tp": 2, "ep": 4}, "ep"),        # EP 4 over a stage of 2 GPUs
+    ("deepseek-v3", "h100-sxm", {"tp": 8, "ep": 8}, None),        # runs
+]
+
+
+@pytest.mark.parametrize("model_id, gpu_id, layout, setting", LAYOUTS)
+def test_the_checks_sheet_fails_the_rule_the_resolver_refuses(model_id, gpu_id, layout, setting):
+    """The resolver's layout rules and the Checks sheet's rows are the same definitions: the first row that fails
+    (in the resolver's order) names the setting the refusal names, and every row passes where the resolver runs it."""
+    from inference_ledger.catalogs import catalog
+    from inference_ledger.graph import rules
+    from inference_ledger.workbook import checks
+
+    m, g = catalog.get_model(model_id), catalog.get_gpu(gpu_id)
+    lay = {"tp": 1, "pp": 1, "ep": 1, "dp_attention": 1, "redundant_experts": 0} | layout
+    refused = resolve.tp_problem(m, g, lay["tp"])
+    refused = ("tp", refused) if refused else resolve.layout_problem(m, lay["pp"], lay["ep"], lay["dp_attention"],
+                                                                     lay["tp"], lay["redundant_experts"])
+    assert (refused[0] if refused else None) == setting, refused
+    values = lay | {"gpus_per_node": g.gpus_per_node, "attention_heads": m.num_attention_heads, "kv_heads": m.kv_heads,
+                    "mla_latent_dim": m.mla_latent_dim, "num_layers": m.num_layers, "num_experts": m.num_experts,
+                    "experts_per_token": m.experts_per_token, "moe_layers": m.moe_layers}
+    rows = [c for c in checks.PLAN_INTEGRITY if {c.label} & {r.label for r in rules.LAYOUT_RULES + rules.HEADS_RULES
+                                                             + (rules.NODE_RULE,) + rules.MODEL_RULES}]
+    assert len(rows) == len({r.label for r in (rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES,
+                                                *rules.LAYOUT_RULES)})
+    failing = [c.label for c in rows if not c(values)]
+    by_label = {r.label: r.option for r in (rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES,
+                                            *rules.LAYOUT_RULES)}
+    assert (by_label[failing[0]] if failing else None) == setting, failing
+    if refused:
+        assert refused[1] == next(r for r in (rules.NODE_RULE, *rules.HEADS_RULES, *rules.LAYOUT_RULES)
+                                  if r.label == failing[0]).message(values, g.id if failing[0] == rules.NODE_RULE.label
+                                                                    else m.id)

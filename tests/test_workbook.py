@@ -174,9 +174,6 @@ def test_catalog_lookups_mirror_plan_inputs():
                   "kv_dtype": kv, "engine": "vllm"}
         want = resolve.plan_inputs(model, gpu, weight_dtype=wd, kv_dtype=kv)
         want |= engines.engine_inputs("vllm", gpu_memory_bytes=want["gpu_memory_bytes"])  # as resolve adds them
-        if choice["weight_dtype"] != resolve.MOE_PADDED_DTYPE and want["num_experts"] > 0:
-            # resolve.with_engine: only MXFP4 MoE kernels pad each expert to the engine's tile
-            want["moe_pad_hidden"] = want["moe_pad_intermediate"] = 1
         for inp in plan.INPUTS:
             lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
             if lk is not None:

@@ -130,41 +130,14 @@ AVERAGE_ABOVE_PEAK_FINDING = "Finding: the average load (requests per day) is wi
 AVERAGE_ABOVE_PEAK_FLAG = "average above the peak QPS"
 
 
-def active_within_total(active_params, num_params, quantized_params, active_quantized_params):
-    return and_(le(active_params, num_params), le(quantized_params, num_params),
-                le(active_quantized_params, active_params))
+#: The resolver's rules (inference_ledger.graph.rules): between model inputs, TP within the node and the heads, the
+#: PP/EP/DP-attention layout; each rendered from its one definition, in the order the resolver applies them.
+RESOLVER_RULE_CHECKS: tuple[Check, ...] = tuple(
+    Check(r.label, r.doc, r.condition)
+    for r in dict.fromkeys((rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES, *rules.LAYOUT_RULES)))
 
-
-def windows_within_layers(sliding_layers, num_layers):
-    return le(sliding_layers, num_layers)
-
-
-def tp_within_node(tp, gpus_per_node):
-    return le(tp, gpus_per_node)
-
-
-def layout_runs(pp, num_layers, ep, num_experts, redundant_experts, tp, dp_attention):
-    """The resolver's layout rules (inference_ledger.graph.resolve.layout_problem) as one condition."""
-    moe_or_plain = or_(gt(num_experts, 0), and_(eq(ep, 1), eq(dp_attention, 1), eq(redundant_experts, 0)))
-    return and_(le(pp, num_layers), moe_or_plain, eq(mod(num_experts + redundant_experts, ep), 0),
-                eq(mod(tp * dp_attention, ep), 0))
-
-
-#: The KV-heads rule, as the resolver applies it (inference_ledger.graph.rules.kv_heads_split_ok).
-tp_splits_kv_heads = rules.kv_heads_split_ok
-
-#: The resolver's rules between model inputs (inference_ledger.graph.rules.MODEL_RULES), each rendered from its one
-#: definition.
-MODEL_RULE_CHECKS: tuple[Check, ...] = tuple(Check(r.label, r.doc, r.condition) for r in rules.MODEL_RULES)
-
-PLAN_INTEGRITY: tuple[Check, ...] = MODEL_RULE_CHECKS + (
-    Check("TP within one node", "Tensor parallelism stays inside the GPU's NVLink/xGMI domain (gpus_per_node); "
-          "across nodes use PP stages or EP.", tp_within_node),
-    Check("Parallel layout runs", "PP stages <= layers; EP and DP attention only on a MoE model; EP divides the "
-          "routed + redundant experts and the GPUs of a stage (TP x DP attention).", layout_runs),
-    Check("Active parameters <= total parameters", "A token cannot use more weights than the model has.",
-          active_within_total),
-    Check("Sliding-window layers <= layers", "Only existing layers can use a window.", windows_within_layers),
+PLAN_INTEGRITY: tuple[Check, ...] = RESOLVER_RULE_CHECKS + (
+    *(Check(r.label, r.doc, r.condition) for r in rules.INPUT_RULES),
 )
 
 def average_within_peak(requests_per_day, target_qps):

@@ -37,14 +37,13 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.catalogs import catalog, engines
+from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.formulas import kernels, ledger
 from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from inference_ledger.core.expr import NA, NOVALUE, Sym
-from inference_ledger.core.sheetfuncs import concat, eq, literal, maximum, or_, where
+from inference_ledger.core.sheetfuncs import concat, literal
 from inference_ledger.core.refs import cell, iferror, index, match, span
 from inference_ledger.core.refs import name as defined_name
-from inference_ledger.graph import resolve
 from inference_ledger.formulas.finance import GPU_COST_FIELDS, GpuCost, load_gpu_costs
 
 #: Rows reserved per catalog table: user rows added below the shipped ones still fall
@@ -169,7 +168,8 @@ def load_tables() -> dict[str, Table]:
     dtype_cols = [Column("id", "Format", ""), Column("aliases", "Aliases", ""), Column("bits", "Bits", "bit"),
                   Column("group_size", "Group size", "elements"), Column("scale_bits", "Scale bits", "bit"),
                   Column("bytes_per_element", "Bytes per element", "B"), Column("use", "Use", ""),
-                  Column("compute_field", "Computes at (GPU column)", ""), Column("source", "Source", ""),
+                  Column("compute_field", "Computes at (GPU column)", ""),
+                  Column("moe_kernel_pads", "MoE kernels pad the experts", "1/0"), Column("source", "Source", ""),
                   Column("date", "Date", ""), Column("notes", "Notes", "")]
     dtypes = Table("Dtypes", "DTYPE", "Number formats: bytes per element, group scales included",
                    dtype_cols, list(catalog.load_dtypes()),
@@ -209,11 +209,8 @@ SELECTORS = (
 #: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
 ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
                   "moe_pad_intermediate")
-#: The engine's MoE tiles, which apply to MXFP4 MoE weights only (resolve.with_engine's rule).
-MOE_PAD_FIELDS = ("moe_pad_hidden", "moe_pad_intermediate")
-
-_RENAMED = {"gpu_memory_bytes": ("GPUs", "gpu", "memory_runtime_bytes")}
-_DTYPE_BYTES = {"weight_bytes": "weight_dtype", "kv_bytes": "kv_dtype", "unquantized_bytes": None}
+#: The sheet of each selection's catalog.
+_SHEET_OF = {key: sheet for key, _, sheet in SELECTORS}
 
 
 #: Kernel inputs looked up on the Kernels sheet (inference_ledger.workbook.kernels_sheet) by model|gpu|tp|ep|weight
@@ -248,10 +245,11 @@ def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
         return ("kernel",)
     if name == "peak_flops":
         return ("peak",)
-    if name in _DTYPE_BYTES:
-        return ("dtype", _DTYPE_BYTES[name])
-    if name in _RENAMED:
-        return ("field",) + _RENAMED[name]
+    if name == "unquantized_bytes":
+        return ("unquantized",)
+    if name in catalog_facts.NAMED_FACTS:
+        choice, field = catalog_facts.NAMED_FACTS[name]
+        return ("field", _SHEET_OF[choice], choice, field)
     if name in ENGINE_LOOKUPS:
         return ("field", "Engines", "engine", name)
     for sheet, key in (("Models", "model"), ("GPUs", "gpu"), ("GPU costs", "gpu")):
@@ -276,29 +274,19 @@ def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: di
         _, sheet, key, field = src
         t = tables[sheet]
         value = _py(t.value(choice[key], field))
-        formula = t.index_match(keys[key], field)
-        if field in MOE_PAD_FIELDS:  # the resolver's rule (resolve.with_engine): only MXFP4 MoE kernels pad experts
-            experts = tables["Models"].index_match(keys["model"], "num_experts")
-            mxfp4 = eq(key_of(keys["weight_dtype"]), literal(resolve.MOE_PADDED_DTYPE))
-            formula = where(or_(mxfp4, eq(experts, literal(0))), formula, literal(1))
-            if choice["weight_dtype"] != resolve.MOE_PADDED_DTYPE and (tables["Models"].value(choice["model"], "num_experts") or 0) > 0:
-                value = 1
-        return formula.at(value), value
-    if src[0] == "dtype":
-        key = src[1]
-        if key is None:  # unquantized modules: BF16, or the weight format where it is wider (an FP32 checkpoint)
-            wd = "weight_dtype"
-            value = max(dtypes.value(choice[wd], "bytes_per_element"), dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element"))
-            return (maximum(dtypes.index_match(keys[wd], "bytes_per_element"),
-                            dtypes.index_match(literal(UNQUANTIZED_DTYPE), "bytes_per_element")).at(value), value)
-        value = dtypes.value(choice[key], "bytes_per_element")
-        return dtypes.index_match(keys[key], "bytes_per_element").at(value), value
+        return t.index_match(keys[key], field).at(value), value
+    wd = "weight_dtype"
+    if src[0] == "unquantized":
+        value = catalog_facts.unquantized_bytes_of(dtypes.value(choice[wd], "bytes_per_element"),
+                                                   dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element"))
+        return (catalog_facts.unquantized_bytes_of(dtypes.index_match(keys[wd], "bytes_per_element"),
+                                                   dtypes.index_match(literal(UNQUANTIZED_DTYPE), "bytes_per_element"))
+                .at(value), value)
     # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
-    field_sym = dtypes.index_match(keys["weight_dtype"], "compute_field")
-    at_field = gpus.index_match(keys["gpu"], field_sym)
-    fallback = gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)
-    field = dtypes.value(choice["weight_dtype"], "compute_field")
+    field_sym = dtypes.index_match(keys[wd], "compute_field")
+    field = dtypes.value(choice[wd], "compute_field")
     v = gpus.value(choice["gpu"], field) if field and gpus.has(field) else None
-    value = max(v or 0, gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD))
-    formula = maximum(at_field, fallback).at(value)  # a blank unit reads as 0, so BF16 stands in (resolve.peak_flops)
+    value = catalog_facts.peak_flops_of(v or 0, gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD))
+    formula = catalog_facts.peak_flops_of(gpus.index_match(keys["gpu"], field_sym),
+                                          gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)).at(value)
     return formula, value

@@ -131,6 +131,7 @@ class Dtype:
     bytes_per_element: float
     use: str
     compute_field: str
+    moe_kernel_pads: int
     source: str
     date: str
     notes: str
@@ -225,7 +226,8 @@ def _load_dtypes(path: Path) -> tuple[Dtype, ...]:
         bits, group, scale = c.number("bits"), c.whole("group_size"), c.number("scale_bits")
         return csvfile.as_dataclass(Dtype, c, required=("id",), group_size=group,
                                     bytes_per_element=float(bytes_per_element(bits, group, scale)),
-                                    compute_field=c.text("compute_field") or FALLBACK_COMPUTE_FIELD)
+                                    compute_field=c.text("compute_field") or FALLBACK_COMPUTE_FIELD,
+                                    moe_kernel_pads=c.whole("moe_kernel_pads"))
     return tuple(csvfile.load(Dtype, path, make=make))
 
 

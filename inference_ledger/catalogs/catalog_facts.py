@@ -15,6 +15,7 @@ from typing import Any, Optional
 from inference_ledger.catalogs import catalog
 from inference_ledger.formulas import finance
 from inference_ledger.catalogs.catalog import Dtype, Gpu, Model
+from inference_ledger.core.sheetfuncs import maximum
 
 #: The model and GPU a plan, a workbook or a sweep takes when none is chosen (catalog ids).
 DEFAULT_MODEL = "llama-3.1-70b"
@@ -24,10 +25,33 @@ _MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(Model))
 _GPU_FIELDS = tuple(f.name for f in dataclasses.fields(Gpu))
 
 
+#: Plan inputs that a catalog row gives under another name, or that a number format gives: input -> (the choice whose
+#: row holds it, its field). Every other field of the model's and the GPU's rows fills the input of its own name. The
+#: workbook renders the same entries as INDEX/MATCH lookups on the catalog sheets (inference_ledger.workbook.tables).
+NAMED_FACTS: dict[str, tuple[str, str]] = {
+    "gpu_memory_bytes": ("gpu", "memory_runtime_bytes"),
+    "weight_bytes": ("weight_dtype", "bytes_per_element"),
+    "kv_bytes": ("kv_dtype", "bytes_per_element"),
+    "moe_kernel_pads": ("weight_dtype", "moe_kernel_pads"),
+}
+
+
+def unquantized_bytes_of(weight_bytes_per_element, unquantized_bytes_per_element):
+    """Bytes of the modules left unquantized: BF16, or the weight format where it is wider (an FP32 checkpoint keeps
+    its embeddings and norms in FP32)."""
+    return maximum(weight_bytes_per_element, unquantized_bytes_per_element)
+
+
+def peak_flops_of(unit_flops, fallback_flops):
+    """Dense FLOP/s the weight format computes at: its unit's, never below BF16's (BF16 where the chip lacks the unit,
+    a blank reading 0; no format computes slower than BF16 on a chip that has its unit)."""
+    return maximum(unit_flops, fallback_flops)
+
+
 def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
-    """Dense FLOP/s the weight format computes at on this GPU: its unit's, never below BF16's (BF16 where the
-    chip lacks the unit; no format computes slower than BF16 on a chip that has its unit)."""
-    return max(getattr(gpu, weight_dtype.compute_field, None) or 0, getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD))
+    """:func:`peak_flops_of` for a GPU row and a weight format."""
+    return peak_flops_of(getattr(gpu, weight_dtype.compute_field, None) or 0,
+                         getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD))
 
 
 def catalog_facts(model: Optional[Model], gpu: Optional[Gpu], weight: Dtype, kv: Dtype) -> dict[str, Any]:
@@ -39,15 +63,16 @@ def catalog_facts(model: Optional[Model], gpu: Optional[Gpu], weight: Dtype, kv:
     its unit for the weight format, and its server price and power (data/gpu_costs.csv).
     """
     v: dict[str, Any] = {}
+    rows = {"model": model, "gpu": gpu, "weight_dtype": weight, "kv_dtype": kv}
     if model is not None:
         v.update({name: getattr(model, name) for name in _MODEL_FIELDS})
-    v["weight_bytes"] = weight.bytes_per_element
-    v["unquantized_bytes"] = max(weight.bytes_per_element,
-                                 catalog.get_dtype(catalog.UNQUANTIZED_DTYPE).bytes_per_element)
-    v["kv_bytes"] = kv.bytes_per_element
     if gpu is not None:
         v.update({name: getattr(gpu, name) for name in _GPU_FIELDS if getattr(gpu, name) is not None})
-        v["gpu_memory_bytes"] = gpu.memory_runtime_bytes
+    v.update({name: getattr(rows[choice], field) for name, (choice, field) in NAMED_FACTS.items()
+              if rows[choice] is not None})
+    v["unquantized_bytes"] = unquantized_bytes_of(weight.bytes_per_element,
+                                                  catalog.get_dtype(catalog.UNQUANTIZED_DTYPE).bytes_per_element)
+    if gpu is not None:
         v["peak_flops"] = peak_flops(gpu, weight)
         v.update(finance.gpu_cost_inputs(gpu.id))
     return v

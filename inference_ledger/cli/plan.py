@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from inference_ledger.graph import concurrency, resolve, summary
-from inference_ledger.catalogs import engines
+from inference_ledger.catalogs import catalog_facts, engines
 from inference_ledger.core import files, unit_registry
 from inference_ledger.formulas import engine_ledger, serving
 from inference_ledger.cli.options import Command
@@ -112,8 +112,10 @@ def default_help(inp: Input, per_row: bool = False) -> str:
         return f" Default: {concurrency.AUTO}, {AUTO_HELP}"
     own = shown_default(inp.default, inp.unit)
     if inp.name in FROM_CATALOG:
-        src = ("--model/--config" if inp.name in resolve.MODEL_INPUTS else "--kv-dtype" if inp.name == "kv_bytes"
-               else "--weight-dtype" if inp.name in ("weight_bytes", "unquantized_bytes") else "--gpu")
+        choice = "model" if inp.name in resolve.MODEL_INPUTS else "weight_dtype" if inp.name == "unquantized_bytes" \
+            else catalog_facts.NAMED_FACTS.get(inp.name, ("gpu",))[0]
+        src = {"model": "--model/--config", "gpu": "--gpu", "weight_dtype": "--weight-dtype",
+               "kv_dtype": "--kv-dtype"}[choice]
         return " Default: the catalog's value for each row's model and GPU." if per_row else \
             f" Default: the catalog's value for {src} ({own} without it).{words}"
     return f" Default: {own}.{words}"

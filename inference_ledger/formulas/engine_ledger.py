@@ -72,15 +72,18 @@ def non_torch_bytes(cuda_context_bytes, nccl_bytes, tp):
 
 
 def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp,
-                              pad_hidden, pad_intermediate, weight_bytes):
+                              pad_hidden, pad_intermediate, weight_bytes, moe_kernel_pads):
     """Extra weight bytes when a MoE kernel pads each expert to its tile, on one GPU.
 
-    L x E x 3 x (ceil(H / p_h) p_h x ceil(I / (TP p_i)) p_i - H x I / TP) x bytes.  gpt-oss
+    pads x L x E x 3 x (ceil(H / p_h) p_h x ceil(I / (TP p_i)) p_i - H x I / TP) x bytes.  gpt-oss
     (H = I = 2,880) pads to 3,072 x 2,944 under vLLM's MXFP4 MoE: 9% more expert bytes.
-    Zero for a dense model (no experts) and for dims already on the tile.
+    Zero for a dense model (no experts), for dims already on the tile, and where the weight format's MoE kernels
+    run the experts at their own shapes (pads = 0: BF16/FP8 fused MoE, e.g. Qwen3-235B's 1,536-wide experts at
+    TP 8 hold 192 rows).
     """
     padded = ceil(hidden_size / pad_hidden) * pad_hidden * ceil(intermediate_size / (tp * pad_intermediate)) * pad_intermediate
-    return num_layers * num_experts * GLU_MATRICES * (padded - hidden_size * intermediate_size / tp) * weight_bytes
+    return (moe_kernel_pads * num_layers * num_experts * GLU_MATRICES * (padded - hidden_size * intermediate_size / tp)
+            * weight_bytes)
 
 
 def kv_budget_rule_adjustment(rule, memory_fraction, weights_bytes_per_gpu, non_torch, workspace_bytes):

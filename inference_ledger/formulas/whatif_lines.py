@@ -31,10 +31,11 @@ def max_context_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, windo
 
 
 def weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
-                  moe_pad_intermediate, weight_bytes):
+                  moe_pad_intermediate, weight_bytes, moe_kernel_pads):
     """Weights per GPU at a TP degree: the split weights plus the MoE kernel's padding."""
     return ledger.per_gpu(weights_bytes, tp) + engine_ledger.moe_padding_bytes_per_gpu(
-        num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+        num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden, moe_pad_intermediate, weight_bytes,
+        moe_kernel_pads)
 
 
 def activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
@@ -66,9 +67,9 @@ TP_CANDIDATES = Family(
 @TP_CANDIDATES.member("Weights per GPU", "B", MEMORY,
                       "Weights per GPU (MoE padding included) with the model split over this TP degree.")
 def weights_bytes_per_gpu(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
-                          moe_pad_intermediate, weight_bytes):
+                          moe_pad_intermediate, weight_bytes, moe_kernel_pads):
     return weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
-                         moe_pad_intermediate, weight_bytes)
+                         moe_pad_intermediate, weight_bytes, moe_kernel_pads)
 
 
 @TP_CANDIDATES.member("Workspace per GPU", "B", MEMORY,

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger.graph import band_lines, plan_lines
+from inference_ledger.graph import band_lines, plan_lines, rules
 from inference_ledger.catalogs import bands, catalog_facts, engines
 from inference_ledger.formulas import (finance, kernels, parallel, serving_lines, step_inverse_lines, step_lines,
                                        whatif_lines)
@@ -115,6 +115,7 @@ INPUTS: tuple[Input, ...] = (
     # precision
     _inp("weight_bytes", "Weight bytes per parameter", "B/param", CATALOG, "From the weight dtype, group scales included (BF16 2, FP8 1, INT4 g128 0.515625).", "precision"),
     _inp("unquantized_bytes", "Bytes per unquantized parameter", "B/param", CATALOG, "Embeddings, norms and routers stay in BF16 when the linear layers are quantized.", "precision", arg="weight_bytes"),
+    _inp("moe_kernel_pads", "MoE kernels pad the experts", "1/0", CATALOG, "From the weight dtype: 1 when its MoE kernels pad each expert to the engine's tile (MXFP4), 0 when they run the experts at their own shapes (BF16, FP8).", "precision", arg="weight_dtype", lo=0, hi=1, integer=True),
     _inp("kv_bytes", "KV bytes per element", "B", CATALOG, "From the KV-cache dtype (BF16 2, FP8 1, INT4 0.5).", "precision"),
     # GPU (from the GPUs catalog)
     _inp("gpu_memory_bytes", "GPU memory (runtime)", "B", CATALOG, "Memory as CUDA/torch report it, below the marketing figure (an 80 GB H100 is 79.19 GiB).", "gpu"),
@@ -284,15 +285,11 @@ def validate_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: Cross-field rules: (the part, the whole it must not exceed).
-_NOT_ABOVE = (("active_params", "num_params"), ("quantized_params", "num_params"),
-              ("active_quantized_params", "active_params"), ("sliding_layers", "num_layers"))
-
-
 def _cross_checks(v: Mapping[str, Any]) -> None:
-    for part, whole in _NOT_ABOVE:
-        if bool(np.any(np.asarray(v[part]) > np.asarray(v[whole]))):
-            raise LedgerInputError(f"{part} must be <= {whole}")
+    """The rules between inputs (inference_ledger.graph.rules.INPUT_RULES), over numbers or arrays (every element)."""
+    for rule in rules.INPUT_RULES:
+        if not bool(np.all(rule.condition(*(np.asarray(v[p]) for p in rule.params)))):
+            raise LedgerInputError(rule.message(v, ""))
 
 
 def evaluate(inputs: Mapping[str, Any], validate: bool = True) -> dict[str, Any]:

@@ -24,11 +24,12 @@ def weights_bytes(num_params, quantized_params, weight_bytes, unquantized_bytes)
 
 
 @line("MoE kernel padding per GPU", "B", MEMORY,
-      "Experts padded to the MoE kernel's tile: L x E x 3 x (padded - actual hidden x intermediate / TP) x bytes.")
+      "Experts padded to the MoE kernel's tile where the weight format's MoE kernels pad (MXFP4): "
+      "pads x L x E x 3 x (padded - actual hidden x intermediate / TP) x bytes.")
 def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden,
-                              moe_pad_intermediate, weight_bytes):
+                              moe_pad_intermediate, weight_bytes, moe_kernel_pads):
     return engine_ledger.moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp,
-                                                   moe_pad_hidden, moe_pad_intermediate, weight_bytes)
+                                                   moe_pad_hidden, moe_pad_intermediate, weight_bytes, moe_kernel_pads)
 
 
 @line("Weights per GPU", "B", MEMORY,

@@ -39,6 +39,7 @@ from inference_ledger.graph import plan
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.catalogs.catalog import Dtype, Gpu, Model
 # peak_flops: the resolver's API too
+from inference_ledger.catalogs import catalog_facts as facts_defaults
 from inference_ledger.catalogs.catalog_facts import catalog_facts, peak_flops  # noqa: F401
 from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem,  # noqa: F401
                                           dense_override_problem, experts_per_token_ok, heads_problem,
@@ -49,7 +50,7 @@ from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_p
 MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
 GPU_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Gpu)})
 #: Inputs the catalog fills when a model or a GPU is chosen.
-FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes",
+FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes", "moe_kernel_pads",
                           "gpu_memory_bytes", "peak_flops", *finance.GPU_COST_INPUTS})
 #: Derived model fields model_spec also answers.
 MODEL_DERIVED = ("kv_bytes_per_token", "weights_bytes")
@@ -187,10 +188,6 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
     return v
 
 
-#: The weight format whose MoE kernels pad each expert to the engine's tile (moe_pad_hidden / moe_pad_intermediate).
-MOE_PADDED_DTYPE = "mxfp4"
-
-
 def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engines.DEFAULT_ENGINE, *,
                 gpu_id: str = "", max_model_len: Optional[int] = None, heads: Optional[float] = None,
                 weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
@@ -205,10 +202,6 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
                                      max_model_len=max_model_len))
     wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
     kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
-    if wd is not None and wd != MOE_PADDED_DTYPE and float(out.get("num_experts") or 0) > 0:
-        # only the MXFP4 MoE kernels pad each expert to their tile; the BF16/FP8 fused-MoE kernels run the experts
-        # at their own shapes (a tile of 1: no padding), e.g. Qwen3-235B's 1,536-wide experts at TP 8 hold 192 rows
-        out["moe_pad_hidden"] = out["moe_pad_intermediate"] = 1
     figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.kernel_table_engine, heads, wd, kd,
                                             eng.kernel_table_version)
     out.update(figures)
@@ -262,6 +255,12 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
             raise ChoiceError("context", "give context or input_tokens, not both")
         out_tokens = explicit.get("output_tokens", plan.INPUT_BY_NAME["output_tokens"].default)
         explicit["input_tokens"] = input_tokens_of(context, out_tokens)
+    # nothing said of the model (or the GPU): the default one, so a bare plan is the default deployment the workbook
+    # opens on; numbers of its own describe a generic one instead
+    if model is None and config is None and not explicit.keys() & set(MODEL_INPUTS):
+        model = facts_defaults.DEFAULT_MODEL
+    if gpu is None and not explicit.keys() & {*GPU_INPUTS, "gpu_memory_bytes"}:
+        gpu = facts_defaults.DEFAULT_GPU
     m = catalog.model_from_config(config) if config is not None else \
         find_model(model, extra_models) if model is not None else None
     g = find_gpu(gpu) if gpu is not None else None

@@ -92,13 +92,6 @@ def _cost(q, cur):
                         money(q.owned_cost_per_million_output_tokens, cur, True), " owned)."))
 
 
-def _band(q, cur):
-    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No range: the plan does not fit.",
-                 concat("Range: ", count(q.gpus_for_qps_low), " to ", count(q.gpus_for_qps_high), " GPUs, ",
-                        money(q.monthly_cost_qps_low, cur), " to ", money(q.monthly_cost_qps_high, cur),
-                        " per month (about 80% of new measurements should fall inside)."))
-
-
 def _own(q, cur):
     return where(eq(q.owned_beats_rent, 1),
                  concat("Owning is cheaper than renting at this utilization (break-even ",
@@ -128,9 +121,9 @@ def _tpot(q, cur):
 
 def _band(q, cur):
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No band: the plan does not fit.",
-                 concat("Band (80% of measurements): TPOT ", ms(q.tpot_seconds_low), " to ", ms(q.tpot_seconds_high),
-                        ", monthly cost ", money(q.monthly_cost_qps_low, cur), " to ",
-                        money(q.monthly_cost_qps_high, cur), "."))
+                 concat("Band (about 80% of new measurements fall inside): ", count(q.gpus_for_qps_low), " to ",
+                        count(q.gpus_for_qps_high), " GPUs, ", money(q.monthly_cost_qps_low, cur), " to ",
+                        money(q.monthly_cost_qps_high, cur), " per month."))
 
 
 def _limit(q, cur):
