@@ -1,7 +1,8 @@
 """The steady-state serving lines: effective concurrency, decode context, prefill mix, MoE distinct experts, the step.
 
-One plain function per line, like :mod:`inference_ledger.graph.plan_lines`; the formulas (with their
-sources and the queueing model) are in :mod:`inference_ledger.formulas.serving`.  The plan's existing keys
+One declaration per line, like :mod:`inference_ledger.graph.plan_lines` (``derived`` for a formula under the plan's
+names, ``@line`` for glue); the formulas (with their sources and the queueing model) are in
+:mod:`inference_ledger.formulas.serving`.  The plan's existing keys
 ``tpot_seconds``, ``ttft_seconds``, ``tokens_per_second`` and ``qps_per_replica`` are computed from
 these lines (their definitions stay in plan_lines / whatif_lines).
 """
@@ -10,21 +11,18 @@ from __future__ import annotations
 
 from inference_ledger.formulas import ledger, serving
 from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line
 
 
-@line("Mean context of the decode steps", "tokens", MEMORY,
-      "S + T/2: step j of the T - 1 decode steps attends over S + j - 1 tokens. TPOT and its floor are priced here.")
-def decode_context_tokens(input_tokens, output_tokens):
-    return serving.decode_context(input_tokens, output_tokens)
+decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
+    "Mean context of the decode steps", "tokens", MEMORY,
+    "S + T/2: step j of the T - 1 decode steps attends over S + j - 1 tokens. TPOT and its floor are priced here.")
 
 
-@line("KV per sequence at the decode context", "B", MEMORY,
-      "KV of one sequence at the mean decode context (sliding-window layers at most the window).")
-def kv_bytes_per_sequence_decode(kv_elements_per_token_layer, kv_bytes, num_layers, decode_context_tokens,
-                                 sliding_layers, window):
-    return ledger.kv_sequence_bytes(kv_elements_per_token_layer, kv_bytes, num_layers, decode_context_tokens,
-                                    sliding_layers, window)
+kv_bytes_per_sequence_decode = derived("kv_bytes_per_sequence_decode", ledger.kv_sequence_bytes,
+    "KV per sequence at the decode context", "B", MEMORY,
+    "KV of one sequence at the mean decode context (sliding-window layers at most the window).",
+    kv_elements_layer="kv_elements_per_token_layer", context="decode_context_tokens")
 
 
 @line("Sequences the schedulers run at most", "sequences", FIT,
@@ -33,17 +31,16 @@ def max_running_sequences(max_num_seqs, dp_attention):
     return max_num_seqs * dp_attention
 
 
-@line("Effective concurrency", "sequences", FIT,
-      "Sequences decoding together: min(requested concurrency, sequences the KV budget holds at full context, "
-      "the schedulers' limit), at least 1; the rest queue.")
-def effective_concurrency(concurrency, max_concurrency, max_running_sequences):
-    return serving.effective_concurrency(concurrency, max_concurrency, max_running_sequences)
+effective_concurrency = derived("effective_concurrency", serving.effective_concurrency,
+    "Effective concurrency", "sequences", FIT,
+    "Sequences decoding together: min(requested concurrency, sequences the KV budget holds at full context, "
+    "the schedulers' limit), at least 1; the rest queue.",
+    kv_limit="max_concurrency", max_num_seqs="max_running_sequences")
 
 
-@line("Prompt tokens per other sequence per step", "tokens", COMPUTE,
-      "Continuous batching: each other sequence starts a new S-token prompt every T steps, S / T per step; static: 0.")
-def prompt_per_sequence(batching, input_tokens, output_tokens):
-    return serving.prompt_per_sequence(batching, input_tokens, output_tokens)
+prompt_per_sequence = derived("prompt_per_sequence", serving.prompt_per_sequence,
+    "Prompt tokens per other sequence per step", "tokens", COMPUTE,
+    "Continuous batching: each other sequence starts a new S-token prompt every T steps, S / T per step; static: 0.")
 
 
 @line("Prompt tokens per decode step", "tokens", COMPUTE,
@@ -59,55 +56,45 @@ def step_tokens(effective_concurrency, prefill_tokens_per_step):
     return effective_concurrency + prefill_tokens_per_step
 
 
-@line("Distinct experts per layer per step", "experts", BANDWIDTH,
-      "E x (1 - (1 - k/E)^tokens): every expert any token of the step routes to is read (0 for a dense model).")
-def moe_distinct_experts(num_experts, experts_per_token, step_tokens):
-    return serving.distinct_experts(num_experts, experts_per_token, step_tokens)
+moe_distinct_experts = derived("moe_distinct_experts", serving.distinct_experts,
+    "Distinct experts per layer per step", "experts", BANDWIDTH,
+    "E x (1 - (1 - k/E)^tokens): every expert any token of the step routes to is read (0 for a dense model).",
+    tokens="step_tokens")
 
 
-@line("Routed experts read per step beyond one token's", "B", BANDWIDTH,
-      "MoE layers x (distinct experts - k) x 3 x hidden x intermediate x bytes: what a batch adds to the weight read.")
-def step_extra_expert_bytes(moe_distinct_experts, experts_per_token, moe_layers, hidden_size, intermediate_size,
-                            weight_bytes, num_params, active_params):
-    return serving.extra_expert_bytes(moe_distinct_experts, experts_per_token, moe_layers, hidden_size,
-                                      intermediate_size, weight_bytes, num_params, active_params)
+step_extra_expert_bytes = derived("step_extra_expert_bytes", serving.extra_expert_bytes,
+    "Routed experts read per step beyond one token's", "B", BANDWIDTH,
+    "MoE layers x (distinct experts - k) x 3 x hidden x intermediate x bytes: what a batch adds to the weight read.",
+    distinct_experts="moe_distinct_experts", num_layers="moe_layers")
 
 
-@line("One token's routed experts", "B", BANDWIDTH,
-      "MoE layers x k x 3 x hidden x intermediate x bytes: the routed part of the active weights (0 dense).")
-def routed_active_bytes(moe_layers, experts_per_token, hidden_size, intermediate_size, weight_bytes):
-    return serving.routed_active_bytes(moe_layers, experts_per_token, hidden_size, intermediate_size, weight_bytes)
+routed_active_bytes = derived("routed_active_bytes", serving.routed_active_bytes,
+    "One token's routed experts", "B", BANDWIDTH,
+    "MoE layers x k x 3 x hidden x intermediate x bytes: the routed part of the active weights (0 dense).")
 
 
-@line("Weights read per step per GPU", "B", BANDWIDTH,
-      "Dense part of the active weights over TP + the routed experts the step touches over the stage's GPUs (EP, "
-      "DP attention).")
-def step_weight_bytes_per_gpu(weights_read_bytes, routed_active_bytes, step_extra_expert_bytes, tp, gpus_per_stage):
-    return serving.weight_read_per_gpu(weights_read_bytes, routed_active_bytes, step_extra_expert_bytes, tp,
-                                       gpus_per_stage)
+step_weight_bytes_per_gpu = derived("step_weight_bytes_per_gpu", serving.weight_read_per_gpu,
+    "Weights read per step per GPU", "B", BANDWIDTH,
+    "Dense part of the active weights over TP + the routed experts the step touches over the stage's GPUs (EP, "
+    "DP attention).", extra_expert_bytes="step_extra_expert_bytes")
 
 
-@line("Distinct experts per layer per pure-decode step", "experts", BANDWIDTH,
-      "E x (1 - (1 - k/E)^B): the experts a step of the decoding sequences alone routes to (no prompt tokens), what "
-      "the TPOT floor reads: a step carrying prompt chunks only adds time.")
-def decode_distinct_experts(num_experts, experts_per_token, effective_concurrency):
-    return serving.distinct_experts(num_experts, experts_per_token, effective_concurrency)
+decode_distinct_experts = derived("decode_distinct_experts", serving.distinct_experts,
+    "Distinct experts per layer per pure-decode step", "experts", BANDWIDTH,
+    "E x (1 - (1 - k/E)^B): the experts a step of the decoding sequences alone routes to (no prompt tokens), what "
+    "the TPOT floor reads: a step carrying prompt chunks only adds time.", tokens="effective_concurrency")
 
 
-@line("Routed experts read per pure-decode step beyond one token's", "B", BANDWIDTH,
-      "MoE layers x (distinct experts of the decoding sequences - k) x 3 x hidden x intermediate x bytes.")
-def decode_extra_expert_bytes(decode_distinct_experts, experts_per_token, moe_layers, hidden_size, intermediate_size,
-                              weight_bytes, num_params, active_params):
-    return serving.extra_expert_bytes(decode_distinct_experts, experts_per_token, moe_layers, hidden_size,
-                                      intermediate_size, weight_bytes, num_params, active_params)
+decode_extra_expert_bytes = derived("decode_extra_expert_bytes", serving.extra_expert_bytes,
+    "Routed experts read per pure-decode step beyond one token's", "B", BANDWIDTH,
+    "MoE layers x (distinct experts of the decoding sequences - k) x 3 x hidden x intermediate x bytes.",
+    distinct_experts="decode_distinct_experts", num_layers="moe_layers")
 
 
-@line("Weights read per pure-decode step per GPU", "B", BANDWIDTH,
-      "As the weights read per step, with the experts of the decoding sequences alone (what the TPOT floor reads).")
-def decode_weight_bytes_per_gpu(weights_read_bytes, routed_active_bytes, decode_extra_expert_bytes, tp,
-                                gpus_per_stage):
-    return serving.weight_read_per_gpu(weights_read_bytes, routed_active_bytes, decode_extra_expert_bytes, tp,
-                                       gpus_per_stage)
+decode_weight_bytes_per_gpu = derived("decode_weight_bytes_per_gpu", serving.weight_read_per_gpu,
+    "Weights read per pure-decode step per GPU", "B", BANDWIDTH,
+    "As the weights read per step, with the experts of the decoding sequences alone (what the TPOT floor reads).",
+    extra_expert_bytes="decode_extra_expert_bytes")
 
 
 @line("KV read per step per GPU", "B", BANDWIDTH,
@@ -122,20 +109,16 @@ def step_flops_per_gpu(active_params, step_tokens, gpus_per_replica):
     return serving.step_flops(active_params, step_tokens) / gpus_per_replica
 
 
-@line("Step is compute-bound", "1/0", COMPUTE,
-      "1 when the step's FLOPs at the compute efficiency take longer than streaming its weights.")
-def step_compute_bound(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
-                       decode_compute_efficiency):
-    return serving.compute_bound(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
-                                 decode_compute_efficiency)
+step_compute_bound = derived("step_compute_bound", serving.compute_bound, "Step is compute-bound", "1/0", COMPUTE,
+    "1 when the step's FLOPs at the compute efficiency take longer than streaming its weights.",
+    weight_bytes="step_weight_bytes_per_gpu", flops="step_flops_per_gpu", weight_efficiency="bw_efficiency",
+    compute_efficiency="decode_compute_efficiency")
 
 
-@line("Linear layers per step", "s", BANDWIDTH,
-      "max(weights / (BW x weight-streaming efficiency), FLOPs / (peak x compute efficiency)).")
-def step_linear_seconds(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
-                        decode_compute_efficiency):
-    return serving.linear_seconds(step_weight_bytes_per_gpu, step_flops_per_gpu, hbm_bw, peak_flops, bw_efficiency,
-                                  decode_compute_efficiency)
+step_linear_seconds = derived("step_linear_seconds", serving.linear_seconds, "Linear layers per step", "s", BANDWIDTH,
+    "max(weights / (BW x weight-streaming efficiency), FLOPs / (peak x compute efficiency)).",
+    weight_bytes="step_weight_bytes_per_gpu", flops="step_flops_per_gpu", weight_efficiency="bw_efficiency",
+    compute_efficiency="decode_compute_efficiency")
 
 
 @line("Attention KV reads per step", "s", BANDWIDTH,
@@ -144,10 +127,9 @@ def step_kv_seconds(step_kv_bytes_per_gpu, hbm_bw, kv_read_efficiency):
     return step_kv_bytes_per_gpu / (hbm_bw * kv_read_efficiency)
 
 
-@line("Prompt tokens a TTFT waits for", "tokens", COMPUTE,
-      "Continuous: the request's own prompt S; static: the whole batch's B x S.")
-def prefill_batch_tokens(batching, effective_concurrency, input_tokens):
-    return serving.prefill_batch_tokens(batching, effective_concurrency, input_tokens)
+prefill_batch_tokens = derived("prefill_batch_tokens", serving.prefill_batch_tokens,
+    "Prompt tokens a TTFT waits for", "tokens", COMPUTE,
+    "Continuous: the request's own prompt S; static: the whole batch's B x S.")
 
 
 @line("Prefill chunks", "chunks", COMPUTE,
@@ -162,12 +144,10 @@ def prefill_distinct_experts(num_experts, experts_per_token, prefill_batch_token
     return serving.distinct_experts(num_experts, experts_per_token, prefill_batch_tokens / prefill_chunks)
 
 
-@line("Routed experts a prefill chunk reads beyond one token's", "B", BANDWIDTH,
-      "MoE layers x (distinct experts of a chunk - k) x 3 x hidden x intermediate x bytes.")
-def prefill_extra_expert_bytes(prefill_distinct_experts, experts_per_token, moe_layers, hidden_size,
-                               intermediate_size, weight_bytes, num_params, active_params):
-    return serving.extra_expert_bytes(prefill_distinct_experts, experts_per_token, moe_layers, hidden_size,
-                                      intermediate_size, weight_bytes, num_params, active_params)
+prefill_extra_expert_bytes = derived("prefill_extra_expert_bytes", serving.extra_expert_bytes,
+    "Routed experts a prefill chunk reads beyond one token's", "B", BANDWIDTH,
+    "MoE layers x (distinct experts of a chunk - k) x 3 x hidden x intermediate x bytes.",
+    distinct_experts="prefill_distinct_experts", num_layers="moe_layers")
 
 
 @line("Weights read by the prefill", "B", BANDWIDTH,
@@ -197,14 +177,11 @@ def ttft_service_seconds(kernel_tables, prefill_kernel_seconds, prefill_roofline
     return where(eq(kernel_tables, 1), measured, prefill_roofline_seconds) + prefill_parallel_seconds
 
 
-@line("Wait for a slot", "s", COMPUTE,
-      "Closed loop at the given concurrency: (concurrency - effective concurrency) / QPS per replica.")
-def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
-    return serving.queue_seconds(concurrency, effective_concurrency, qps_per_replica)
+queue_seconds = derived("queue_seconds", serving.queue_seconds, "Wait for a slot", "s", COMPUTE,
+    "Closed loop at the given concurrency: (concurrency - effective concurrency) / QPS per replica.")
 
 
-@line("Binding limit", "code", FIT,
-      "What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound).")
-def binding_limit(concurrency, max_concurrency, max_running_sequences, tpot_ok, step_compute_bound):
-    return serving.binding_limit(concurrency, max_concurrency, max_running_sequences, tpot_ok, step_compute_bound)
+binding_limit = derived("binding_limit", serving.binding_limit, "Binding limit", "code", FIT,
+    "What caps the replica: 1 KV cache, 2 max_num_seqs, 3 TPOT target, 4 compute, 0 none (bandwidth-bound).",
+    kv_limit="max_concurrency", max_num_seqs="max_running_sequences", compute_bound="step_compute_bound")
 

@@ -1,6 +1,6 @@
 """The step priced per operation from the measured kernel tables, its inverse, and TTFT as benchmarks report it.
 
-One plain function per line, like :mod:`inference_ledger.formulas.serving_lines`; the formulas are in
+One declaration per line, like :mod:`inference_ledger.formulas.serving_lines`; the formulas are in
 :mod:`inference_ledger.formulas.serving` and the tables' figures (each operation's floor and time per unit, plan inputs)
 come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft_service_seconds`` read
 ``decode_kernel_seconds`` and ``prefill_kernel_seconds`` where the GPU has tables (``kernel_tables`` 1).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import serving
 from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 
 # ---------------------------------------------------------------------------------
@@ -33,43 +33,39 @@ def decode_o_seconds(num_layers, step_tokens, o_kernel_floor_seconds, o_kernel_s
     return num_layers * serving.gemm_curve(step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token)
 
 
-@line("Experts per GPU per step", "experts", BANDWIDTH,
-      "Touched experts whose GEMMs one GPU runs in a step: every distinct expert's TP slice, or the GPU's share of "
-      "whole experts under expert parallelism.")
-def decode_experts_per_gpu(moe_distinct_experts, ep, gpus_per_stage):
-    return serving.experts_per_gpu(moe_distinct_experts, ep, gpus_per_stage)
+decode_experts_per_gpu = derived("decode_experts_per_gpu", serving.experts_per_gpu,
+    "Experts per GPU per step", "experts", BANDWIDTH,
+    "Touched experts whose GEMMs one GPU runs in a step: every distinct expert's TP slice, or the GPU's share of "
+    "whole experts under expert parallelism.", distinct_experts="moe_distinct_experts")
 
 
-@line("Tokens per touched expert per step", "tokens", COMPUTE,
-      "Tokens per step x k / distinct experts: the M of each expert's GEMMs.")
-def decode_expert_tokens(step_tokens, experts_per_token, moe_distinct_experts):
-    return serving.expert_tokens(step_tokens, experts_per_token, moe_distinct_experts)
+decode_expert_tokens = derived("decode_expert_tokens", serving.expert_tokens,
+    "Tokens per touched expert per step", "tokens", COMPUTE,
+    "Tokens per step x k / distinct experts: the M of each expert's GEMMs.",
+    tokens="step_tokens", distinct_experts="moe_distinct_experts")
 
 
-@line("Decode: one expert beyond a launch", "s", BANDWIDTH,
-      "One touched expert's gate/up + down GEMMs at its tokens (the fused MoE table's figures where it holds the "
-      "shape, else the GEMM table's), less the launch a fused MoE kernel pays once.")
-def decode_expert_seconds(decode_expert_tokens, moe_expert_kernel_floor_seconds, moe_expert_kernel_seconds_per_token,
-                          moe_kernel_launch_seconds, moe_kernel_table):
-    return serving.expert_extra_seconds(decode_expert_tokens, moe_expert_kernel_floor_seconds,
-                                        moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds,
-                                        moe_kernel_table)
+decode_expert_seconds = derived("decode_expert_seconds", serving.expert_extra_seconds,
+    "Decode: one expert beyond a launch", "s", BANDWIDTH,
+    "One touched expert's gate/up + down GEMMs at its tokens (the fused MoE table's figures where it holds the "
+    "shape, else the GEMM table's), less the launch a fused MoE kernel pays once.",
+    expert_tokens="decode_expert_tokens", floor_seconds="moe_expert_kernel_floor_seconds",
+    seconds_per_token="moe_expert_kernel_seconds_per_token", launch_seconds="moe_kernel_launch_seconds",
+    linear="moe_kernel_table")
 
 
-@line("Decode: MLP / expert GEMMs", "s", BANDWIDTH,
-      "Gate/up + down GEMMs: dense layers at M = tokens per step; each MoE layer one fused kernel (a launch + every "
-      "touched expert on the GPU).")
-def decode_mlp_seconds(num_layers, moe_layers, step_tokens, mlp_kernel_floor_seconds, mlp_kernel_seconds_per_token,
-                       moe_kernel_launch_seconds, decode_experts_per_gpu, decode_expert_seconds):
-    return serving.mlp_seconds(num_layers, moe_layers, step_tokens, mlp_kernel_floor_seconds,
-                               mlp_kernel_seconds_per_token, moe_kernel_launch_seconds, decode_experts_per_gpu,
-                               decode_expert_seconds)
+decode_mlp_seconds = derived("decode_mlp_seconds", serving.mlp_seconds, "Decode: MLP / expert GEMMs", "s", BANDWIDTH,
+    "Gate/up + down GEMMs: dense layers at M = tokens per step; each MoE layer one fused kernel (a launch + every "
+    "touched expert on the GPU).",
+    tokens="step_tokens", floor_seconds="mlp_kernel_floor_seconds", seconds_per_token="mlp_kernel_seconds_per_token",
+    launch_seconds="moe_kernel_launch_seconds", experts_per_gpu="decode_experts_per_gpu",
+    expert_extra_seconds="decode_expert_seconds")
 
 
-@line("Decode: LM head", "s", BANDWIDTH,
-      "The vocabulary GEMM over the decoding sequences (one sampled row each).")
-def decode_lm_head_seconds(effective_concurrency, lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token):
-    return serving.gemm_curve(effective_concurrency, lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token)
+decode_lm_head_seconds = derived("decode_lm_head_seconds", serving.gemm_curve, "Decode: LM head", "s", BANDWIDTH,
+    "The vocabulary GEMM over the decoding sequences (one sampled row each).",
+    tokens="effective_concurrency", floor_seconds="lm_head_kernel_floor_seconds",
+    seconds_per_token="lm_head_kernel_seconds_per_token")
 
 
 @line("KV tokens attention reads per layer", "tokens", BANDWIDTH,
@@ -142,25 +138,23 @@ def prefill_o_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, o_kernel
                                                             o_kernel_seconds_per_token)
 
 
-@line("Experts per GPU per prefill chunk", "experts", BANDWIDTH,
-      "Touched experts whose GEMMs one GPU runs in a prefill chunk.")
-def prefill_experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage):
-    return serving.experts_per_gpu(prefill_distinct_experts, ep, gpus_per_stage)
+prefill_experts_per_gpu = derived("prefill_experts_per_gpu", serving.experts_per_gpu,
+    "Experts per GPU per prefill chunk", "experts", BANDWIDTH,
+    "Touched experts whose GEMMs one GPU runs in a prefill chunk.", distinct_experts="prefill_distinct_experts")
 
 
-@line("Tokens per touched expert per prefill chunk", "tokens", COMPUTE,
-      "Chunk tokens x k / distinct experts of the chunk: the M of each expert's GEMMs.")
-def prefill_expert_tokens(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts):
-    return serving.expert_tokens(prefill_chunk_tokens, experts_per_token, prefill_distinct_experts)
+prefill_expert_tokens = derived("prefill_expert_tokens", serving.expert_tokens,
+    "Tokens per touched expert per prefill chunk", "tokens", COMPUTE,
+    "Chunk tokens x k / distinct experts of the chunk: the M of each expert's GEMMs.",
+    tokens="prefill_chunk_tokens", distinct_experts="prefill_distinct_experts")
 
 
-@line("Prefill: one expert beyond a launch", "s", COMPUTE,
-      "One touched expert's GEMM pair at its tokens per chunk, less the fused kernel's launch.")
-def prefill_expert_seconds(prefill_expert_tokens, moe_expert_kernel_floor_seconds,
-                           moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds, moe_kernel_table):
-    return serving.expert_extra_seconds(prefill_expert_tokens, moe_expert_kernel_floor_seconds,
-                                        moe_expert_kernel_seconds_per_token, moe_kernel_launch_seconds,
-                                        moe_kernel_table)
+prefill_expert_seconds = derived("prefill_expert_seconds", serving.expert_extra_seconds,
+    "Prefill: one expert beyond a launch", "s", COMPUTE,
+    "One touched expert's GEMM pair at its tokens per chunk, less the fused kernel's launch.",
+    expert_tokens="prefill_expert_tokens", floor_seconds="moe_expert_kernel_floor_seconds",
+    seconds_per_token="moe_expert_kernel_seconds_per_token", launch_seconds="moe_kernel_launch_seconds",
+    linear="moe_kernel_table")
 
 
 @line("Prefill: MLP / expert GEMMs", "s", COMPUTE,
@@ -207,21 +201,16 @@ def prefill_kernel_seconds(prefill_qkv_seconds, prefill_o_seconds, prefill_mlp_s
         + prefill_allreduce_seconds + prefill_overhead_seconds
 
 
-@line("Whole-prompt prefill stalls per step", "s", BANDWIDTH,
-      "(1 - chunked_prefill) x (B - 1) x prefill(S) / (T - 1): an engine that runs each prompt as its own iteration "
-      "stalls every decoding sequence (Sarathi-Serve, arXiv:2403.02310); 0 when it chunks or in static batching.")
-def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
-                          ttft_service_seconds):
-    return serving.prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens,
-                                         output_tokens, ttft_service_seconds)
+prefill_stall_seconds = derived("prefill_stall_seconds", serving.prefill_stall_seconds,
+    "Whole-prompt prefill stalls per step", "s", BANDWIDTH,
+    "(1 - chunked_prefill) x (B - 1) x prefill(S) / (T - 1): an engine that runs each prompt as its own iteration "
+    "stalls every decoding sequence (Sarathi-Serve, arXiv:2403.02310); 0 when it chunks or in static batching.")
 
 
-@line("Scheduler CPU time the step waits for", "s", BANDWIDTH,
-      "(1 - overlap_scheduling) x scheduler_seconds_per_sequence x sequences: an engine whose scheduler runs in step "
-      "with the GPU leaves it idle while it schedules and processes outputs (engines.csv); 0 when it overlaps.")
-def scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence, effective_concurrency):
-    return serving.scheduler_seconds_per_step(overlap_scheduling, scheduler_seconds_per_sequence,
-                                              effective_concurrency)
+scheduler_seconds_per_step = derived("scheduler_seconds_per_step", serving.scheduler_seconds_per_step,
+    "Scheduler CPU time the step waits for", "s", BANDWIDTH,
+    "(1 - overlap_scheduling) x scheduler_seconds_per_sequence x sequences: an engine whose scheduler runs in step "
+    "with the GPU leaves it idle while it schedules and processes outputs (engines.csv); 0 when it overlaps.")
 
 
 @line("Eager host time per decode step", "s", BANDWIDTH,
@@ -290,36 +279,28 @@ def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_t
     return where(eq(kernel_tables, 1), measured, roofline)
 
 
-@line("Fixed part of a prefill chunk", "s", COMPUTE,
-      "What a lone prompt's chunk costs beyond a further prompt's work (its kernel floors: expert and dense weight "
-      "reads, launches, all-reduce latencies; on the roofline the weight read beyond the FLOPs), per chunk of it.")
-def prefill_chunk_fixed_seconds(ttft_service_seconds, prefill_seconds_per_extra_prompt, prefill_chunks):
-    return serving.chunk_fixed_seconds(ttft_service_seconds, prefill_seconds_per_extra_prompt, prefill_chunks)
+prefill_chunk_fixed_seconds = derived("prefill_chunk_fixed_seconds", serving.chunk_fixed_seconds,
+    "Fixed part of a prefill chunk", "s", COMPUTE,
+    "What a lone prompt's chunk costs beyond a further prompt's work (its kernel floors: expert and dense weight "
+    "reads, launches, all-reduce latencies; on the roofline the weight read beyond the FLOPs), per chunk of it.")
 
 
-@line("Further chunks of a wave", "chunks", COMPUTE,
-      "Forward passes a wave of the effective concurrency's prompts takes beyond a lone prompt's: ROUNDUP(n S / "
-      "max_num_batched_tokens) - the prompt's chunks, at least 0.")
-def wave_extra_chunks(effective_concurrency, input_tokens, max_num_batched_tokens, prefill_chunks):
-    return serving.wave_extra_chunks(effective_concurrency, input_tokens, max_num_batched_tokens, prefill_chunks)
+wave_extra_chunks = derived("wave_extra_chunks", serving.wave_extra_chunks,
+    "Further chunks of a wave", "chunks", COMPUTE,
+    "Forward passes a wave of the effective concurrency's prompts takes beyond a lone prompt's: ROUNDUP(n S / "
+    "max_num_batched_tokens) - the prompt's chunks, at least 0.", prompts="effective_concurrency")
 
 
-@line("Prefill of a wave", "s", COMPUTE,
-      "The effective concurrency's prompts prefilled together: one prompt's service time + each further prompt's "
-      "work + each further chunk's fixed part.")
-def wave_prefill_seconds(effective_concurrency, ttft_service_seconds, prefill_seconds_per_extra_prompt,
-                         wave_extra_chunks, prefill_chunk_fixed_seconds):
-    return serving.wave_prefill_seconds(effective_concurrency, ttft_service_seconds, prefill_seconds_per_extra_prompt,
-                                        wave_extra_chunks, prefill_chunk_fixed_seconds)
+wave_prefill_seconds = derived("wave_prefill_seconds", serving.wave_prefill_seconds, "Prefill of a wave", "s", COMPUTE,
+    "The effective concurrency's prompts prefilled together: one prompt's service time + each further prompt's "
+    "work + each further chunk's fixed part.",
+    prompts="effective_concurrency", extra_chunks="wave_extra_chunks", chunk_fixed="prefill_chunk_fixed_seconds")
 
 
-@line("Mean TTFT of a wave", "s", COMPUTE,
-      "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
-      "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.")
-def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens, ttft_service_seconds,
-                      wave_prefill_seconds):
-    return serving.wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens,
-                                     ttft_service_seconds, wave_prefill_seconds)
+wave_ttft_seconds = derived("wave_ttft_seconds", serving.wave_ttft_seconds, "Mean TTFT of a wave", "s", COMPUTE,
+    "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
+    "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.",
+    prompts="effective_concurrency")
 
 
 @line("TTFT under open arrivals", "s", COMPUTE,
@@ -331,47 +312,37 @@ def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds, overlap_sche
                                         tpot_seconds / STEP_RESIDUAL_DIVISOR + overlap_scheduling * tpot_seconds)
 
 
-@line("Prompt-token room per step", "tokens", COMPUTE,
-      "max_num_batched_tokens less the decode tokens a chunking engine schedules first (vLLM V1's scheduler: running "
-      "requests, then waiting prompts in what is left of the token budget); the whole budget for an engine that runs "
-      "prompts whole in their own iteration.")
-def prefill_room_tokens(max_num_batched_tokens, chunked_prefill, effective_concurrency):
-    return serving.prefill_room_tokens(max_num_batched_tokens, chunked_prefill, effective_concurrency)
+prefill_room_tokens = derived("prefill_room_tokens", serving.prefill_room_tokens,
+    "Prompt-token room per step", "tokens", COMPUTE,
+    "max_num_batched_tokens less the decode tokens a chunking engine schedules first (vLLM V1's scheduler: running "
+    "requests, then waiting prompts in what is left of the token budget); the whole budget for an engine that runs "
+    "prompts whole in their own iteration.")
 
 
-@line("Prompts prefilled together in lockstep", "prompts", COMPUTE,
-      "A benchmark's fixed-length closed loop keeps the prompts that got their first token in the same step together: "
-      "min(B, max(1, room / S)) prompts arrive and are prefilled together.")
-def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
-    return serving.lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens)
+lockstep_prompts = derived("lockstep_prompts", serving.lockstep_prompts,
+    "Prompts prefilled together in lockstep", "prompts", COMPUTE,
+    "A benchmark's fixed-length closed loop keeps the prompts that got their first token in the same step together: "
+    "min(B, max(1, room / S)) prompts arrive and are prefilled together.")
 
 
-@line("Wait for the steps already under way", "s", COMPUTE,
-      "A closed-loop request arrives after the engine launched its next step and waits for it (the engine reads new "
-      "requests between steps), and for one more where the scheduler runs a step ahead (overlap_scheduling): "
-      "(STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling) x TPOT; 0 static.")
-def admission_wait_seconds(batching, overlap_scheduling, tpot_seconds):
-    return serving.admission_wait_seconds(batching, overlap_scheduling, tpot_seconds)
+admission_wait_seconds = derived("admission_wait_seconds", serving.admission_wait_seconds,
+    "Wait for the steps already under way", "s", COMPUTE,
+    "A closed-loop request arrives after the engine launched its next step and waits for it (the engine reads new "
+    "requests between steps), and for one more where the scheduler runs a step ahead (overlap_scheduling): "
+    "(STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling) x TPOT; 0 static.")
 
 
-@line("TTFT of a lockstep group", "s", COMPUTE,
-      "The wait for the steps under way + the group's prefill (one prompt's service time + each further prompt's "
-      "prefill) + a decode step for each step it rides (S / room of them, at least one); static: the batch's prefill.")
-def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,
-                          prefill_seconds_per_extra_prompt, tpot_seconds, admission_wait_seconds):
-    return serving.lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens,
-                                         ttft_service_seconds, prefill_seconds_per_extra_prompt, tpot_seconds,
-                                         admission_wait_seconds)
+lockstep_ttft_seconds = derived("lockstep_ttft_seconds", serving.lockstep_ttft_seconds,
+    "TTFT of a lockstep group", "s", COMPUTE,
+    "The wait for the steps under way + the group's prefill (one prompt's service time + each further prompt's "
+    "prefill) + a decode step for each step it rides (S / room of them, at least one); static: the batch's prefill.")
 
 
-@line("Wait for prefill room", "s", COMPUTE,
-      "A chunking engine: when B x S prompt tokens per cycle need more steps than a request's T - 1 decode steps at "
-      "room tokens a step, the difference in steps x TPOT is spent waiting (Little's law on the closed loop); 0 "
-      "otherwise, and for whole-prompt engines (their prefills stall the decode steps instead).")
-def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens, output_tokens,
-                               prefill_room_tokens, tpot_seconds):
-    return serving.prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency, input_tokens,
-                                              output_tokens, prefill_room_tokens, tpot_seconds)
+prefill_bound_ttft_seconds = derived("prefill_bound_ttft_seconds", serving.prefill_bound_ttft_seconds,
+    "Wait for prefill room", "s", COMPUTE,
+    "A chunking engine: when B x S prompt tokens per cycle need more steps than a request's T - 1 decode steps at "
+    "room tokens a step, the difference in steps x TPOT is spent waiting (Little's law on the closed loop); 0 "
+    "otherwise, and for whole-prompt engines (their prefills stall the decode steps instead).")
 
 
 @line("TTFT of a benchmark's steady state", "s", COMPUTE,
