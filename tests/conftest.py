@@ -10,6 +10,10 @@ dependency); ``IL_XML_BACKEND=stdlib`` hides lxml before anything imports openpy
 tests/test_xml_backends.py builds workbooks that way in a subprocess and checks that both
 backends write the same bytes, so both are exercised by every run.
 
+A test whose work is a child process (a build with lxml hidden, say) can have it started as soon as the session
+knows the test will run (``EARLY_CHILDREN`` in its module, ``early_child`` fixture): the child then runs on the
+machine's other core beside the tests before it, and the test waits for its result.
+
 The costly pure steps run once per session and are shared read-only: ``workbooks`` (a built workbook per option
 set), ``cached_renders`` (in-process builds, e.g. through the CLI, reuse a render of the same options:
 tests/renders.py) and ``accuracy_study`` / ``shared_study`` (the leave-one-source-out study of the shipped rows).
@@ -21,6 +25,7 @@ import contextlib
 import importlib.abc
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -156,3 +161,65 @@ def shared_study(accuracy_study, monkeypatch):
         return accuracy_study if rows is None and params is None else real(rows, params)
 
     monkeypatch.setattr(accuracy, "study", study)
+
+
+class _EarlyChild:
+    """A child process started when the session's tests are known; its output goes to files (never a full pipe)."""
+
+    def __init__(self, folder, argv: list[str], env: dict):
+        self.folder, self.argv = folder, argv
+        self._out, self._err = open(folder / "stdout", "w+"), open(folder / "stderr", "w+")
+        self.proc = subprocess.Popen(argv, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env=env,
+                                     stdout=self._out, stderr=self._err, text=True)
+
+    def result(self, timeout: float = 600) -> subprocess.CompletedProcess:
+        code = self.proc.wait(timeout)
+        for f in (self._out, self._err):
+            f.flush()
+            f.seek(0)
+        return subprocess.CompletedProcess(self.argv, code, self._out.read(), self._err.read())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+        self._err.close()
+
+
+_EARLY: dict[tuple[str, str], _EarlyChild] = {}
+
+
+def pytest_collection_finish(session):
+    """Start each child process named in EARLY_CHILDREN by a module with a test in this run that waits for one."""
+    for item in session.items:
+        module = getattr(item, "module", None)
+        if "early_child" not in getattr(item, "fixturenames", ()):
+            continue
+        for name, make in getattr(module, "EARLY_CHILDREN", {}).items():
+            key = (module.__name__, name)
+            if key not in _EARLY:
+                folder = session.config._tmp_path_factory.mktemp(f"early-{name}")
+                argv, env = make(folder)
+                _EARLY[key] = _EarlyChild(folder, argv, env)
+
+
+def pytest_sessionfinish(session):
+    for child in _EARLY.values():
+        child.close()
+    _EARLY.clear()
+
+
+@pytest.fixture
+def early_child(request):
+    """``early_child(name) -> (CompletedProcess, folder)``: the result of this module's EARLY_CHILDREN[name], started
+    with the session (or now, when the session started without it) and waited for here."""
+    def get(name: str):
+        key = (request.module.__name__, name)
+        if key not in _EARLY:
+            folder = request.config._tmp_path_factory.mktemp(f"early-{name}")
+            _EARLY[key] = _EarlyChild(folder, *request.module.EARLY_CHILDREN[name](folder))
+        child = _EARLY[key]
+        return child.result(), child.folder
+
+    return get

@@ -11,9 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -26,7 +26,6 @@ from inference_ledger.catalogs import catalog
 
 from test_cli_rules import cli
 
-ROOT = Path(__file__).resolve().parent.parent
 LABELS = ['=HYPERLINK("http://example.com","click")', "+1+2", "-1+2", "@SUM(1,2)", "\t=1+2", "\r=1+2"]
 
 def read_back(path, labels: list[str]) -> dict:
@@ -79,18 +78,27 @@ def _inputs(tmp: Path) -> tuple[Path, Path]:
     return scenarios, config
 
 
+def _no_lxml_build(folder: Path) -> tuple[list[str], dict]:
+    """The leg without lxml: the child process builds plan.xlsx from the inputs and prints what it read back."""
+    scenarios, config = _inputs(folder)
+    env = {**os.environ, "OPENPYXL_LXML": "True"}
+    return [sys.executable, "-c", CHILD, str(folder / "plan.xlsx"), str(scenarios), str(config), json.dumps(LABELS)], env
+
+
+#: started with the session (conftest.py), so its build runs beside the tests before this file's
+EARLY_CHILDREN = {"no-lxml": _no_lxml_build}
+
+
 @pytest.mark.parametrize("leg", ["lxml", "no-lxml"])
-def test_workbook_writes_data_strings_as_text(tmp_path, leg):
-    scenarios, config = _inputs(tmp_path)
-    out = tmp_path / "plan.xlsx"
+def test_workbook_writes_data_strings_as_text(tmp_path, leg, early_child):
     if leg == "lxml":   # this process's writer (the suite runs with lxml)
+        scenarios, config = _inputs(tmp_path)
+        out = tmp_path / "plan.xlsx"
         code, _, err = cli("build", "-o", out, "--scenarios", scenarios, "--config", config)
         assert code == 0, err
         got = read_back(out, LABELS)
     else:
-        env = {**__import__("os").environ, "OPENPYXL_LXML": "True"}
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(out), str(scenarios), str(config), json.dumps(LABELS)],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        proc, _ = early_child("no-lxml")
         assert proc.returncode == 0, proc.stderr[-3000:]
         got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["lxml"] is (leg == "lxml")                      # the leg ran the writer it names

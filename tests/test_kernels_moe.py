@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_ledger.formulas import kernels, kernels_fused, step_lines
+from inference_ledger.formulas import kernels, kernels_fused, serving, step_lines
 from inference_ledger.graph import plan, resolve
 
 from test_cli_rules import cli
@@ -140,3 +140,54 @@ def test_plan_json_names_the_fused_moe_table_as_the_mlp_source():
     assert d["kernel_source"] == "measured tables"
     assert "h200_sxm/moe/sglang/" in d["decode_ops"]["mlp"]["source"]
     assert "h200_sxm/moe/sglang/" in d["prefill_ops"]["mlp"]["source"]
+
+
+def test_each_further_prompt_of_a_moe_prefill_pays_its_rows_of_the_all_reduces_by_hand():
+    """DeepSeek-V3 shapes, one further 1,024-token prompt joining a prefill chunk at TP 8 (kernel tables):
+    GEMMs 1.5e-5 s per prompt token x 1,024 = 15.36 ms; attention 61 layers x 2.5e-12 s x 1,024^2 = 0.159908 ms;
+    its rows of the two TP all-reduces per layer: 2 x 61 x 1e-11 s/B x 1,024 tokens x 7,168 hidden x 2 B (BF16
+    activations) = 122 x 1.4680064e-4 s = 17.909678 ms; total 33.429586 ms.  At TP 1 no all-reduce: 15.519908 ms.
+    On the roofline: 2 x 37e9 x 1,024 / 8 / (5e15 x 0.5) = 3.7888 ms (no all-reduce term there)."""
+    def extra(tp, kernel_tables=1):
+        per_token = step_lines.prefill_allreduce_seconds_per_prompt_token(tp, 61, 7168, 2, 1e-11)
+        return step_lines.prefill_seconds_per_extra_prompt(
+            kernel_tables=kernel_tables, prefill_seconds_per_prompt_token=1.5e-5,
+            prefill_allreduce_seconds_per_prompt_token=per_token, num_layers=61, input_tokens=1024,
+            prefill_attention_kernel_seconds_per_token_squared=2.5e-12, active_params=37e9, tp=tp, peak_flops=5e15,
+            prefill_efficiency=0.5)
+    assert extra(8) == pytest.approx(33.429586e-3, rel=1e-7)
+    assert extra(1) == pytest.approx(15.519908e-3, rel=1e-7)
+    assert extra(8, kernel_tables=0) == pytest.approx(3.7888e-3, rel=1e-9)
+
+
+def test_a_further_moe_prompt_adds_the_all_reduce_growth_the_lone_prompt_pays():
+    """DeepSeek-R1 FP8 on 8 x MI355X (AMD tables): one 1,024-token prompt is one chunk whose two all-reduces per
+    layer cost floor + time per byte x 1,024 x 7,168 x 2 B each; a further prompt adds the per-byte part of them, not
+    the floors: its all-reduce share = prefill_allreduce_seconds - 2 x 61 x the floor."""
+    r = resolve.resolve("deepseek-v3", "mi355x", weight_dtype="fp8",
+                        numbers={"tp": 8, "concurrency": 8, "input_tokens": 1024, "output_tokens": 1024})
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 1 and v["prefill_chunks"] == 1 and v["moe_layers"] > 0
+    gemm_and_attention = v["prefill_seconds_per_prompt_token"] * 1024 \
+        + 61 * v["prefill_attention_kernel_seconds_per_token_squared"] * 1024 ** 2
+    growth = v["prefill_allreduce_seconds"] - 2 * 61 * v["allreduce_kernel_floor_seconds"]
+    assert growth > 0
+    assert v["prefill_seconds_per_extra_prompt"] - gemm_and_attention == pytest.approx(growth, rel=1e-9)
+
+
+def test_a_wave_over_several_chunks_pays_each_further_chunks_floors_by_hand():
+    """16 clients of 1,024-token prompts against an 8,192-token chunk budget: the wave is 16,384 tokens in 2 chunks.
+    A lone prompt's chunk costs 61 ms, a further prompt 33 ms, so a chunk's fixed part (weight reads, launches,
+    all-reduce latencies: what the lone chunk costs beyond one prompt's per-token work) is 61 - 33 = 28 ms and the
+    second chunk pays it again: wave = 61 + 15 x 33 + 1 x 28 = 584 ms; the mean request waits 17/32 of it
+    (max((n + 1) / 2n, 8,192 / 16,384)) = 310.25 ms.  8 clients (8,192 tokens, one chunk): 61 + 7 x 33 = 292 ms,
+    all of it."""
+    def wave(n):
+        more = step_lines.wave_extra_chunks(n, 1024, 8192, 1)
+        fixed = step_lines.prefill_chunk_fixed_seconds(0.061, 0.033, 1)
+        return step_lines.wave_ttft_seconds(1, n, 1024, 8192, 0.061,
+                                            step_lines.wave_prefill_seconds(n, 0.061, 0.033, more, fixed))
+    assert step_lines.wave_extra_chunks(16, 1024, 8192, 1) == 1 and step_lines.wave_extra_chunks(8, 1024, 8192, 1) == 0
+    assert step_lines.prefill_chunk_fixed_seconds(0.061, 0.033, 1) == pytest.approx(0.028, rel=1e-12)
+    assert wave(16) == pytest.approx(0.31025, rel=1e-12)
+    assert wave(8) == pytest.approx(0.292, rel=1e-12)

@@ -107,18 +107,27 @@ def _stdlib_env() -> dict:
 BUILDS = {"default.xlsx": {}, "default.xltx": {}, "moe.xlsx": {"model": "deepseek-v3", "gpu": "h200", "tp": 8}}
 
 
-def test_both_backends_write_the_same_bytes_with_every_value(tmp_path, monkeypatch, xml_backend, workbooks):
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+def _stdlib_builds(folder: Path) -> tuple[list[str], dict]:
+    """The stdlib leg: a child process with lxml hidden builds BUILDS into folder (SOURCE_DATE_EPOCH unset, as the
+    session's workbooks)."""
     env = {k: v for k, v in _stdlib_env().items() if k != "SOURCE_DATE_EPOCH"}
     script = (HIDE_LXML + "import openpyxl; assert not openpyxl.LXML, 'lxml was not hidden'; "
               "from inference_ledger.workbook.build import build_workbook; "
-              f"[build_workbook({str(tmp_path / 'stdlib')!r} + '-' + n, **kw) for n, kw in {BUILDS!r}.items()]; "
+              f"[build_workbook({str(folder / 'stdlib')!r} + '-' + n, **kw) for n, kw in {BUILDS!r}.items()]; "
               "print('stdlib ok')")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+    return [sys.executable, "-c", script], env
+
+
+#: started with the session (conftest.py), so its builds run beside the tests before this file's
+EARLY_CHILDREN = {"stdlib_builds": _stdlib_builds}
+
+
+def test_both_backends_write_the_same_bytes_with_every_value(early_child, xml_backend, workbooks):
+    out, folder = early_child("stdlib_builds")
     assert out.returncode == 0 and "stdlib ok" in out.stdout, out.stderr[-2000:]
     for name, kwargs in BUILDS.items():
         here, _ = workbooks(name[name.index("."):], **kwargs)   # this process's backend (SOURCE_DATE_EPOCH unset too)
-        there = tmp_path / f"stdlib-{name}"
+        there = folder / f"stdlib-{name}"
         for path in (here, there):
             assert formula_cells_without_value(path) == []
             assert formula_cell_count(path) > 1500

@@ -180,7 +180,8 @@ def _value_cells(prefix: str, rows: list[str], mid: str, arr: np.ndarray, formul
         cell = prefix.split('"')[1] + rows[int(np.flatnonzero(bad)[0])]
         raise MissingCachedValue(f"{cell}: the formula's value is not a finite number (no cached value to write)")
     whole = not bad.any() and bool(np.all((a == np.round(a)) & (np.abs(a) < 2.0**53)))
-    text = a.astype(np.int64).tolist() if whole else [repr(x) for x in a.tolist()]   # ints print 4x faster
+    # ints print 4x faster; a list's text is its floats' reprs, made in one call
+    text = a.astype(np.int64).tolist() if whole else str(a.tolist())[1:-1].split(", ") if len(a) else []
     out = _cells(prefix, rows, mid + "<v>", text, "</v></c>")
     if bad.any():
         for i in np.flatnonzero(bad):

@@ -47,7 +47,7 @@ from pathlib import Path
 from inference_ledger.core import csvfile
 from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import is_sym
-from inference_ledger.core.sheetfuncs import eq, floor, ge, gt, le, literal, log10, lt, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, floor, ge, gt, le, literal, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
                                          STEPS_RUNNING_AT_ARRIVAL,
@@ -326,16 +326,34 @@ def prefill_bound_ttft_seconds(batching, chunked_prefill, effective_concurrency,
     return where(eq(batching, BATCHING_STATIC), 0, chunked_prefill * maximum(steps, 0) * tpot_seconds)
 
 
+def chunk_fixed_seconds(ttft_service_seconds, prefill_seconds_per_extra_prompt, prefill_chunks):
+    """The fixed part of one prefill chunk: what a lone prompt's chunks cost beyond a further prompt's per-token work
+    (kernel floors paid once per forward pass: a MoE layer's expert weight reads, launches, all-reduce latencies; on
+    the roofline, the weight read beyond the FLOPs), per chunk of the prompt; never below 0."""
+    return maximum(ttft_service_seconds - prefill_seconds_per_extra_prompt, 0) / prefill_chunks
+
+
+def wave_extra_chunks(prompts, input_tokens, max_num_batched_tokens, prefill_chunks):
+    """Forward passes a wave of prompts takes beyond one prompt's: ceil(n S / budget) - the prompt's chunks (>= 0)."""
+    return maximum(ceil(prompts * input_tokens / max_num_batched_tokens) - prefill_chunks, 0)
+
+
+def wave_prefill_seconds(prompts, ttft_service_seconds, prefill_seconds_per_extra_prompt, extra_chunks, chunk_fixed):
+    """Prefill of a wave of n prompts sent together: one prompt's service time plus each further prompt's prefill
+    work, plus the fixed part of every chunk of max_num_batched_tokens the wave needs beyond the lone prompt's
+    (:func:`chunk_fixed_seconds`: every forward pass pays its kernel floors again)."""
+    return ttft_service_seconds + (prompts - 1) * prefill_seconds_per_extra_prompt + extra_chunks * chunk_fixed
+
+
 def wave_ttft_seconds(batching, prompts, input_tokens, max_num_batched_tokens, ttft_service_seconds,
-                      prefill_seconds_per_extra_prompt):
+                      wave_prefill_seconds):
     """Mean TTFT of a wave of prompts sent together (a closed-loop benchmark's clients start together).
 
-    The wave's prefill takes one prompt's service time plus each further prompt's prefill work; prompt i of n is done
-    once i x S of the n x S tokens have run, so the mean request waits (n + 1) / (2 n) of the wave's prefill, all of
-    it when the wave fits one chunk of max_num_batched_tokens.  Static batching: the batch's own prefill (it is the
-    wave already)."""
+    The wave's prefill is :func:`wave_prefill_seconds`; prompt i of n is done once i x S of the n x S tokens have
+    run, so the mean request waits (n + 1) / (2 n) of it, all of it when the wave fits one chunk of
+    max_num_batched_tokens.  Static batching: the batch's own prefill (it is the wave already)."""
     n = prompts  # the effective concurrency: at least 1
-    wave = ttft_service_seconds + (n - 1) * prefill_seconds_per_extra_prompt
+    wave = wave_prefill_seconds
     share = maximum((n + 1) / (RAMP_MEAN_DIVISOR * n), minimum(1, max_num_batched_tokens / (n * input_tokens)))
     return where(eq(batching, BATCHING_STATIC), ttft_service_seconds, wave * share)
 

@@ -268,25 +268,58 @@ def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, 
         + moe_layers * experts_per_token * moe_expert_kernel_seconds_per_token
 
 
+@line("Prefill all-reduce time per prompt token", "s", COMPUTE,
+      "2 all-reduces per layer x the measured time per byte x hidden x activation bytes: what each prompt token adds "
+      "to a prefill's TP all-reduces (their floors are paid once per chunk); 0 at TP 1.")
+def prefill_allreduce_seconds_per_prompt_token(tp, num_layers, hidden_size, unquantized_bytes,
+                                               allreduce_kernel_seconds_per_byte):
+    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_seconds_per_byte * hidden_size
+                 * unquantized_bytes, 0)
+
+
 @line("Prefill of each further prompt", "s", COMPUTE,
-      "What one more S-token prompt adds to a prefill: its tokens at the GEMMs' measured time per token + its "
-      "attention (kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
-def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_token, num_layers, input_tokens,
+      "What one more S-token prompt adds to a prefill: its tokens at the GEMMs' and the all-reduces' measured time "
+      "per token + its attention (kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
+def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_token,
+                                     prefill_allreduce_seconds_per_prompt_token, num_layers, input_tokens,
                                      prefill_attention_kernel_seconds_per_token_squared, active_params, tp, peak_flops,
                                      prefill_efficiency):
-    measured = prefill_seconds_per_prompt_token * input_tokens \
+    measured = (prefill_seconds_per_prompt_token + prefill_allreduce_seconds_per_prompt_token) * input_tokens \
         + num_layers * prefill_attention_kernel_seconds_per_token_squared * input_tokens * input_tokens
     roofline = FLOPS_PER_PARAM * active_params * input_tokens / tp / (peak_flops * prefill_efficiency)
     return where(eq(kernel_tables, 1), measured, roofline)
+
+
+@line("Fixed part of a prefill chunk", "s", COMPUTE,
+      "What a lone prompt's chunk costs beyond a further prompt's work (its kernel floors: expert and dense weight "
+      "reads, launches, all-reduce latencies; on the roofline the weight read beyond the FLOPs), per chunk of it.")
+def prefill_chunk_fixed_seconds(ttft_service_seconds, prefill_seconds_per_extra_prompt, prefill_chunks):
+    return serving.chunk_fixed_seconds(ttft_service_seconds, prefill_seconds_per_extra_prompt, prefill_chunks)
+
+
+@line("Further chunks of a wave", "chunks", COMPUTE,
+      "Forward passes a wave of the effective concurrency's prompts takes beyond a lone prompt's: ROUNDUP(n S / "
+      "max_num_batched_tokens) - the prompt's chunks, at least 0.")
+def wave_extra_chunks(effective_concurrency, input_tokens, max_num_batched_tokens, prefill_chunks):
+    return serving.wave_extra_chunks(effective_concurrency, input_tokens, max_num_batched_tokens, prefill_chunks)
+
+
+@line("Prefill of a wave", "s", COMPUTE,
+      "The effective concurrency's prompts prefilled together: one prompt's service time + each further prompt's "
+      "work + each further chunk's fixed part.")
+def wave_prefill_seconds(effective_concurrency, ttft_service_seconds, prefill_seconds_per_extra_prompt,
+                         wave_extra_chunks, prefill_chunk_fixed_seconds):
+    return serving.wave_prefill_seconds(effective_concurrency, ttft_service_seconds, prefill_seconds_per_extra_prompt,
+                                        wave_extra_chunks, prefill_chunk_fixed_seconds)
 
 
 @line("Mean TTFT of a wave", "s", COMPUTE,
       "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
       "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.")
 def wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens, ttft_service_seconds,
-                      prefill_seconds_per_extra_prompt):
+                      wave_prefill_seconds):
     return serving.wave_ttft_seconds(batching, effective_concurrency, input_tokens, max_num_batched_tokens,
-                                     ttft_service_seconds, prefill_seconds_per_extra_prompt)
+                                     ttft_service_seconds, wave_prefill_seconds)
 
 
 @line("TTFT under open arrivals", "s", COMPUTE,
