@@ -3,7 +3,7 @@
     python bench/mutate_lines.py [--jobs N] [--only NAME ...]
 
 Each ``@line`` function of :data:`MODULES` (``inference_ledger/graph/plan_lines.py``, the formula modules that hold
-lines) is mutated the way mutmut mutates plain code, one change at a time:
+lines; a formula a ``derived`` line renames is undecorated, so mutmut mutates it) is mutated the way mutmut mutates plain code, one change at a time:
 ``+``/``-`` and ``*``/``/`` swapped, ``<``/``<=`` and ``>``/``>=`` swapped, a number
 changed by one, two different arguments of a call swapped.  Each mutant is first evaluated on
 the PROBES plans in a throw-away copy of the source tree: one that changes none of their numbers
@@ -31,7 +31,9 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ("inference_ledger/graph/plan_lines.py", "inference_ledger/formulas/serving_lines.py",
            "inference_ledger/formulas/parallel.py", "inference_ledger/formulas/whatif_lines.py",
-           "inference_ledger/formulas/finance.py")
+           "inference_ledger/formulas/finance.py", "inference_ledger/formulas/ledger.py",
+           "inference_ledger/formulas/engine_ledger.py", "inference_ledger/graph/verdict.py",
+           "inference_ledger/graph/band_lines.py")
 TESTS = ("tests/test_seed.py", "tests/test_plan.py", "tests/test_whatif.py", "tests/test_cli_plan.py",
          "tests/test_excel_plan.py", "tests/test_ledger_hand.py", "tests/test_fidelity.py", "tests/test_engines.py",
          "tests/test_finance.py", "tests/test_ledger_properties.py", "tests/test_plan_structure.py", "tests/test_serving.py",

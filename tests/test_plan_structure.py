@@ -8,6 +8,7 @@ known by construction (the mutation run in tests/README.md found them untested).
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -15,7 +16,8 @@ import pytest
 
 from inference_ledger.graph import plan
 from inference_ledger.core.args import ARGS, LedgerInputError
-from inference_ledger.core.line import MEMORY, Line
+from inference_ledger.core.expr import Sym
+from inference_ledger.core.line import MEMORY, Line, derived, lines_of, shown_with_readers
 
 
 # --- _inp: an input's allowed range ---------------------------------------------------------------
@@ -176,3 +178,49 @@ def test_a_line_that_renders_to_a_number_is_a_bug_named_by_its_line():
     constant = Line("constant", "Constant", "B", MEMORY, "", lambda tp: 1, ("tp",))
     with pytest.raises(TypeError, match="^line constant did not render to a formula$"):
         plan.render(constant, lambda n: n)
+
+
+# --- derived lines: a formula under the plan's names, one declaration --------------------------------
+
+
+def _gap(total, part, scale=1):
+    return (total - part) * scale
+
+
+def test_a_derived_line_renames_the_formulas_parameters_and_keeps_a_default():
+    fn = derived("spare_bytes", _gap, "Spare", "B", MEMORY, "Budget minus use.", total="kv_budget", scale=None)
+    assert fn.plan_line.params == ("kv_budget", "part")                 # 'part' keeps its name, 'scale' its default
+    assert fn(10, 4) == 6 and fn(kv_budget=10, part=4) == 6 and fn.plan_line({"kv_budget": 10, "part": 4}) == 6
+    assert fn(Sym("B1"), Sym("B2")).text == "(B1-B2)*1"                 # the same call renders the formula
+    assert fn.__name__ == "spare_bytes" and fn.formula is _gap and fn.__module__ == __name__
+
+
+def test_a_derived_line_refuses_an_unknown_parameter_and_a_dropped_one_without_default():
+    with pytest.raises(TypeError, match="has no parameter totl"):
+        derived("x", _gap, "X", "B", MEMORY, "", totl="a")
+    with pytest.raises(TypeError, match="part has no default"):
+        derived("x", _gap, "X", "B", MEMORY, "", part=None)
+    with pytest.raises(TypeError, match="read the same quantity"):
+        derived("x", _gap, "X", "B", MEMORY, "", total="a", part="a")
+
+
+def test_lines_of_finds_derived_lines_once_and_refuses_one_bound_to_another_name():
+    mod = types.ModuleType("fake_lines")
+    mod.a = derived("a", _gap, "A", "B", MEMORY, "")
+    mod.a.__module__ = "fake_lines"
+    mod.alias = mod.a                                       # the same line under a second name is an error, not twice
+    with pytest.raises(TypeError, match="fake_lines.alias is the line a"):
+        lines_of(mod)
+    del mod.alias
+    assert [l.name for l in lines_of(mod)] == ["a"]
+
+
+def test_a_formula_modules_line_is_shown_where_the_plan_reads_it():
+    a, b, c = _line("a", "x"), _line("b", "a"), _line("c", "b", "f")
+    f, g = _line("f", "x"), _line("g", "c")                # f is read by c; g reads c and nothing reads it
+    assert [l.name for l in shown_with_readers((a, b, c), (f, g))] == ["a", "b", "f", "c", "g"]
+
+
+def test_every_plan_line_is_listed_once():
+    names = [l.name for l in plan.LINES]
+    assert len(names) == len(set(names))

@@ -15,9 +15,10 @@ the JSON to its definition in one hop.
 from __future__ import annotations
 
 import inspect
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -53,10 +54,67 @@ def line(label: str, unit: str, ledger: str, doc: str) -> Callable[[Callable[...
     return deco
 
 
+def derived(name: str, formula: Callable[..., Any], label: str, unit: str, ledger: str, doc: str, /,
+            **rename: Optional[str]) -> Callable[..., Any]:
+    """A line that IS a formula under the plan's names: one declaration instead of a wrapper that forwards.
+
+        kv_bytes_per_gpu = derived("kv_bytes_per_gpu", ledger.per_gpu, "KV per GPU at peak", "B", MEMORY,
+                                   "Peak KV divided by the KV split.", total="kv_bytes_peak", shards="kv_shards")
+
+    The line's parameters are the formula's, in its order, each renamed by ``rename`` (formula parameter -> plan
+    quantity; one not named keeps its name, one renamed to ``None`` keeps the formula's default).  The result is a
+    plain function over the line's parameters (numbers, arrays or Sym references, positional or by keyword) whose
+    ``plan_line`` describes it and ``formula`` is the formula; bind it to a module variable of the same name, where
+    :func:`lines_of` finds it.
+    """
+    sig = inspect.signature(formula)
+    unknown = sorted(set(rename) - set(sig.parameters))
+    if unknown:
+        raise TypeError(f"line {name}: {formula.__name__} has no parameter {', '.join(unknown)}")
+    left = [p for p, q in sig.parameters.items() if rename.get(p, p) is None and q.default is inspect.Parameter.empty]
+    if left:
+        raise TypeError(f"line {name}: {formula.__name__}'s {', '.join(left)} has no default to keep")
+    kept = tuple(p for p in sig.parameters if rename.get(p, p) is not None)
+    params = tuple(rename.get(p, p) for p in kept)
+    if len(set(params)) != len(params):
+        raise TypeError(f"line {name}: two parameters of {formula.__name__} read the same quantity")
+    line_sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = line_sig.bind(*args, **kwargs).args
+        return formula(**dict(zip(kept, args, strict=True)))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = sys._getframe(1).f_globals["__name__"]
+    fn.__doc__ = doc
+    fn.__signature__ = line_sig
+    fn.formula = formula
+    fn.plan_line = Line(name, label, unit, ledger, doc, fn, params)
+    return fn
+
+
 def lines_of(module: ModuleType) -> tuple[Line, ...]:
-    """The lines a module defines, in definition order."""
-    return tuple(f.plan_line for f in vars(module).values()
-                 if callable(f) and getattr(f, "__module__", None) == module.__name__ and hasattr(f, "plan_line"))
+    """The lines a module defines, in definition order (its ``@line`` functions and :func:`derived` lines)."""
+    out = []
+    for var, f in vars(module).items():
+        if callable(f) and getattr(f, "__module__", None) == module.__name__ and hasattr(f, "plan_line"):
+            if f.plan_line.name != var:
+                raise TypeError(f"{module.__name__}.{var} is the line {f.plan_line.name}: bind a line to its own name")
+            out.append(f.plan_line)
+    return tuple(out)
+
+
+def shown_with_readers(lines: tuple[Line, ...], placed: tuple[Line, ...]) -> tuple[Line, ...]:
+    """``lines`` in their order, each of ``placed`` just before the first line that reads it (else just after the last
+    one it reads): a line written on a formula module's function shows where the plan uses it, not in a block of its
+    module's lines."""
+    out = list(lines)
+    for p in placed:
+        readers = [i for i, l in enumerate(out) if p.name in l.params]
+        reads = [i for i, l in enumerate(out) if l.name in p.params]
+        out.insert(readers[0] if readers else (reads[-1] + 1 if reads else len(out)), p)
+    return tuple(out)
 
 
 class Family:

@@ -32,6 +32,7 @@ arrays in, the same out; Sym in, Excel text out), so the plan renders it to the 
 from __future__ import annotations
 
 from inference_ledger.core.codes import Codes
+from inference_ledger.core.line import BANDWIDTH, line
 from inference_ledger.core.sheetfuncs import ceil, eq, gt, maximum, where
 from inference_ledger.core.units import (ACT_HIDDEN_COPIES, ACT_MLP_COPIES, ALLREDUCES_PER_LAYER, GLU_MATRICES,
                                          KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM, RING_ALLREDUCE_FACTOR)
@@ -119,6 +120,8 @@ def allreduce_seconds(tp, num_layers, latency_seconds, message_bytes, interconne
     return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * one, 0)
 
 
+@line("Decode overhead per step", "s", BANDWIDTH,
+      "Layers x per-layer kernel overhead + per-step overhead.")
 def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_seconds):
     """Time a decode step spends off the bandwidth roofline: L x per-layer kernels + per-step work."""
     return num_layers * layer_overhead_seconds + step_overhead_seconds

@@ -44,7 +44,7 @@ from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import and_, eq, ge, gt, minimum, where
-from inference_ledger.core.line import FINANCE, line
+from inference_ledger.core.line import FINANCE, derived, line
 from inference_ledger.core.units import HOURS_PER_MONTH, MONTHS_PER_YEAR, W_PER_KW
 
 GPU_COSTS_CSV = Path(__file__).resolve().parents[1] / "data" / "gpu_costs.csv"
@@ -102,10 +102,10 @@ def cost_per_million_tokens(cost_per_gpu_hour, tp, tokens_per_second):
     return ledger.cost_per_million_output_tokens(cost_per_gpu_hour, tp, _f(tokens_per_second))
 
 
-@line("Owned cost per million output tokens", "$/Mtok", FINANCE,
-      "The plan's $/Mtok at the owned cost per used GPU-hour.")
-def owned_cost_per_million_output_tokens(owned_cost_per_gpu_hour, gpus_per_replica, tokens_per_second):
-    return cost_per_million_tokens(owned_cost_per_gpu_hour, gpus_per_replica, tokens_per_second)
+owned_cost_per_million_output_tokens = derived("owned_cost_per_million_output_tokens", cost_per_million_tokens,
+    "Owned cost per million output tokens", "$/Mtok", FINANCE,
+    "The plan's $/Mtok at the owned cost per used GPU-hour.",
+    cost_per_gpu_hour="owned_cost_per_gpu_hour", tp="gpus_per_replica")
 
 
 @line("Break-even utilization (own vs on demand)", "fraction", FINANCE,
@@ -149,22 +149,21 @@ def discounted(price_per_hour, discount):
     return price_per_hour * (1 - discount)
 
 
-@line("1-year reserved rate", "$/GPU-h", FINANCE,
-      "On demand x (1 - 1-year discount), paid for every hour.")
-def reserved_1y_price_per_gpu_hour(price_per_gpu_hour, reserved_1y_discount):
-    return discounted(price_per_gpu_hour, reserved_1y_discount)
+reserved_1y_price_per_gpu_hour = derived("reserved_1y_price_per_gpu_hour", discounted,
+    "1-year reserved rate", "$/GPU-h", FINANCE,
+    "On demand x (1 - 1-year discount), paid for every hour.",
+    price_per_hour="price_per_gpu_hour", discount="reserved_1y_discount")
 
 
-@line("3-year reserved rate", "$/GPU-h", FINANCE,
-      "On demand x (1 - 3-year discount), paid for every hour.")
-def reserved_3y_price_per_gpu_hour(price_per_gpu_hour, reserved_3y_discount):
-    return discounted(price_per_gpu_hour, reserved_3y_discount)
+reserved_3y_price_per_gpu_hour = derived("reserved_3y_price_per_gpu_hour", discounted,
+    "3-year reserved rate", "$/GPU-h", FINANCE,
+    "On demand x (1 - 3-year discount), paid for every hour.",
+    price_per_hour="price_per_gpu_hour", discount="reserved_3y_discount")
 
 
-@line("Spot rate", "$/GPU-h", FINANCE,
-      "On demand x (1 - spot discount), paid per used hour; interruptible.")
-def spot_price_per_gpu_hour(price_per_gpu_hour, spot_discount):
-    return discounted(price_per_gpu_hour, spot_discount)
+spot_price_per_gpu_hour = derived("spot_price_per_gpu_hour", discounted, "Spot rate", "$/GPU-h", FINANCE,
+    "On demand x (1 - spot discount), paid per used hour; interruptible.",
+    price_per_hour="price_per_gpu_hour", discount="spot_discount")
 
 
 def committed_cost_per_used_hour(rate, utilization):
@@ -172,16 +171,14 @@ def committed_cost_per_used_hour(rate, utilization):
     return rate / _f(utilization)
 
 
-@line("1-year reserved per used GPU-hour", "$/GPU-h", FINANCE,
-      "Reserved rate / utilization.")
-def reserved_1y_cost_per_gpu_hour(reserved_1y_price_per_gpu_hour, utilization):
-    return committed_cost_per_used_hour(reserved_1y_price_per_gpu_hour, utilization)
+reserved_1y_cost_per_gpu_hour = derived("reserved_1y_cost_per_gpu_hour", committed_cost_per_used_hour,
+    "1-year reserved per used GPU-hour", "$/GPU-h", FINANCE,
+    "Reserved rate / utilization.", rate="reserved_1y_price_per_gpu_hour")
 
 
-@line("3-year reserved per used GPU-hour", "$/GPU-h", FINANCE,
-      "Reserved rate / utilization.")
-def reserved_3y_cost_per_gpu_hour(reserved_3y_price_per_gpu_hour, utilization):
-    return committed_cost_per_used_hour(reserved_3y_price_per_gpu_hour, utilization)
+reserved_3y_cost_per_gpu_hour = derived("reserved_3y_cost_per_gpu_hour", committed_cost_per_used_hour,
+    "3-year reserved per used GPU-hour", "$/GPU-h", FINANCE,
+    "Reserved rate / utilization.", rate="reserved_3y_price_per_gpu_hour")
 
 
 @line("Cheapest cost per used GPU-hour", "$/GPU-h", FINANCE,
@@ -194,10 +191,10 @@ def best_cost_per_gpu_hour(price_per_gpu_hour, reserved_1y_cost_per_gpu_hour, re
     return where(eq(use_spot, 1), minimum(best, spot_price_per_gpu_hour), best)
 
 
-@line("Cheapest cost per million output tokens", "$/Mtok", FINANCE,
-      "The plan's $/Mtok at the cheapest cost per used GPU-hour.")
-def best_cost_per_million_output_tokens(best_cost_per_gpu_hour, gpus_per_replica, tokens_per_second):
-    return cost_per_million_tokens(best_cost_per_gpu_hour, gpus_per_replica, tokens_per_second)
+best_cost_per_million_output_tokens = derived("best_cost_per_million_output_tokens", cost_per_million_tokens,
+    "Cheapest cost per million output tokens", "$/Mtok", FINANCE,
+    "The plan's $/Mtok at the cheapest cost per used GPU-hour.",
+    cost_per_gpu_hour="best_cost_per_gpu_hour", tp="gpus_per_replica")
 
 
 @line("Monthly cost of owning the QPS fleet", "$/month", FINANCE,

@@ -19,6 +19,7 @@ drops the K/V factor 2 of its own formula; the values here are the formula's:
 
 from __future__ import annotations
 
+from inference_ledger.core.line import COMPUTE, COST, MEMORY, line
 from inference_ledger.core.sheetfuncs import ceil, floor, ge, gt, le, log, maximum, minimum, where
 from inference_ledger.core.units import (BITS_PER_BYTE, DAYS_PER_MONTH, FLOPS_PER_PARAM, HOURS_PER_MONTH, KV_FACTOR,
                                          SECONDS_PER_DAY, SECONDS_PER_HOUR, TOKENS_PER_MILLION, TP_BASE)
@@ -93,6 +94,8 @@ def kv_bytes_per_token_mla(num_layers, kv_lora_rank, qk_rope_head_dim, bytes_per
     return num_layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per
 
 
+@line("KV elements per token per layer", "elements", MEMORY,
+      "2 x KV heads x head dim (K and V), or the MLA latent width when the model has one.")
 def kv_elements_per_token_layer(kv_heads, head_dim, mla_latent_dim=0):
     """Cached elements per token per layer: the MLA latent if the model has one, else 2*K*H."""
     return where(ge(mla_latent_dim, 1), mla_latent_dim, KV_FACTOR * kv_heads * head_dim)
@@ -180,6 +183,8 @@ def forward_flops(active_params, tokens):
     return FLOPS_PER_PARAM * active_params * tokens
 
 
+@line("Prefill FLOPs", "FLOP", COMPUTE,
+      "2 x N_active x S: the whole prompt in one parallel pass.")
 def prefill_flops(active_params, input_tokens):
     """Prefill FLOPs of one prompt: 2 * N_active * S (attention's S^2 term left out, as in the seed)."""
     return forward_flops(active_params, input_tokens)
@@ -233,6 +238,8 @@ def cost_per_million_output_tokens(price_per_gpu_hour, num_gpus, tokens_per_seco
     return cost_per_hour(price_per_gpu_hour, num_gpus) / (tokens_per_second * SECONDS_PER_HOUR) * TOKENS_PER_MILLION
 
 
+@line("Output tokens/s the forecast needs", "tokens/s", COST,
+      "Requests per day x output tokens / 86,400 (daily average).")
 def required_tokens_per_second(requests_per_day, output_tokens):
     """Average output tokens/s a daily request forecast needs."""
     return requests_per_day * output_tokens / SECONDS_PER_DAY

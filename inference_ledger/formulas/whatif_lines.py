@@ -1,7 +1,7 @@
 """The plan's what-if lines: closed-form inverses (longest context, fewest GPUs, largest batch) and QPS.
 
-One plain function per line, like :mod:`inference_ledger.graph.plan_lines`; the formulas they call
-are in :mod:`inference_ledger.formulas.whatif`.  The fit test at each TP degree of one node is spelt
+One declaration per line, like :mod:`inference_ledger.graph.plan_lines` (``derived`` for a formula under the plan's
+names, ``@line`` for glue); the formulas they use are in :mod:`inference_ledger.formulas.whatif`.  The fit test at each TP degree of one node is spelt
 out once, as the family ``TP_CANDIDATES`` instantiated at each TP degree of the GPU's node (weights,
 workspace and KV budget as members), so every cell formula stays short enough to audit.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, line
+from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line
 
 
 @line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
@@ -20,22 +20,13 @@ def kv_tokens_per_sequence(kv_cache_budget_bytes_per_gpu, concurrency, kv_bytes_
     return kv_cache_budget_bytes_per_gpu / (concurrency * kv_bytes_per_token_per_gpu)
 
 
-@line("Longest context that fits at this concurrency", "tokens", MEMORY,
-      "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window "
-      "layers included).")
-def max_context_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window):
-    return whatif.context_for_tokens(kv_tokens_per_sequence, num_layers, sliding_layers, window)
+max_context_tokens = derived("max_context_tokens", whatif.context_for_tokens,
+    "Longest context that fits at this concurrency", "tokens", MEMORY,
+    "Inverse of the memory ledger for the context: the KV budget shared by the sequences (sliding-window "
+    "layers included).", tokens="kv_tokens_per_sequence")
 
 
 # --- the fit test at each TP degree of one node: a family of named members, so no cell inlines the whole graph ---
-
-
-def weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
-                  moe_pad_intermediate, weight_bytes, moe_kernel_pads):
-    """Weights per GPU at a TP degree: the split weights plus the MoE kernel's padding."""
-    return ledger.per_gpu(weights_bytes, tp) + engine_ledger.moe_padding_bytes_per_gpu(
-        num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden, moe_pad_intermediate, weight_bytes,
-        moe_kernel_pads)
 
 
 def activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
@@ -44,14 +35,6 @@ def activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size,
     prefill = engine_ledger.prefill_activation_bytes(max_num_batched_tokens, hidden_size, intermediate_size,
                                                      experts_per_token, unquantized_bytes, tp)
     return engine_ledger.activation_peak_bytes(prefill, sampler_activation_bytes_per_gpu)
-
-
-def workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token, unquantized_bytes,
-                    sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
-    """Activation peak + non-torch memory at a TP degree."""
-    return activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                            unquantized_bytes, sampler_activation_bytes_per_gpu) \
-        + engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
 
 
 #: The fit test at each TP degree one node offers (1, 2, 4, ... up to the GPU's gpus_per_node): each member is
@@ -68,16 +51,18 @@ TP_CANDIDATES = Family(
                       "Weights per GPU (MoE padding included) with the model split over this TP degree.")
 def weights_bytes_per_gpu(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
                           moe_pad_intermediate, weight_bytes, moe_kernel_pads):
-    return weights_at_tp(tp, weights_bytes, num_layers, num_experts, hidden_size, intermediate_size, moe_pad_hidden,
-                         moe_pad_intermediate, weight_bytes, moe_kernel_pads)
+    return ledger.per_gpu(weights_bytes, tp) + engine_ledger.moe_padding_bytes_per_gpu(
+        num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden, moe_pad_intermediate, weight_bytes,
+        moe_kernel_pads)
 
 
 @TP_CANDIDATES.member("Workspace per GPU", "B", MEMORY,
                       "Activation peak + non-torch memory with the model split over this TP degree.")
 def workspace_bytes_per_gpu(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
                             unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes):
-    return workspace_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                           unquantized_bytes, sampler_activation_bytes_per_gpu, cuda_context_bytes, nccl_bytes)
+    return activation_at_tp(tp, max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
+                            unquantized_bytes, sampler_activation_bytes_per_gpu) \
+        + engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
 
 
 @TP_CANDIDATES.member("Engine rule adjustment per GPU", "B", MEMORY,
@@ -147,12 +132,10 @@ def flops_seconds_per_token(active_params, gpus_per_replica, peak_flops, decode_
     return serving.step_flops(active_params, 1) / gpus_per_replica / (peak_flops * decode_compute_efficiency)
 
 
-@line("Every routed expert beyond one token's", "B", BANDWIDTH,
-      "MoE layers x (E - k) x 3 x hidden x intermediate x bytes: the most a step can add to the weight read.")
-def all_extra_expert_bytes(num_experts, experts_per_token, moe_layers, hidden_size, intermediate_size, weight_bytes,
-                           num_params, active_params):
-    return serving.extra_expert_bytes(num_experts, experts_per_token, moe_layers, hidden_size, intermediate_size,
-                                      weight_bytes, num_params, active_params)
+all_extra_expert_bytes = derived("all_extra_expert_bytes", serving.extra_expert_bytes,
+    "Every routed expert beyond one token's", "B", BANDWIDTH,
+    "MoE layers x (E - k) x 3 x hidden x intermediate x bytes: the most a step can add to the weight read.",
+    distinct_experts="num_experts", num_layers="moe_layers")
 
 
 @line("Weight streaming per step, every expert", "s", BANDWIDTH,
@@ -196,16 +179,14 @@ def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
     return minimum(max_concurrency, tpot_max_batch, max_running_sequences)
 
 
-@line("QPS per replica", "requests/s", BANDWIDTH,
-      "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).")
-def qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds):
-    return whatif.qps_per_replica(effective_concurrency, ttft_service_seconds, output_tokens, tpot_seconds)
+qps_per_replica = derived("qps_per_replica", whatif.qps_per_replica, "QPS per replica", "requests/s", BANDWIDTH,
+    "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).",
+    concurrency="effective_concurrency", ttft_seconds="ttft_service_seconds")
 
 
-@line("Replicas for the target QPS", "replicas", COST,
-      "Whole model copies whose QPS covers the target (at least one).")
-def replicas_for_qps(target_qps, qps_per_replica):
-    return ledger.replicas_needed(target_qps, qps_per_replica)
+replicas_for_qps = derived("replicas_for_qps", ledger.replicas_needed, "Replicas for the target QPS", "replicas", COST,
+    "Whole model copies whose QPS covers the target (at least one).",
+    required_tokens_per_second="target_qps", tokens_per_second_per_replica="qps_per_replica")
 
 
 @line("GPUs for the target QPS", "GPUs", COST,
@@ -226,13 +207,10 @@ def qps_headroom(qps_capacity, target_qps):
     return qps_capacity / target_qps - 1
 
 
-@line("Monthly GPU-hours for the target QPS", "GPU-h/month", COST,
-      "GPUs for the target QPS x 730 h.")
-def monthly_gpu_hours_qps(gpus_for_qps):
-    return whatif.monthly_gpu_hours(gpus_for_qps)
+monthly_gpu_hours_qps = derived("monthly_gpu_hours_qps", whatif.monthly_gpu_hours,
+    "Monthly GPU-hours for the target QPS", "GPU-h/month", COST,
+    "GPUs for the target QPS x 730 h.", num_gpus="gpus_for_qps")
 
 
-@line("Monthly cost for the target QPS", "$/month", COST,
-      "GPUs for the target QPS x price x 730 h.")
-def monthly_cost_qps(price_per_gpu_hour, gpus_for_qps):
-    return ledger.monthly_cost(price_per_gpu_hour, gpus_for_qps)
+monthly_cost_qps = derived("monthly_cost_qps", ledger.monthly_cost, "Monthly cost for the target QPS", "$/month", COST,
+    "GPUs for the target QPS x price x 730 h.", num_gpus="gpus_for_qps")

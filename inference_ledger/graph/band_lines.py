@@ -10,41 +10,42 @@ throughput band: the fleet is smallest (and cheapest) when a replica is as fast 
 from __future__ import annotations
 
 from inference_ledger.formulas import ledger
-from inference_ledger.core.line import ACCURACY, line
+from inference_ledger.core.line import ACCURACY, derived, line
 
 _BAND = " (about 80% of new measurements should fall inside the low-high band: data/error_bands.csv)"
 
 
-@line("Output tokens/s per replica, band low", "tokens/s", ACCURACY,
-      "tokens_per_second x the band's low multiplier" + _BAND)
-def tokens_per_second_low(tokens_per_second, band_low_tokens_per_second):
-    return tokens_per_second * band_low_tokens_per_second
+def banded(value, multiplier):
+    """A headline figure at one end of its band: the figure x the band's multiplier."""
+    return value * multiplier
 
 
-@line("Output tokens/s per replica, band high", "tokens/s", ACCURACY,
-      "tokens_per_second x the band's high multiplier" + _BAND)
-def tokens_per_second_high(tokens_per_second, band_high_tokens_per_second):
-    return tokens_per_second * band_high_tokens_per_second
+tokens_per_second_low = derived("tokens_per_second_low", banded,
+    "Output tokens/s per replica, band low", "tokens/s", ACCURACY,
+    "tokens_per_second x the band's low multiplier" + _BAND,
+    value="tokens_per_second", multiplier="band_low_tokens_per_second")
 
 
-@line("TPOT, band low", "s", ACCURACY, "tpot_seconds x the band's low multiplier" + _BAND)
-def tpot_seconds_low(tpot_seconds, band_low_tpot):
-    return tpot_seconds * band_low_tpot
+tokens_per_second_high = derived("tokens_per_second_high", banded,
+    "Output tokens/s per replica, band high", "tokens/s", ACCURACY,
+    "tokens_per_second x the band's high multiplier" + _BAND,
+    value="tokens_per_second", multiplier="band_high_tokens_per_second")
 
 
-@line("TPOT, band high", "s", ACCURACY, "tpot_seconds x the band's high multiplier" + _BAND)
-def tpot_seconds_high(tpot_seconds, band_high_tpot):
-    return tpot_seconds * band_high_tpot
+tpot_seconds_low = derived("tpot_seconds_low", banded, "TPOT, band low", "s", ACCURACY,
+    "tpot_seconds x the band's low multiplier" + _BAND, value="tpot_seconds", multiplier="band_low_tpot")
 
 
-@line("TTFT, band low", "s", ACCURACY, "ttft_seconds x the band's low multiplier" + _BAND)
-def ttft_seconds_low(ttft_seconds, band_low_ttft):
-    return ttft_seconds * band_low_ttft
+tpot_seconds_high = derived("tpot_seconds_high", banded, "TPOT, band high", "s", ACCURACY,
+    "tpot_seconds x the band's high multiplier" + _BAND, value="tpot_seconds", multiplier="band_high_tpot")
 
 
-@line("TTFT, band high", "s", ACCURACY, "ttft_seconds x the band's high multiplier" + _BAND)
-def ttft_seconds_high(ttft_seconds, band_high_ttft):
-    return ttft_seconds * band_high_ttft
+ttft_seconds_low = derived("ttft_seconds_low", banded, "TTFT, band low", "s", ACCURACY,
+    "ttft_seconds x the band's low multiplier" + _BAND, value="ttft_seconds", multiplier="band_low_ttft")
+
+
+ttft_seconds_high = derived("ttft_seconds_high", banded, "TTFT, band high", "s", ACCURACY,
+    "ttft_seconds x the band's high multiplier" + _BAND, value="ttft_seconds", multiplier="band_high_ttft")
 
 
 @line("GPUs for the target QPS, band low", "GPUs", ACCURACY,
@@ -59,25 +60,24 @@ def gpus_for_qps_high(target_qps, qps_per_replica, band_low_tokens_per_second, g
     return ledger.replicas_needed(target_qps, qps_per_replica * band_low_tokens_per_second) * gpus_per_replica
 
 
-@line("Monthly cost for the target QPS, band low", "$/month", ACCURACY,
-      "The GPUs of the band's low end x price x 730 h" + _BAND)
-def monthly_cost_qps_low(price_per_gpu_hour, gpus_for_qps_low):
-    return ledger.monthly_cost(price_per_gpu_hour, gpus_for_qps_low)
+monthly_cost_qps_low = derived("monthly_cost_qps_low", ledger.monthly_cost,
+    "Monthly cost for the target QPS, band low", "$/month", ACCURACY,
+    "The GPUs of the band's low end x price x 730 h" + _BAND, num_gpus="gpus_for_qps_low")
 
 
-@line("Monthly cost for the target QPS, band high", "$/month", ACCURACY,
-      "The GPUs of the band's high end x price x 730 h" + _BAND)
-def monthly_cost_qps_high(price_per_gpu_hour, gpus_for_qps_high):
-    return ledger.monthly_cost(price_per_gpu_hour, gpus_for_qps_high)
+monthly_cost_qps_high = derived("monthly_cost_qps_high", ledger.monthly_cost,
+    "Monthly cost for the target QPS, band high", "$/month", ACCURACY,
+    "The GPUs of the band's high end x price x 730 h" + _BAND, num_gpus="gpus_for_qps_high")
 
 
-@line("Cost per million output tokens, band low", "$/Mtok", ACCURACY,
-      "At the throughput band's high end" + _BAND)
-def cost_per_million_output_tokens_low(price_per_gpu_hour, gpus_per_replica, tokens_per_second_high):
-    return ledger.cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second_high)
+cost_per_million_output_tokens_low = derived(
+    "cost_per_million_output_tokens_low", ledger.cost_per_million_output_tokens,
+    "Cost per million output tokens, band low", "$/Mtok", ACCURACY,
+    "At the throughput band's high end" + _BAND,
+    num_gpus="gpus_per_replica", tokens_per_second="tokens_per_second_high")
 
 
-@line("Cost per million output tokens, band high", "$/Mtok", ACCURACY,
-      "At the throughput band's low end" + _BAND)
-def cost_per_million_output_tokens_high(price_per_gpu_hour, gpus_per_replica, tokens_per_second_low):
-    return ledger.cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second_low)
+cost_per_million_output_tokens_high = derived(
+    "cost_per_million_output_tokens_high", ledger.cost_per_million_output_tokens,
+    "Cost per million output tokens, band high", "$/Mtok", ACCURACY,
+    "At the throughput band's low end" + _BAND, num_gpus="gpus_per_replica", tokens_per_second="tokens_per_second_low")

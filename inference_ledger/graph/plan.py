@@ -20,14 +20,14 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from inference_ledger.graph import band_lines, plan_lines, rules
+from inference_ledger.graph import band_lines, plan_lines, rules, verdict
 from inference_ledger.catalogs import bands, catalog_facts, engines
-from inference_ledger.formulas import (finance, kernels, parallel, serving_lines, step_inverse_lines, step_lines,
-                                       whatif_lines)
+from inference_ledger.formulas import (engine_ledger, finance, kernels, ledger, parallel, serving_lines,
+                                       step_inverse_lines, step_lines, whatif_lines)
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.refs import reference
-from inference_ledger.core.line import Family, Line, lines_of
+from inference_ledger.core.line import Family, Line, lines_of, shown_with_readers
 from inference_ledger.formulas.serving import load_efficiencies
 from inference_ledger.core.units import BYTES_PER_GIB
 
@@ -215,13 +215,12 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
 
 #: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
-#: function in plan_lines / serving_lines / step_lines / parallel / whatif_lines / finance.
-LINES: tuple[Line, ...] = lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) \
-    + lines_of(step_inverse_lines) \
-    + lines_of(parallel) \
-    + lines_of(whatif_lines) \
-    + lines_of(finance) \
-    + lines_of(band_lines)
+#: function in plan_lines / serving_lines / step_lines / parallel / whatif_lines / finance, or a formula of ledger /
+#: engine_ledger / verdict that is a line itself, shown where the plan uses it.
+LINES: tuple[Line, ...] = shown_with_readers(
+    lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) + lines_of(step_inverse_lines)
+    + lines_of(parallel) + lines_of(whatif_lines) + lines_of(finance) + lines_of(band_lines),
+    lines_of(ledger) + lines_of(engine_ledger) + lines_of(verdict))
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
 

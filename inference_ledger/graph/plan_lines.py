@@ -1,35 +1,32 @@
-"""The plan's ledger lines: memory, compute, bandwidth, cost and fit, one plain function each.
+"""The plan's ledger lines: memory, compute, bandwidth, cost and fit, one declaration each.
 
-Each function is one line of the plan (see :mod:`inference_ledger.core.line`): its name is the
-line's name, its parameters are the inputs and lines it uses, its body is a call into
-:mod:`inference_ledger.formulas.ledger` (the paper's formulas) or :mod:`inference_ledger.formulas.engine_ledger`
-(what the serving engine adds), or trivial arithmetic over other lines.  The same function
-computes the number and writes the cell formula.  The what-if lines (inverses, QPS) are in
-:mod:`inference_ledger.formulas.whatif_lines`.
+Each is one line of the plan (see :mod:`inference_ledger.core.line`): its name is the line's name, its
+parameters are the inputs and lines it uses.  A line that is a formula of :mod:`inference_ledger.formulas.ledger`
+(the paper's formulas) or :mod:`inference_ledger.formulas.engine_ledger` (what the serving engine adds) under the
+plan's names is declared with ``derived`` (no wrapper that forwards); one that combines formulas or does arithmetic
+over other lines is an ``@line`` function; a formula that already has the line's name and parameters carries its own
+``@line`` where it is written (``kv_elements_per_token_layer``, ``prefill_flops``, ``required_tokens_per_second``,
+``decode_overhead_seconds``, ``verdict``).  The same function computes the number and writes the cell formula.  The
+what-if lines (inverses, QPS) are in :mod:`inference_ledger.formulas.whatif_lines`.
 """
 
 from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, parallel, serving
-from inference_ledger.graph import verdict as verdict_rule
 from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, derived, line
 from inference_ledger.formulas import whatif
 
 
-@line("Weights", "B", MEMORY,
-      "Resident weights: quantized layers at the weight dtype, the rest at BF16 (seed: W = N x bytes).")
-def weights_bytes(num_params, quantized_params, weight_bytes, unquantized_bytes):
-    return ledger.weights_bytes_mixed(num_params, quantized_params, weight_bytes, unquantized_bytes)
+weights_bytes = derived("weights_bytes", ledger.weights_bytes_mixed, "Weights", "B", MEMORY,
+    "Resident weights: quantized layers at the weight dtype, the rest at BF16 (seed: W = N x bytes).")
 
 
-@line("MoE kernel padding per GPU", "B", MEMORY,
-      "Experts padded to the MoE kernel's tile where the weight format's MoE kernels pad (MXFP4): "
-      "pads x L x E x 3 x (padded - actual hidden x intermediate / TP) x bytes.")
-def moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp, moe_pad_hidden,
-                              moe_pad_intermediate, weight_bytes, moe_kernel_pads):
-    return engine_ledger.moe_padding_bytes_per_gpu(num_layers, num_experts, hidden_size, intermediate_size, tp,
-                                                   moe_pad_hidden, moe_pad_intermediate, weight_bytes, moe_kernel_pads)
+moe_padding_bytes_per_gpu = derived("moe_padding_bytes_per_gpu", engine_ledger.moe_padding_bytes_per_gpu,
+    "MoE kernel padding per GPU", "B", MEMORY,
+    "Experts padded to the MoE kernel's tile where the weight format's MoE kernels pad (MXFP4): "
+    "pads x L x E x 3 x (padded - actual hidden x intermediate / TP) x bytes.",
+    pad_hidden="moe_pad_hidden", pad_intermediate="moe_pad_intermediate")
 
 
 @line("Weights per GPU", "B", MEMORY,
@@ -41,31 +38,26 @@ def weights_bytes_per_gpu(weights_bytes, expert_weights_bytes, resident_expert_b
                                     pp) + moe_padding_bytes_per_gpu
 
 
-@line("Prefill chunk activations per GPU", "B", MEMORY,
-      "max_num_batched_tokens x bytes x ((3 + routed experts) x hidden + 3 x experts x intermediate / TP): "
-      "the MLP's live tensors.")
-def prefill_activation_bytes_per_gpu(max_num_batched_tokens, hidden_size, intermediate_size, experts_per_token,
-                                     unquantized_bytes, tp):
-    return engine_ledger.prefill_activation_bytes(max_num_batched_tokens, hidden_size, intermediate_size,
-                                                  experts_per_token, unquantized_bytes, tp)
+prefill_activation_bytes_per_gpu = derived("prefill_activation_bytes_per_gpu", engine_ledger.prefill_activation_bytes,
+    "Prefill chunk activations per GPU", "B", MEMORY,
+    "max_num_batched_tokens x bytes x ((3 + routed experts) x hidden + 3 x experts x intermediate / TP): "
+    "the MLP's live tensors.", tokens="max_num_batched_tokens", act_bytes="unquantized_bytes")
 
 
-@line("Sampler working set per GPU", "B", MEMORY,
-      "max_num_seqs x vocab x sampler bytes per logit: the profile samples one logits row per sequence.")
-def sampler_activation_bytes_per_gpu(max_num_seqs, vocab_size, sampler_bytes_per_logit):
-    return engine_ledger.sampler_activation_bytes(max_num_seqs, vocab_size, sampler_bytes_per_logit)
+sampler_activation_bytes_per_gpu = derived("sampler_activation_bytes_per_gpu", engine_ledger.sampler_activation_bytes,
+    "Sampler working set per GPU", "B", MEMORY,
+    "max_num_seqs x vocab x sampler bytes per logit: the profile samples one logits row per sequence.")
 
 
-@line("Activation peak per GPU", "B", MEMORY,
-      "The larger of the prefill chunk and the sampler (they run one after the other in the engine's profile).")
-def activation_peak_bytes_per_gpu(prefill_activation_bytes_per_gpu, sampler_activation_bytes_per_gpu):
-    return engine_ledger.activation_peak_bytes(prefill_activation_bytes_per_gpu, sampler_activation_bytes_per_gpu)
+activation_peak_bytes_per_gpu = derived("activation_peak_bytes_per_gpu", engine_ledger.activation_peak_bytes,
+    "Activation peak per GPU", "B", MEMORY,
+    "The larger of the prefill chunk and the sampler (they run one after the other in the engine's profile).",
+    prefill_bytes="prefill_activation_bytes_per_gpu", sampler_bytes="sampler_activation_bytes_per_gpu")
 
 
-@line("Non-torch memory per GPU", "B", MEMORY,
-      "CUDA context, plus NCCL buffers when TP > 1.")
-def non_torch_bytes_per_gpu(cuda_context_bytes, nccl_bytes, tp):
-    return engine_ledger.non_torch_bytes(cuda_context_bytes, nccl_bytes, tp)
+non_torch_bytes_per_gpu = derived("non_torch_bytes_per_gpu", engine_ledger.non_torch_bytes,
+    "Non-torch memory per GPU", "B", MEMORY,
+    "CUDA context, plus NCCL buffers when TP > 1.")
 
 
 @line("Workspace per GPU", "B", MEMORY,
@@ -74,13 +66,13 @@ def workspace_bytes_per_gpu(activation_peak_bytes_per_gpu, non_torch_bytes_per_g
     return activation_peak_bytes_per_gpu + non_torch_bytes_per_gpu
 
 
-@line("Engine rule adjustment per GPU", "B", MEMORY,
-      "What the engine's KV budget rule adds to vLLM's (0 for vLLM; SGLang also leaves activations and part of the "
-      "non-torch memory to the KV cache; TensorRT-LLM keeps back a share of what weights and workspace leave).")
-def kv_budget_rule_adjustment_bytes_per_gpu(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
-                                            non_torch_bytes_per_gpu, workspace_bytes_per_gpu):
-    return engine_ledger.kv_budget_rule_adjustment(kv_budget_rule, gpu_memory_utilization, weights_bytes_per_gpu,
-                                                   non_torch_bytes_per_gpu, workspace_bytes_per_gpu)
+kv_budget_rule_adjustment_bytes_per_gpu = derived(
+    "kv_budget_rule_adjustment_bytes_per_gpu", engine_ledger.kv_budget_rule_adjustment,
+    "Engine rule adjustment per GPU", "B", MEMORY,
+    "What the engine's KV budget rule adds to vLLM's (0 for vLLM; SGLang also leaves activations and part of the "
+    "non-torch memory to the KV cache; TensorRT-LLM keeps back a share of what weights and workspace leave).",
+    rule="kv_budget_rule", memory_fraction="gpu_memory_utilization", non_torch="non_torch_bytes_per_gpu",
+    workspace_bytes="workspace_bytes_per_gpu")
 
 
 @line("KV cache budget per GPU (engine)", "B", MEMORY,
@@ -90,12 +82,6 @@ def kv_cache_budget_bytes_per_gpu(usable_bytes_per_gpu, weights_bytes_per_gpu, w
                                   kv_budget_rule_adjustment_bytes_per_gpu):
     return usable_bytes_per_gpu - weights_bytes_per_gpu - workspace_bytes_per_gpu \
         + kv_budget_rule_adjustment_bytes_per_gpu
-
-
-@line("KV elements per token per layer", "elements", MEMORY,
-      "2 x KV heads x head dim (K and V), or the MLA latent width when the model has one.")
-def kv_elements_per_token_layer(kv_heads, head_dim, mla_latent_dim):
-    return ledger.kv_elements_per_token_layer(kv_heads, head_dim, mla_latent_dim)
 
 
 @line("KV per token", "B/token", MEMORY,
@@ -111,10 +97,9 @@ def kv_shards(kv_heads, tp, mla_latent_dim, dp_attention, pp):
     return ledger.kv_shards(kv_heads, tp, mla_latent_dim) * dp_attention * pp
 
 
-@line("KV per token per GPU", "B/token", MEMORY,
-      "KV per token divided by the KV split.")
-def kv_bytes_per_token_per_gpu(kv_bytes_per_token, kv_shards):
-    return ledger.per_gpu(kv_bytes_per_token, kv_shards)
+kv_bytes_per_token_per_gpu = derived("kv_bytes_per_token_per_gpu", ledger.per_gpu,
+    "KV per token per GPU", "B/token", MEMORY,
+    "KV per token divided by the KV split.", total="kv_bytes_per_token", shards="kv_shards")
 
 
 @line("Context per sequence", "tokens", MEMORY,
@@ -123,11 +108,10 @@ def context_tokens(input_tokens, output_tokens):
     return input_tokens + output_tokens
 
 
-@line("KV per sequence at full context", "B", MEMORY,
-      "Full layers hold the whole context, sliding-window layers at most the window.")
-def kv_bytes_per_sequence(kv_elements_per_token_layer, kv_bytes, num_layers, context_tokens, sliding_layers, window):
-    return ledger.kv_sequence_bytes(kv_elements_per_token_layer, kv_bytes, num_layers, context_tokens, sliding_layers,
-                                    window)
+kv_bytes_per_sequence = derived("kv_bytes_per_sequence", ledger.kv_sequence_bytes,
+    "KV per sequence at full context", "B", MEMORY,
+    "Full layers hold the whole context, sliding-window layers at most the window.",
+    kv_elements_layer="kv_elements_per_token_layer", context="context_tokens")
 
 
 @line("KV at peak concurrency", "B", MEMORY,
@@ -136,10 +120,8 @@ def kv_bytes_peak(kv_bytes_per_sequence, concurrency):
     return kv_bytes_per_sequence * concurrency
 
 
-@line("KV per GPU at peak", "B", MEMORY,
-      "Peak KV divided by the KV split.")
-def kv_bytes_per_gpu(kv_bytes_peak, kv_shards):
-    return ledger.per_gpu(kv_bytes_peak, kv_shards)
+kv_bytes_per_gpu = derived("kv_bytes_per_gpu", ledger.per_gpu, "KV per GPU at peak", "B", MEMORY,
+    "Peak KV divided by the KV split.", total="kv_bytes_peak", shards="kv_shards")
 
 
 @line("Total per GPU", "B", MEMORY,
@@ -150,10 +132,8 @@ def total_bytes_per_gpu(weights_bytes_per_gpu, kv_bytes_per_sequence, kv_shards,
                                      workspace_bytes_per_gpu)
 
 
-@line("Usable memory per GPU", "B", MEMORY,
-      "GPU memory x gpu_memory_utilization: what the engine lets itself use.")
-def usable_bytes_per_gpu(gpu_memory_bytes, gpu_memory_utilization):
-    return ledger.usable_bytes(gpu_memory_bytes, gpu_memory_utilization)
+usable_bytes_per_gpu = derived("usable_bytes_per_gpu", ledger.usable_bytes, "Usable memory per GPU", "B", MEMORY,
+    "GPU memory x gpu_memory_utilization: what the engine lets itself use.")
 
 
 @line("Headroom per GPU", "B", MEMORY,
@@ -190,28 +170,19 @@ def max_concurrency(kv_cache_budget_bytes_per_gpu, kv_bytes_per_sequence, kv_sha
     return whatif.max_sequences(kv_cache_budget_bytes_per_gpu, kv_bytes_per_sequence / kv_shards)
 
 
-@line("FLOPs per request", "FLOP", COMPUTE,
-      "Seed: 2N x S + 2N x T with N the active parameters.")
-def flops_request(active_params, input_tokens, output_tokens):
-    return ledger.flops_request(active_params, input_tokens, output_tokens)
+flops_request = derived("flops_request", ledger.flops_request, "FLOPs per request", "FLOP", COMPUTE,
+    "Seed: 2N x S + 2N x T with N the active parameters.", num_params="active_params")
 
 
-@line("Prefill FLOPs", "FLOP", COMPUTE,
-      "2 x N_active x S: the whole prompt in one parallel pass.")
-def prefill_flops(active_params, input_tokens):
-    return ledger.prefill_flops(active_params, input_tokens)
+prefill_seconds = derived("prefill_seconds", ledger.compute_seconds, "Prefill time (TTFT floor)", "s", COMPUTE,
+    "Prefill FLOPs over TP GPUs at dense peak x prefill efficiency: compute-bound.",
+    flops="prefill_flops", efficiency="prefill_efficiency", num_gpus="tp")
 
 
-@line("Prefill time (TTFT floor)", "s", COMPUTE,
-      "Prefill FLOPs over TP GPUs at dense peak x prefill efficiency: compute-bound.")
-def prefill_seconds(prefill_flops, peak_flops, prefill_efficiency, tp):
-    return ledger.compute_seconds(prefill_flops, peak_flops, prefill_efficiency, tp)
-
-
-@line("Weight bytes read per decode step", "B", BANDWIDTH,
-      "Every active weight is read from HBM once per step (MoE reads only the routed experts).")
-def weights_read_bytes(active_params, active_quantized_params, weight_bytes, unquantized_bytes):
-    return ledger.weights_bytes_mixed(active_params, active_quantized_params, weight_bytes, unquantized_bytes)
+weights_read_bytes = derived("weights_read_bytes", ledger.weights_bytes_mixed,
+    "Weight bytes read per decode step", "B", BANDWIDTH,
+    "Every active weight is read from HBM once per step (MoE reads only the routed experts).",
+    num_params="active_params", quantized_params="active_quantized_params")
 
 
 @line("Compute-bound from batch", "sequences", COMPUTE,
@@ -234,12 +205,10 @@ def decode_bytes_per_step_per_gpu(decode_weight_bytes_per_gpu, step_kv_bytes_per
     return decode_weight_bytes_per_gpu + step_kv_bytes_per_gpu
 
 
-@line("TPOT floor", "s", BANDWIDTH,
-      "Roofline at 100% on the decode context S + T/2: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / "
-      "HBM bandwidth.")
-def tpot_floor_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw, peak_flops):
-    return ledger.decode_step_seconds(decode_bytes_per_step_per_gpu, decode_flops_per_step_per_gpu, hbm_bw,
-                                      peak_flops)
+tpot_floor_seconds = derived("tpot_floor_seconds", ledger.decode_step_seconds, "TPOT floor", "s", BANDWIDTH,
+    "Roofline at 100% on the decode context S + T/2: max(bytes / BW, FLOPs / peak). Seed: TPOT >= weight bytes / "
+    "HBM bandwidth.", bytes_moved="decode_bytes_per_step_per_gpu", flops="decode_flops_per_step_per_gpu",
+    bw_efficiency=None, compute_efficiency=None)
 
 
 @line("TP all-reduce time per step", "s", BANDWIDTH,
@@ -248,12 +217,6 @@ def allreduce_seconds_per_step(tp, num_layers, allreduce_latency_seconds, step_t
                                interconnect_bw):
     return engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds,
                                            step_tokens * hidden_size * unquantized_bytes, interconnect_bw)
-
-
-@line("Decode overhead per step", "s", BANDWIDTH,
-      "Layers x per-layer kernel overhead + per-step overhead.")
-def decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_seconds):
-    return engine_ledger.decode_overhead_seconds(num_layers, layer_overhead_seconds, step_overhead_seconds)
 
 
 @line("Decode step's kernels", "s", BANDWIDTH,
@@ -283,13 +246,9 @@ def tpot_seconds(decode_gpu_seconds, decode_eager_wait_seconds, parallel_seconds
         + scheduler_seconds_per_step
 
 
-@line("TTFT expected", "s", COMPUTE,
-      "As serving benchmarks report it: the mean over N requests of c clients started together (the first wave, "
-      "then the lockstep groups of the steady state), never shorter than one step, + the wait for a slot.")
-def ttft_seconds(benchmark_requests, concurrency, effective_concurrency, wave_ttft_seconds, steady_ttft_seconds,
-                 tpot_seconds, queue_seconds):
-    return serving.benchmark_ttft_seconds(benchmark_requests, concurrency, effective_concurrency, wave_ttft_seconds,
-                                          steady_ttft_seconds, tpot_seconds, queue_seconds)
+ttft_seconds = derived("ttft_seconds", serving.benchmark_ttft_seconds, "TTFT expected", "s", COMPUTE,
+    "As serving benchmarks report it: the mean over N requests of c clients started together (the first wave, "
+    "then the lockstep groups of the steady state), never shorter than one step, + the wait for a slot.")
 
 
 @line("Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
@@ -310,28 +269,18 @@ def request_seconds(ttft_seconds, output_tokens, tpot_seconds):
     return ttft_seconds + output_tokens * tpot_seconds
 
 
-@line("Cost per hour (one replica)", "$/h", COST,
-      "Price per GPU-hour x the replica's GPUs.")
-def cost_per_hour(price_per_gpu_hour, gpus_per_replica):
-    return ledger.cost_per_hour(price_per_gpu_hour, gpus_per_replica)
+cost_per_hour = derived("cost_per_hour", ledger.cost_per_hour, "Cost per hour (one replica)", "$/h", COST,
+    "Price per GPU-hour x the replica's GPUs.", num_gpus="gpus_per_replica")
 
 
-@line("Cost per million output tokens", "$/Mtok", COST,
-      "Hourly cost over an hour of output at full concurrency.")
-def cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second):
-    return ledger.cost_per_million_output_tokens(price_per_gpu_hour, gpus_per_replica, tokens_per_second)
+cost_per_million_output_tokens = derived("cost_per_million_output_tokens", ledger.cost_per_million_output_tokens,
+    "Cost per million output tokens", "$/Mtok", COST,
+    "Hourly cost over an hour of output at full concurrency.", num_gpus="gpus_per_replica")
 
 
-@line("Output tokens/s the forecast needs", "tokens/s", COST,
-      "Requests per day x output tokens / 86,400 (daily average).")
-def required_tokens_per_second(requests_per_day, output_tokens):
-    return ledger.required_tokens_per_second(requests_per_day, output_tokens)
-
-
-@line("Replicas for the forecast", "replicas", COST,
-      "Whole model copies to serve the forecast's token rate (at least one).")
-def replicas_needed(required_tokens_per_second, tokens_per_second):
-    return ledger.replicas_needed(required_tokens_per_second, tokens_per_second)
+replicas_needed = derived("replicas_needed", ledger.replicas_needed, "Replicas for the forecast", "replicas", COST,
+    "Whole model copies to serve the forecast's token rate (at least one).",
+    tokens_per_second_per_replica="tokens_per_second")
 
 
 @line("GPUs for the forecast", "GPUs", COST,
@@ -340,17 +289,14 @@ def gpus_total(replicas_needed, gpus_per_replica):
     return replicas_needed * gpus_per_replica
 
 
-@line("Monthly GPU cost", "$/month", COST,
-      "GPUs for the forecast x price x 730 h.")
-def monthly_cost(price_per_gpu_hour, gpus_total):
-    return ledger.monthly_cost(price_per_gpu_hour, gpus_total)
+monthly_cost = derived("monthly_cost", ledger.monthly_cost, "Monthly GPU cost", "$/month", COST,
+    "GPUs for the forecast x price x 730 h.", num_gpus="gpus_total")
 
 
-@line("Fits in memory", "1/0", FIT,
-      "1 when the peak KV per GPU fits the engine's KV budget (weights, activations and non-torch taken "
-      "out; a negative budget never fits).")
-def fits(kv_bytes_per_gpu, kv_cache_budget_bytes_per_gpu):
-    return ledger.fits(kv_bytes_per_gpu, kv_cache_budget_bytes_per_gpu)
+fits = derived("fits", ledger.fits, "Fits in memory", "1/0", FIT,
+    "1 when the peak KV per GPU fits the engine's KV budget (weights, activations and non-torch taken "
+    "out; a negative budget never fits).",
+    total_bytes_per_gpu="kv_bytes_per_gpu", usable_bytes_per_gpu="kv_cache_budget_bytes_per_gpu")
 
 
 @line("KV holds the peak concurrency", "1/0", FIT,
@@ -371,9 +317,3 @@ def ttft_ok(ttft_open_seconds, ttft_target):
 def tpot_ok(tpot_seconds, tpot_target):
     return where(le(tpot_seconds, tpot_target), 1, 0)
 
-
-@line("Verdict", "code", FIT,
-      "0 does not fit (one sequence is over the engine's KV budget), 1 fits below the requested concurrency"
-      " (the rest queue), 2 fits but misses a target, 3 fits and meets the targets.")
-def verdict(fits, max_concurrency, ttft_ok, tpot_ok):
-    return verdict_rule.verdict(fits, max_concurrency, ttft_ok, tpot_ok)

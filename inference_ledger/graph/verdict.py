@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from inference_ledger.core.codes import Codes
 from inference_ledger.core.expr import Const
+from inference_ledger.core.line import FIT, line
 from inference_ledger.core.sheetfuncs import ge, where
 from inference_ledger.core.units import VERDICT_MEETS, VERDICT_MISSES
 
@@ -37,6 +38,9 @@ VERDICT_INVALID = Const(INVALID_INPUT, "VERDICT_INVALID", "verdict code: a typed
                         "names it), so no plan is claimed", "code")
 
 
+@line("Verdict", "code", FIT,
+      "0 does not fit (one sequence is over the engine's KV budget), 1 fits below the requested concurrency"
+      " (the rest queue), 2 fits but misses a target, 3 fits and meets the targets.")
 def verdict(fits, max_concurrency, ttft_ok, tpot_ok):
     """The verdict code: starts (0/1) + fits at the requested concurrency (0/1) + meets both targets (0/1).
 
