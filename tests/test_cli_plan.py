@@ -208,3 +208,23 @@ def test_plan_batching_static_and_continuous(capsys):
     assert out["continuous"]["binding_limit_words"].startswith("none")
     code, _, err = cli(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--batching", "bursty")
     assert code == 2 and "--batching" in err
+
+
+def test_a_bare_plan_is_the_default_deployment_the_workbook_opens_on(capsys, workbooks):
+    """Nothing said of the model or the GPU: the default catalog model on the default GPU (llama-3.1-70b on an
+    h100-sxm), kernel tables and all, the same numbers as naming them, and as the default workbook's cached cells;
+    numbers of one's own still describe a generic model (all parameters active, no kernel tables keyed by a model)."""
+    from openpyxl import load_workbook
+
+    bare = plan_json(capsys)
+    named = plan_json(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm")
+    assert bare["model"] == "llama-3.1-70b" and bare["gpu"] == "h100-sxm"
+    assert bare["kernel_source"] == "measured tables"
+    for key in ("total_bytes_per_gpu", "tpot_seconds", "ttft_seconds", "tokens_per_second", "gpus_for_qps"):
+        assert bare[key] == named[key], key
+    path, _ = workbooks()
+    wb = load_workbook(path, data_only=True)
+    dest = next(iter(wb.defined_names["total_bytes_per_gpu"].destinations))
+    assert wb[dest[0]][dest[1].replace("$", "")].value == pytest.approx(bare["total_bytes_per_gpu"], rel=1e-9)
+    generic = plan_json(capsys, "--params", "7e9")
+    assert generic["model"] is None and generic["active_params"] == 7e9
