@@ -28,6 +28,7 @@ from inference_ledger.graph import resolve
 from inference_ledger.core.args import LedgerInputError
 from udfs import _xl, excel
 
+from children import forked
 from renders import memoised_renders
 from test_cli_rules import assert_one_line, cli
 
@@ -129,23 +130,6 @@ def test_a_folder_as_input_names_it(tmp_path):
 # --- OS errors while writing: one line naming the path, exit 1, target untouched ----------------------------
 
 
-def _forked(fn):
-    """``fn()`` in a forked child of this process (its modules and the session's renders loaded): its JSON result."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (child)
-        try:
-            os.close(r)
-            os.write(w, json.dumps(fn()).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        got = f.read()
-    os.waitpid(pid, 0)
-    return json.loads(got or "null")
-
-
 def test_W16_file_size_limit_is_one_line_and_keeps_the_target(tmp_path, workbooks):
     keep = tmp_path / "keep.xlsx"
     keep.write_bytes(b"the user's old workbook")
@@ -157,7 +141,7 @@ def test_W16_file_size_limit_is_one_line_and_keeps_the_target(tmp_path, workbook
         with memoised_renders():
             return cli("build", "-o", str(keep))
 
-    code, _, err = _forked(limited_build)   # a child process: the limit stays out of this one
+    code, _, err = forked(limited_build)   # a child process: the limit stays out of this one
     assert code == 1, err
     assert_one_line(err, f"cannot write {keep}", "file too large")
     assert md5(keep) == before

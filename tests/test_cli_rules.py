@@ -22,6 +22,8 @@ from pathlib import Path
 import click
 import pytest
 
+from children import forked
+
 from inference_ledger.core import files
 from inference_ledger.cli import COMMANDS, main, run
 
@@ -232,25 +234,15 @@ def test_read_only_as_this_user_and_as_a_normal_user(tmp_path):
     assert _as_nobody(lambda: _read_only_cases(folder)) == expected
 
 
+#: The user nobody, whom a root run drops to for the permission cases.
+NOBODY = 65534
+
+
 def _as_nobody(run):
     """``run()`` in a forked child that dropped to the user nobody (65534); its JSON-able result."""
     import inference_ledger.cli.sweep  # noqa: F401  (imported before dropping privileges)
     import inference_ledger.workbook.sweep  # noqa: F401
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (child)
-        try:
-            os.close(r)
-            os.setgid(65534)
-            os.setuid(65534)
-            os.write(w, json.dumps(run()).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        got = f.read()
-    os.waitpid(pid, 0)
-    return json.loads(got or "null")
+    return forked(run, uid=NOBODY)
 
 
 def test_unwritable_folder_as_a_normal_user(tmp_path):
