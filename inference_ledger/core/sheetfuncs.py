@@ -74,26 +74,24 @@ def _scalar_or_array(v):
     return v
 
 
-def maximum(*xs):
-    if is_sym(*xs):
-        return _call("MAX", *xs, fn=maximum)
-    if any(isinstance(x, np.ndarray) for x in xs):
-        out = np.asarray(xs[0], dtype=float)
-        for x in xs[1:]:
-            out = np.maximum(out, x)
-        return out
-    return max(float(x) for x in xs)
+def _extreme(name: str, pyname: str, elementwise, scalar):
+    """MAX or MIN: the Excel call over expressions, elementwise over arrays, the plain extreme over numbers."""
+    def fn(*xs):
+        if is_sym(*xs):
+            return _call(name, *xs, fn=fn)
+        if any(isinstance(x, np.ndarray) for x in xs):
+            out = np.asarray(xs[0], dtype=float)
+            for x in xs[1:]:
+                out = elementwise(out, x)
+            return out
+        return scalar(float(x) for x in xs)
+    fn.__name__ = fn.__qualname__ = pyname
+    fn.__doc__ = f"{name}(x, ...), elementwise over arrays."
+    return fn
 
 
-def minimum(*xs):
-    if is_sym(*xs):
-        return _call("MIN", *xs, fn=minimum)
-    if any(isinstance(x, np.ndarray) for x in xs):
-        out = np.asarray(xs[0], dtype=float)
-        for x in xs[1:]:
-            out = np.minimum(out, x)
-        return out
-    return min(float(x) for x in xs)
+maximum = _extreme("MAX", "maximum", np.maximum, max)
+minimum = _extreme("MIN", "minimum", np.minimum, min)
 
 
 def ceil(x):
