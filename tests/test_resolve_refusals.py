@@ -123,15 +123,12 @@ def test_the_checks_sheet_fails_the_rule_the_resolver_refuses(model_id, gpu_id, 
     values = lay | {"gpus_per_node": g.gpus_per_node, "attention_heads": m.num_attention_heads, "kv_heads": m.kv_heads,
                     "mla_latent_dim": m.mla_latent_dim, "num_layers": m.num_layers, "num_experts": m.num_experts,
                     "experts_per_token": m.experts_per_token, "moe_layers": m.moe_layers}
-    rows = [c for c in checks.PLAN_INTEGRITY if {c.label} & {r.label for r in rules.LAYOUT_RULES + rules.HEADS_RULES
-                                                             + (rules.NODE_RULE,) + rules.MODEL_RULES}]
-    assert len(rows) == len({r.label for r in (rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES,
-                                                *rules.LAYOUT_RULES)})
+    every = (rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES, *rules.LAYOUT_RULES)
+    by_label = {r.label: r for r in every}
+    rows = [c for c in checks.PLAN_INTEGRITY if c.label in by_label]
+    assert len(rows) == len(by_label)
     failing = [c.label for c in rows if not c(values)]
-    by_label = {r.label: r.option for r in (rules.NODE_RULE, *rules.HEADS_RULES, *rules.MODEL_RULES,
-                                            *rules.LAYOUT_RULES)}
-    assert (by_label[failing[0]] if failing else None) == setting, failing
+    assert (by_label[failing[0]].option if failing else None) == setting, failing
     if refused:
-        assert refused[1] == next(r for r in (rules.NODE_RULE, *rules.HEADS_RULES, *rules.LAYOUT_RULES)
-                                  if r.label == failing[0]).message(values, g.id if failing[0] == rules.NODE_RULE.label
-                                                                    else m.id)
+        who = g.id if failing[0] == rules.NODE_RULE.label else m.id
+        assert refused[1] == by_label[failing[0]].message(values, who)

@@ -39,8 +39,8 @@ from inference_ledger.graph import plan
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.catalogs.catalog import Dtype, Gpu, Model
 # peak_flops: the resolver's API too
-from inference_ledger.catalogs import catalog_facts as facts_defaults
-from inference_ledger.catalogs.catalog_facts import catalog_facts, peak_flops  # noqa: F401
+from inference_ledger.catalogs.catalog_facts import (DEFAULT_GPU, DEFAULT_MODEL, NAMED_FACTS,  # noqa: F401
+                                                     catalog_facts, peak_flops)
 from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem,  # noqa: F401
                                           dense_override_problem, experts_per_token_ok, heads_problem,
                                           kv_heads_problem, kv_heads_split_ok, layout_problem, moe_layers_ok,
@@ -50,8 +50,8 @@ from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_p
 MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
 GPU_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Gpu)})
 #: Inputs the catalog fills when a model or a GPU is chosen.
-FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, "weight_bytes", "unquantized_bytes", "kv_bytes", "moe_kernel_pads",
-                          "gpu_memory_bytes", "peak_flops", *finance.GPU_COST_INPUTS})
+FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, *NAMED_FACTS, "unquantized_bytes", "peak_flops",
+                          *finance.GPU_COST_INPUTS})
 #: Derived model fields model_spec also answers.
 MODEL_DERIVED = ("kv_bytes_per_token", "weights_bytes")
 #: A weight format meaning "the checkpoint's own".
@@ -258,9 +258,9 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     # nothing said of the model (or the GPU): the default one, so a bare plan is the default deployment the workbook
     # opens on; numbers of its own describe a generic one instead
     if model is None and config is None and not explicit.keys() & set(MODEL_INPUTS):
-        model = facts_defaults.DEFAULT_MODEL
+        model = DEFAULT_MODEL
     if gpu is None and not explicit.keys() & {*GPU_INPUTS, "gpu_memory_bytes"}:
-        gpu = facts_defaults.DEFAULT_GPU
+        gpu = DEFAULT_GPU
     m = catalog.model_from_config(config) if config is not None else \
         find_model(model, extra_models) if model is not None else None
     g = find_gpu(gpu) if gpu is not None else None

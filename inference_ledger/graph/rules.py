@@ -147,15 +147,8 @@ def dense_override_problem(model: Optional[Model], explicit: Mapping[str, Any]) 
 def rules_problem(model: Optional[Model], inputs: Mapping[str, Any],
                   explicit: Mapping[str, Any] = {}) -> Optional[tuple[str, str]]:
     """(setting, why) of the first model rule these inputs break (None when all hold)."""
-    problem = dense_override_problem(model, explicit)
-    if problem:
-        return problem
-    who = model.id if model is not None else "the model"
-    for rule in MODEL_RULES:
-        why = rule.problem(inputs, who)
-        if why:
-            return rule.option, why
-    return None
+    return dense_override_problem(model, explicit) or \
+        first_problem(MODEL_RULES, inputs, model.id if model is not None else "the model")
 
 
 # --- rules of the layout: TP within a node and the heads, PP, EP and DP attention -----------------------------
