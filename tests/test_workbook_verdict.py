@@ -8,6 +8,7 @@ master check's banner on every sheet, and every cell for an error value.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,10 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     assert _verdict_words(cached) == "does not fit"
     assert _all_pass(cached) == []
     assert _failures_sentence(cached) == UNFIT_FAILURES   # never "None" beside a master check of 0
+    # no sentence prices what needs a fleet: no bill, so no buy-or-rent answer and no TTFT at the target QPS
+    said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
+    assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said
+    assert "No own-or-rent answer: the plan does not fit." in said
 
 
 @pytest.mark.libreoffice

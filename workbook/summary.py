@@ -162,12 +162,14 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
             unless_unfit("monthly_cost_qps_high"), fmt("$/month"))
     row("Per million output tokens: on demand / owned", unless_unfit("cost_per_million_output_tokens"),
         fmt("$/Mtok"), unless_unfit("owned_cost_per_million_output_tokens"), fmt("$/Mtok"))
-    row("Own vs rent: break-even / planned utilization", line("breakeven_utilization"), "0%", line("utilization"),
-        "0%", words("owned_beats_rent", "owning is cheaper", "renting is cheaper"))
+    # buy or rent compares the fleet's two bills, and arrivals at the target QPS spread over the fleet: neither
+    # exists when one replica does not fit
+    row("Own vs rent: break-even / planned utilization", unless_unfit("breakeven_utilization"), "0%",
+        line("utilization"), "0%", unless_unfit("", words("owned_beats_rent", "owning is cheaper", "renting is cheaper")))
     # the target is checked at the target QPS (arrivals one by one); a benchmark's clients start together
-    row("TTFT at the target QPS / target", line("ttft_open_seconds", lambda x: x * MS_PER_S), fmt("ms"),
-        line("ttft_target", lambda x: x * MS_PER_S), fmt("ms"),
-        words("ttft_ok", "meets the target", "misses the target"), named("ttft_ok"))
+    row("TTFT at the target QPS / target", unless_unfit("", line("ttft_open_seconds", lambda x: x * MS_PER_S)),
+        fmt("ms"), line("ttft_target", lambda x: x * MS_PER_S), fmt("ms"),
+        unless_unfit("", words("ttft_ok", "meets the target", "misses the target")), named("ttft_ok"))
     row("TTFT a benchmark would report, clients started together", line("ttft_seconds", lambda x: x * MS_PER_S),
         fmt("ms"))
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),

@@ -93,18 +93,21 @@ def _cost(q, cur):
 
 
 def _own(q, cur):
-    return where(eq(q.owned_beats_rent, 1),
-                 concat("Owning is cheaper than renting at this utilization (break-even ",
-                        pct(q.breakeven_utilization), ", payback ", count(q.payback_months), " months)."),
-                 concat("Renting is cheaper than owning at this utilization (break-even ",
-                        pct(q.breakeven_utilization), ")."))
+    # buy or rent compares two bills of a fleet: a plan that does not fit has neither
+    owns = eq(q.owned_beats_rent, 1)
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No own-or-rent answer: the plan does not fit.",
+                 concat(where(owns, "Owning is cheaper", "Renting is cheaper"),
+                        " at this utilization (break-even ", pct(q.breakeven_utilization),
+                        where(owns, concat(", payback ", count(q.payback_months), " months"), ""), ")."))
 
 
 def _ttft(q, cur):
     # the target is checked on requests arriving one by one at the target QPS (ttft_ok); a benchmark's clients start
-    # together, so its mean TTFT (ttft_seconds, and its band) is the next sentence, never compared in its place
-    return concat("TTFT at the target QPS ", seconds(q.ttft_open_seconds), where(eq(q.ttft_ok, 1), " meets", " misses"),
-                  " the ", seconds(q.ttft_target), " target.")
+    # together, so its mean TTFT (ttft_seconds, and its band) is the next sentence, never compared in its place; the
+    # requests spread over the fleet, and a plan that does not fit has none
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No TTFT at the target QPS: the plan does not fit.",
+                 concat("TTFT at the target QPS ", seconds(q.ttft_open_seconds),
+                        where(eq(q.ttft_ok, 1), " meets", " misses"), " the ", seconds(q.ttft_target), " target."))
 
 
 def _ttft_benchmark(q, cur):
