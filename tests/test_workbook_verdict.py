@@ -94,6 +94,11 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
     assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said
     assert "No own-or-rent answer: the plan does not fit." in said
+    # ... and the key numbers show no benchmark TTFT and no band where the sentences say there is none
+    ws = cached["Summary"]
+    rows = {ws[f"B{r}"].value: r for r in range(1, ws.max_row + 1) if isinstance(ws[f"B{r}"].value, str)}
+    for label in ("TTFT a benchmark would report, clients started together", "TPOT, band low / high"):
+        assert ws[f"C{rows[label]}"].value == "does not fit", label
 
 
 @pytest.mark.libreoffice

@@ -170,14 +170,14 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
     row("TTFT at the target QPS / target", unless_unfit("", line("ttft_open_seconds", lambda x: x * MS_PER_S)),
         fmt("ms"), line("ttft_target", lambda x: x * MS_PER_S), fmt("ms"),
         unless_unfit("", words("ttft_ok", "meets the target", "misses the target")), named("ttft_ok"))
-    row("TTFT a benchmark would report, clients started together", line("ttft_seconds", lambda x: x * MS_PER_S),
-        fmt("ms"))
+    row("TTFT a benchmark would report, clients started together",
+        unless_unfit("", line("ttft_seconds", lambda x: x * MS_PER_S)), fmt("ms"))
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
         words("tpot_ok", "meets the target", "misses the target"), named("tpot_ok"))
     if "tpot_seconds_low" in v:
-        row("TPOT, band low / high", line("tpot_seconds_low", lambda x: x * MS_PER_S), fmt("ms"),
-            line("tpot_seconds_high", lambda x: x * MS_PER_S), fmt("ms"))
+        row("TPOT, band low / high", unless_unfit("", line("tpot_seconds_low", lambda x: x * MS_PER_S)), fmt("ms"),
+            unless_unfit("", line("tpot_seconds_high", lambda x: x * MS_PER_S)), fmt("ms"))
     r += 1
     ctx.put(ws, f"B{r}", "What limits a replica")
     ctx.formula(ws, f"C{r}", serving.limit_words(n("binding_limit")))
