@@ -391,3 +391,18 @@ def update() -> None:
 
 if __name__ == "__main__":
     update()
+
+
+def test_a_stated_memory_fraction_moves_the_kv_budget_as_the_sources_logs_do():
+    """engine_args reaches the plan: dennislee22's two one-GPU Qwen2-7B runs differ only in
+    --gpu-memory-utilization (0.25 and 0.5); their startup logs print 'Available KV cache memory: 5.01 GiB' and
+    '24.83 GiB' (log/vllm-7B-1gpuA10080GB-0.25GRAM.log, -0.5GRAM.log), 19.82 GiB apart: a quarter of the A100's
+    79.25 GiB.  Without the column both rows would resolve to the engine's 0.9 and the same budget."""
+    rows = {r.id: r for r in load_measured_load()}
+    low, high = (rows[f"dennislee-a100-80gb-qwen2-7b-bf16-vllm-t{t}-n10-1024-1024"] for t in (4, 5))
+    assert low.engine_settings["gpu_memory_utilization"] == 0.25 and high.engine_settings["gpu_memory_utilization"] == 0.5
+    budget = {r.id: plan.evaluate(accuracy.row_inputs(r))["kv_cache_budget_bytes_per_gpu"] / 2**30 for r in (low, high)}
+    assert budget[high.id] - budget[low.id] == pytest.approx(24.83 - 5.01, abs=0.1)
+    same = [dataclasses.replace(r, engine_args="") for r in (low, high)]
+    assert plan.evaluate(accuracy.row_inputs(same[0]))["kv_cache_budget_bytes_per_gpu"] == \
+        plan.evaluate(accuracy.row_inputs(same[1]))["kv_cache_budget_bytes_per_gpu"]

@@ -152,6 +152,25 @@ def test_the_request_count_is_printed_by_its_source(rows, raw):
     assert all(r.requests == r.batch for r in given if r.source_group == "dennislee22")
 
 
+def test_each_engine_setting_is_printed_by_its_source(rows):
+    """engine_args carries only what the run states: each value is printed in the row's engine text or notes (its
+    launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1."""
+    flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization "),
+             "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens "),
+             "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ",),
+             "max_model_len": ("--max-model-len ", "max-model-len ", "max_seq_len ", "'max_model_len': ")}
+    stated = [r for r in rows if r.engine_args]
+    assert len(stated) >= 60 and {r.source_group for r in stated} >= {"dennislee22", "gpustack", "dstack"}
+    for r in stated:
+        text = f"{r.engine} {r.notes}"
+        for name, value in r.engine_settings.items():
+            if name == "overlap_scheduling":
+                assert value == 1 and "--async-scheduling" in text, r.id
+                continue
+            printed = f"{value:g}"
+            assert any(f"{flag}{printed}" in text for flag in flags[name]), (r.id, name, printed)
+
+
 def test_a_latency_printed_in_seconds_is_moved_three_places_exactly():
     """LMDeploy prints FTL(ave) in seconds: '0.129' is entered as 129 ms, nothing rounded."""
     quote = "| 16 | 1 | 128 | 128 | 1272.47 | 76.77 | 0.129 | 0.023 |"
@@ -259,6 +278,9 @@ def _write(tmp_path, **change):
     ({"gpus": "3", "tp": "2"}, "gpus 3 is not a multiple of tp 2"),
     ({"source_key": ""}, "field 'source_key' is empty"),
     ({"source_group": "NVIDIA perf"}, "field 'source_group' must be lower-case words of a-z, 0-9 and '.' joined by '-'"),
+    ({"engine_args": "block_size=16"}, "field 'engine_args' 'block_size=16' is not name=value with a name of"),
+    ({"engine_args": "max_num_seqs=-2"}, "field 'engine_args' 'max_num_seqs=-2' needs one positive number"),
+    ({"engine_args": "max_num_seqs=8|max_num_seqs=16"}, "field 'engine_args' 'max_num_seqs=16' needs one positive"),
 ])
 def test_bad_rows_give_one_line_naming_the_field(tmp_path, change, message):
     with pytest.raises(LedgerInputError, match=re.escape(message)) as e:

@@ -31,6 +31,17 @@ METRICS = ("output_tok_s", "tpot_ms", "itl_ms", "ttft_ms")
 ENGINE_FAMILIES = ("vllm", "sglang", "trtllm", "lmdeploy", "nim", "atom", "tgi")
 #: a source key or group: lower-case words of letters, digits and dots joined by '-' (e.g. nvidia-trtllm-perf-v0.9)
 SOURCE_KEY = re.compile(r"[a-z0-9.]+(?:-[a-z0-9.]+)*")
+#: engine settings a row may state (``engine_args``): the plan input each sets, and the flags that set it
+#: (max_model_len is no plan input: it chooses the engine's prefill budget when the plan is resolved)
+ENGINE_ARGS = {
+    "gpu_memory_utilization": "vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, TensorRT-LLM "
+                              "free_gpu_memory_fraction",
+    "max_num_batched_tokens": "vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, TensorRT-LLM --max_num_tokens",
+    "max_num_seqs": "vLLM --max-num-seqs, SGLang --max-running-requests, TensorRT-LLM --max_batch_size",
+    "overlap_scheduling": "1 for vLLM --async-scheduling",
+    "ep": "TensorRT-LLM --ep_size, vLLM --enable-expert-parallel (= TP)",
+    "max_model_len": "vLLM --max-model-len, TensorRT-LLM --max_seq_len, SGLang --context-length",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,12 @@ class LoadRow:
     quote: str
     notes: str
     requests: Optional[int] = None  # N, the requests of the benchmark run where printed; None = not printed
+    engine_args: str = ""  # the engine settings the source states, 'name=value|...' (ENGINE_ARGS); '' = defaults
+
+    @property
+    def engine_settings(self) -> dict[str, float]:
+        """``engine_args`` as {name: value} (checked when the file is read)."""
+        return parse_engine_args(self.engine_args)
 
     @property
     def engine_family(self) -> str:
@@ -82,6 +99,24 @@ class LoadRow:
         return self.output_tok_s * (self.gpus if self.basis == "per_gpu" else 1)
 
 
+def parse_engine_args(text: str) -> dict[str, float]:
+    """'name=value|name=value' (names of :data:`ENGINE_ARGS`, positive numbers) as {name: value}; ValueError names
+    the bad part."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split("|"))):
+        name, eq, value = part.partition("=")
+        if not eq or name not in ENGINE_ARGS:
+            raise ValueError(f"engine_args: {part!r} is not name=value with a name of {', '.join(ENGINE_ARGS)}")
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not number > 0 or name in out:
+            raise ValueError(f"engine_args: {part!r} needs one positive number per name")
+        out[name] = number
+    return out
+
+
 def _one(c: csvfile.Cells) -> LoadRow:
     for key in REQUIRED:
         c.text(key, True)
@@ -99,6 +134,10 @@ def _one(c: csvfile.Cells) -> LoadRow:
     gpus, tp = c.whole("gpus", lo=1), c.whole("tp", lo=1)
     if gpus % tp:
         raise LedgerInputError(f"{c.where}: gpus {gpus} is not a multiple of tp {tp}")
+    try:
+        parse_engine_args(c.text("engine_args"))
+    except ValueError as e:
+        raise c.fail("engine_args", str(e).partition(": ")[2]) from None
     return csvfile.as_dataclass(LoadRow, c, gpus=gpus, tp=tp, batch=c.whole("batch", lo=2), basis=basis,
                                 input_tokens=c.whole("input_tokens", lo=1),
                                 output_tokens=c.whole("output_tokens", lo=1),

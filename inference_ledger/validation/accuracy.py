@@ -149,14 +149,18 @@ class Fitted:
 
 
 def row_inputs(row: LoadRow) -> dict:
-    """The plan's inputs for one load row (its deployment, regime, batch and request shape)."""
+    """The plan's inputs for one load row (its deployment, regime, batch, request shape and the engine settings its
+    source states: ``engine_args``, max_model_len going to the resolver, the rest as plan inputs)."""
+    settings = row.engine_settings
+    max_model_len = settings.pop("max_model_len", None)
     numbers = {"tp": row.tp, "concurrency": row.batch, "input_tokens": row.input_tokens,
-               "output_tokens": row.output_tokens}
+               "output_tokens": row.output_tokens, **settings}
     if row.requests is not None:  # the run's N where the source prints it (else the benchmark tools' default)
         numbers["benchmark_requests"] = row.requests
     return resolve.resolve(row.model_id, row.gpu_id, weight_dtype=row.weight_dtype or None,
                            kv_dtype=row.kv_dtype or "bf16", engine=row.engine_id or engines.DEFAULT_ENGINE,
-                           batching=row.regime, numbers=numbers).inputs
+                           batching=row.regime, numbers=numbers,
+                           max_model_len=None if max_model_len is None else int(max_model_len)).inputs
 
 
 def predicted_metrics(values, replicas) -> dict:
