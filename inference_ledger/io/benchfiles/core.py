@@ -176,6 +176,42 @@ def ms(v: Optional[float]) -> Optional[float]:
     return None if v is None else v * 1e-3
 
 
+#: Keys every serving-benchmark result (vLLM's, SGLang's) holds: a run without them measured nothing.
+SERVING_REQUIRED = ("duration", "completed", "total_input_tokens", "total_output_tokens", "output_throughput")
+
+
+def serving_run(path, obj: dict, where: str, tool: str, *, total_throughput: str, failed: Optional[str],
+                latencies: dict[str, str], arrays: tuple[str, ...], **known: Any) -> Run:
+    """One run of a serving benchmark's result object (``vllm bench serve``, ``sglang.bench_serving``, which share
+    their key names): the totals, the means per request, ``mean_/median_/p99_<key>_ms`` of each of ``latencies``
+    (metric -> the tool's key) in seconds and the per-request ``arrays`` there are; ``total_throughput`` and
+    ``failed`` name the tool's own keys, ``known`` what the caller read itself."""
+    for k in SERVING_REQUIRED:
+        number(path, obj, k, required=True, where=where)
+    completed = whole(path, obj, "completed", where=where)
+    if not completed:
+        raise BadFile(path, f"{where}completed", "0 requests completed: the run measured nothing")
+    r = Run(path=path, tool=tool, **known,
+            concurrency=number(path, obj, "max_concurrency", where=where),
+            request_rate=number(path, obj, "request_rate", where=where),
+            completed=completed, failed=whole(path, obj, failed, where=where) if failed else None,
+            duration_seconds=number(path, obj, "duration", where=where),
+            total_input_tokens=number(path, obj, "total_input_tokens", where=where),
+            total_output_tokens=number(path, obj, "total_output_tokens", where=where),
+            request_throughput=number(path, obj, "request_throughput", where=where),
+            output_tokens_per_second=number(path, obj, "output_throughput", where=where),
+            total_tokens_per_second=number(path, obj, total_throughput, where=where))
+    r.input_tokens = r.total_input_tokens / completed
+    r.output_tokens = r.total_output_tokens / completed
+    for m, key in latencies.items():
+        for stat in ("mean", "median", "p99"):
+            setattr(r, f"{m}_{stat}_seconds", ms(number(path, obj, f"{stat}_{key}_ms", where=where)))
+    for key in arrays:
+        if isinstance(obj.get(key), list):
+            r.per_request[key] = obj[key]
+    return r
+
+
 def load_json(path, text: str) -> Any:
     """The JSON document in ``text``; BadFile saying where it is cut short or broken."""
     try:

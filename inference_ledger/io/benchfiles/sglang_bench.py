@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inference_ledger.io.benchfiles.core import BadFile, Run, ms, number, whole
+from inference_ledger.io.benchfiles.core import BadFile, Run, number, serving_run
 
 TOOL = "sglang.bench_serving"
-_REQUIRED = ("duration", "completed", "total_input_tokens", "total_output_tokens", "output_throughput")
 
 
 def _is_result(obj: Any) -> bool:
@@ -37,37 +36,16 @@ def detect(text: str, parsed: Any) -> bool:
 
 
 def run_of(path: str, obj: dict, where: str) -> Run:
-    for k in _REQUIRED:
-        number(path, obj, k, required=True, where=where)
-    completed = whole(path, obj, "completed", where=where)
-    if not completed:
-        raise BadFile(path, f"{where}completed", "0 requests completed: the run measured nothing")
-    r = Run(path=path, tool=TOOL, engine=obj.get("backend"),
-            concurrency=number(path, obj, "max_concurrency", where=where),
-            request_rate=number(path, obj, "request_rate", where=where),
-            completed=completed,
-            duration_seconds=number(path, obj, "duration", where=where),
-            total_input_tokens=number(path, obj, "total_input_tokens", where=where),
-            total_output_tokens=number(path, obj, "total_output_tokens", where=where),
-            request_throughput=number(path, obj, "request_throughput", where=where),
-            output_tokens_per_second=number(path, obj, "output_throughput", where=where),
-            total_tokens_per_second=number(path, obj, "total_throughput", where=where))
-    r.input_tokens = r.total_input_tokens / completed
-    r.output_tokens = r.total_output_tokens / completed
+    r = serving_run(path, obj, where, TOOL, total_throughput="total_throughput", failed=None,
+                    latencies={"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2el": "e2e_latency"},
+                    arrays=("input_lens", "output_lens", "ttfts", "itls", "errors"), engine=obj.get("backend"))
     if r.total_tokens_per_second is None and r.duration_seconds:
         r.total_tokens_per_second = (r.total_input_tokens + r.total_output_tokens) / r.duration_seconds
-    for m, key in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2el", "e2e_latency")):
-        setattr(r, f"{m}_mean_seconds", ms(number(path, obj, f"mean_{key}_ms", where=where)))
-        setattr(r, f"{m}_median_seconds", ms(number(path, obj, f"median_{key}_ms", where=where)))
-        setattr(r, f"{m}_p99_seconds", ms(number(path, obj, f"p99_{key}_ms", where=where)))
     if r.ttft_mean_seconds is None:
         raise BadFile(path, f"{where}mean_ttft_ms", "missing: the run has no latencies")
     measured = number(path, obj, "concurrency", where=where)
     if measured is not None:
         r.notes.append(f"mean requests in flight {measured:.2f} (SGLang's 'concurrency')")
-    for key in ("input_lens", "output_lens", "ttfts", "itls", "errors"):
-        if isinstance(obj.get(key), list):
-            r.per_request[key] = obj[key]
     return r
 
 

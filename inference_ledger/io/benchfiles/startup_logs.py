@@ -58,20 +58,75 @@ def _first(pattern: str, text: str, flags: int = 0) -> Optional[re.Match]:
     return re.search(pattern, text, flags)
 
 
-VLLM_MARKS = ("vLLM", "vllm", "Memory profiling", "GPU KV cache size", "# GPU blocks", "Maximum concurrency for",
-              "Loading model weights took", "Model loading took", "model weights take")
-SGLANG_MARKS = ("KV Cache is allocated", "Load weight end", "max_total_num_tokens", "sglang", "ServerArgs")
+def _bytes(gib: str) -> float:
+    return _f(gib) * GIB
+
+
+def _whole(s: str) -> int:
+    return int(_f(s))
+
+
+#: Lines that mark each engine's log (the mixed-log check reads these); a vLLM log is also told by the lines of
+#: ``_VLLM_ALSO`` alone.
+_SGLANG_LINES = ("KV Cache is allocated", "Load weight end", "max_total_num_tokens", "ServerArgs(")
+_VLLM_LINES = ("Memory profiling", "GPU KV cache size", "# GPU blocks", "model weights take", "Model loading took",
+               "Loading model weights took", "LLM engine")
+_VLLM_ALSO = ("# CUDA blocks", "# cuda blocks", "Maximum concurrency for", "vllm serve")
 _ERRORS = re.compile(r"(?:^|\s)((?:[A-Za-z_.]*(?:Error|Exception))\b:?.*|CUDA out of memory.*|"
                      r"No available memory for the cache blocks.*)$", re.MULTILINE)
+
+_KV_GIB = r"(-?" + _NUM[1:] + r"\s*Gi?B"     # a KV budget, negative when the weights leave no room
+#: (field, the value of its first group, patterns tried in order): what a vLLM log prints, each in one line; a
+#: field read before (from a line of two figures) keeps its value.
+_VLLM_FIELDS = (
+    ("model", str, r"'model': '([^']+)'", r"vllm serve\s+(\S+)"),
+    ("tp", _whole, r"tensor_parallel_size[=:]\s*'?(\d+)", r"(?:-tp|--tensor-parallel-size)[ =](\d+)"),
+    ("pp", _whole, r"pipeline_parallel_size[=:]\s*'?(\d+)"),
+    # memory: the three wordings
+    ("gpu_memory_bytes", _bytes, r"total_gpu_memory\s*[=(]?\s*" + _GIB),
+    ("gpu_memory_utilization", _f, r"gpu_memory_utilization\s*[=(]?\s*([0-9.]+)"),
+    ("weights_bytes", _bytes, r"Model loading took\s+" + _GIB, r"Loading model weights took\s+" + _GIB,
+     r"model weights take\s+" + _GIB),
+    ("non_torch_bytes", _bytes, r"non_torch_memory\s*(?:takes|=)?\s*" + _GIB),
+    ("activation_bytes", _bytes, r"PyTorch activation peak memory\s*(?:takes)?\s*" + _GIB),
+    ("kv_cache_bytes", _bytes, r"reserved for KV Cache is\s+" + _KV_GIB, r"available_kv_cache_memory\s+" + _KV_GIB,
+     r"kv_cache_size=" + _KV_GIB, r"Available KV cache memory:\s*" + _KV_GIB),
+    ("kv_cache_tokens", _whole, r"GPU KV cache size:\s*" + _NUM + r"\s*tokens"),
+    ("kv_blocks", _whole, r"#\s*(?:GPU|CUDA|cuda|gpu) blocks:\s*(\d+)"),
+    ("block_size", _whole, r"block_size[=:]\s*'?(\d+)"),
+    ("max_model_len", _whole, r"max_model_len[=:]\s*'?(\d+)"),
+    ("max_num_batched_tokens", _whole, r"max_num_batched_tokens[=:]\s*'?(\d+)"),
+    ("cuda_graph_bytes", _bytes, r"Graph capturing finished in [0-9.]+ secs?, took\s+" + _GIB),
+)
+#: The same for an SGLang log.
+_SGLANG_FIELDS = (
+    ("model", str, r"model_path='([^']+)'"),
+    ("tp", _whole, r"tp_size=(\d+)"),
+    ("pp", _whole, r"pp_size=(\d+)"),
+    ("gpu_memory_utilization", _f, r"mem_fraction_static=([0-9.]+)"),
+    ("weights_bytes", _bytes, r"Load weight end\..*?avail mem=" + _NUM[1:-1] + r"\s*Gi?B, mem usage=" + _GIB),
+    ("kv_cache_tokens", _whole, r"max_total_num_tokens=(\d+)"),
+    ("max_running_requests", _whole, r"max_running_requests=(\d+)"),
+    ("max_model_len", _whole, r"context_len=(\d+)"),
+    ("max_num_batched_tokens", _whole, r"chunked_prefill_size=(\d+)"),
+    ("cuda_graph_bytes", _bytes, r"Capture cuda graph end\..*?mem usage=" + _GIB),
+)
+
+
+def _read_fields(s: Startup, text: str, table) -> None:
+    """Each field of ``table`` not yet read, from the first of its patterns the log holds."""
+    for name, value, *patterns in table:
+        if getattr(s, name) is not None:
+            continue
+        m = next((m for m in (_first(p, text) for p in patterns) if m), None)
+        if m:
+            setattr(s, name, value(m.group(1)))
 
 
 def detect(text: str, parsed: Any) -> bool:
     if parsed is not None:
         return False
-    return any(m in text for m in ("KV Cache is allocated", "Load weight end", "max_total_num_tokens", "ServerArgs(")) \
-        or any(m in text for m in ("Memory profiling", "GPU KV cache size", "# GPU blocks", "# CUDA blocks",
-                                   "# cuda blocks", "Maximum concurrency for", "Loading model weights took",
-                                   "Model loading took", "model weights take", "LLM engine", "vllm serve"))
+    return any(m in text for m in (*_SGLANG_LINES, *_VLLM_LINES, *_VLLM_ALSO))
 
 
 def _error(text: str) -> Optional[str]:
@@ -86,65 +141,15 @@ def _vllm(path: str, text: str) -> Startup:
     if m:
         s.engine_version = f"{m.group(2)} ({'V1' if m.group(1) else 'V0'})"
         s.model = m.group(3)
-    else:
-        m = _first(r"'model': '([^']+)'", text) or _first(r"vllm serve\s+(\S+)", text)
-        if m:
-            s.model = m.group(1)
-    m = _first(r"tensor_parallel_size[=:]\s*'?(\d+)", text) or _first(r"(?:-tp|--tensor-parallel-size)[ =](\d+)", text)
-    if m:
-        s.tp = int(m.group(1))
-    m = _first(r"pipeline_parallel_size[=:]\s*'?(\d+)", text)
-    if m:
-        s.pp = int(m.group(1))
-    # memory: the three wordings
-    m = _first(r"total_gpu_memory\s*[=(]?\s*" + _GIB, text)
-    if m:
-        s.gpu_memory_bytes = _f(m.group(1)) * GIB
-    m = _first(r"gpu_memory_utilization\s*[=(]?\s*([0-9.]+)", text)
-    if m:
-        s.gpu_memory_utilization = float(m.group(1))
-    m = _first(r"Model loading took\s+" + _GIB, text) or _first(r"Loading model weights took\s+" + _GIB, text) \
-        or _first(r"model weights take\s+" + _GIB, text)
-    if m:
-        s.weights_bytes = _f(m.group(1)) * GIB
-    m = _first(r"non_torch_memory\s*(?:takes|=)?\s*" + _GIB, text)
-    if m:
-        s.non_torch_bytes = _f(m.group(1)) * GIB
-    m = _first(r"PyTorch activation peak memory\s*(?:takes)?\s*" + _GIB, text)
-    if m:
-        s.activation_bytes = _f(m.group(1)) * GIB
-    else:
-        peak = _first(r"peak_torch_memory=" + _GIB, text)
-        if peak and s.weights_bytes is not None:
-            s.activation_bytes = _f(peak.group(1)) * GIB - s.weights_bytes
-            s.notes.append("activation = peak_torch_memory - weights (this vLLM prints no activation line)")
-    m = _first(r"reserved for KV Cache is\s+(-?" + _NUM[1:] + r"\s*Gi?B", text) \
-        or _first(r"available_kv_cache_memory\s+(-?" + _NUM[1:] + r"\s*Gi?B", text) \
-        or _first(r"kv_cache_size=(-?" + _NUM[1:] + r"\s*Gi?B", text) \
-        or _first(r"Available KV cache memory:\s*(-?" + _NUM[1:] + r"\s*Gi?B", text)
-    if m:
-        s.kv_cache_bytes = _f(m.group(1)) * GIB
-    m = _first(r"GPU KV cache size:\s*" + _NUM + r"\s*tokens", text)
-    if m:
-        s.kv_cache_tokens = int(_f(m.group(1)))
-    m = _first(r"#\s*(?:GPU|CUDA|cuda|gpu) blocks:\s*(\d+)", text)
-    if m:
-        s.kv_blocks = int(m.group(1))
-    m = _first(r"block_size[=:]\s*'?(\d+)", text)
-    s.block_size = int(m.group(1)) if m else None
     m = _first(r"Maximum concurrency for\s+" + _NUM + r"\s+tokens per request:\s*" + _NUM + "x", text)
     if m:
         s.max_model_len = int(_f(m.group(1)))
         s.max_concurrency = _f(m.group(2))
-    m = _first(r"max_model_len[=:]\s*'?(\d+)", text)
-    if m and s.max_model_len is None:
-        s.max_model_len = int(m.group(1))
-    m = _first(r"max_num_batched_tokens[=:]\s*'?(\d+)", text)
-    if m:
-        s.max_num_batched_tokens = int(m.group(1))
-    m = _first(r"Graph capturing finished in [0-9.]+ secs?, took\s+" + _GIB, text)
-    if m:
-        s.cuda_graph_bytes = _f(m.group(1)) * GIB
+    _read_fields(s, text, _VLLM_FIELDS)
+    peak = _first(r"peak_torch_memory=" + _GIB, text)
+    if s.activation_bytes is None and peak and s.weights_bytes is not None:
+        s.activation_bytes = _f(peak.group(1)) * GIB - s.weights_bytes
+        s.notes.append("activation = peak_torch_memory - weights (this vLLM prints no activation line)")
     refused = _first(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV "
                      r"cache \((\d+)\)", text)
     if refused:
@@ -166,21 +171,6 @@ def _vllm(path: str, text: str) -> Startup:
 
 def _sglang(path: str, text: str) -> Startup:
     s = Startup(path=path, tool="SGLang start-up log", engine="sglang")
-    m = _first(r"model_path='([^']+)'", text)
-    if m:
-        s.model = m.group(1)
-    m = _first(r"tp_size=(\d+)", text)
-    if m:
-        s.tp = int(m.group(1))
-    m = _first(r"pp_size=(\d+)", text)
-    if m:
-        s.pp = int(m.group(1))
-    m = _first(r"mem_fraction_static=([0-9.]+)", text)
-    if m:
-        s.gpu_memory_utilization = float(m.group(1))
-    m = _first(r"Load weight end\..*?avail mem=" + _GIB + r", mem usage=" + _GIB, text)
-    if m:
-        s.weights_bytes = _f(m.group(2)) * GIB
     m = _first(r"KV Cache is allocated\. #tokens: (\d+), K size: " + _GIB + r", V size: " + _GIB, text)
     if m:
         s.kv_cache_tokens = int(m.group(1))
@@ -190,30 +180,15 @@ def _sglang(path: str, text: str) -> Startup:
         if m:
             s.kv_cache_tokens = int(m.group(1))
             s.kv_cache_bytes = _f(m.group(2)) * GIB
-    m = _first(r"max_total_num_tokens=(\d+)", text)
-    if m and s.kv_cache_tokens is None:
-        s.kv_cache_tokens = int(m.group(1))
-    m = _first(r"max_running_requests=(\d+)", text)
-    if m:
-        s.max_running_requests = int(m.group(1))
-    m = _first(r"context_len=(\d+)", text)
-    if m:
-        s.max_model_len = int(m.group(1))
-    m = _first(r"chunked_prefill_size=(\d+)", text)
-    if m:
-        s.max_num_batched_tokens = int(m.group(1))
-    m = _first(r"Capture cuda graph end\..*?mem usage=" + _GIB, text)
-    if m:
-        s.cuda_graph_bytes = _f(m.group(1)) * GIB
+    _read_fields(s, text, _SGLANG_FIELDS)
     if s.kv_cache_tokens and s.max_model_len:
         s.max_concurrency = s.kv_cache_tokens / s.max_model_len
     return s
 
 
 def read(path: str, text: str, parsed: Any) -> list[Startup]:
-    sglang = any(m in text for m in ("KV Cache is allocated", "Load weight end", "max_total_num_tokens", "ServerArgs("))
-    vllm = any(m in text for m in ("Memory profiling", "GPU KV cache size", "# GPU blocks", "model weights take",
-                                   "Model loading took", "Loading model weights took", "LLM engine"))
+    sglang = any(m in text for m in _SGLANG_LINES)
+    vllm = any(m in text for m in _VLLM_LINES)
     if sglang and vllm:
         raise BadFile(path, "engine", "the log mixes vLLM and SGLang lines: give one engine's log per file")
     s = _sglang(path, text) if sglang else _vllm(path, text)

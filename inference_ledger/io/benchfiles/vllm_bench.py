@@ -24,10 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from inference_ledger.io.benchfiles.core import BadFile, Run, ms, number, whole
+from inference_ledger.io.benchfiles.core import BadFile, Run, serving_run
 
 TOOL = "vllm bench serve"
-_REQUIRED = ("duration", "completed", "total_input_tokens", "total_output_tokens", "output_throughput")
 #: --metadata keys this reader understands (vLLM writes them as strings).
 _META_INT = {"tensor_parallel_size": "tp", "tp": "tp", "pipeline_parallel_size": "pp", "pp": "pp",
              "num_gpus": "gpus", "gpus": "gpus"}
@@ -58,28 +57,10 @@ def _meta_int(path, obj: dict, key: str) -> Optional[int]:
 
 
 def run_of(path: str, obj: dict, where: str = "") -> Run:
-    for k in _REQUIRED:
-        number(path, obj, k, required=True, where=where)
-    completed = whole(path, obj, "completed", where=where)
-    if not completed:
-        raise BadFile(path, f"{where}completed", "0 requests completed: the run measured nothing")
-    rate = number(path, obj, "request_rate", where=where)
-    r = Run(path=path, tool=TOOL, model=obj.get("model_id") or None,
-            concurrency=number(path, obj, "max_concurrency", where=where),
-            request_rate=rate if rate is not None else None,
-            completed=completed, failed=whole(path, obj, "failed", where=where),
-            duration_seconds=number(path, obj, "duration", where=where),
-            total_input_tokens=number(path, obj, "total_input_tokens", where=where),
-            total_output_tokens=number(path, obj, "total_output_tokens", where=where),
-            request_throughput=number(path, obj, "request_throughput", where=where),
-            output_tokens_per_second=number(path, obj, "output_throughput", where=where),
-            total_tokens_per_second=number(path, obj, "total_token_throughput", where=where))
-    r.input_tokens = r.total_input_tokens / completed
-    r.output_tokens = r.total_output_tokens / completed
-    for m in ("ttft", "tpot", "itl", "e2el"):
-        setattr(r, f"{m}_mean_seconds", ms(number(path, obj, f"mean_{m}_ms", where=where)))
-        setattr(r, f"{m}_median_seconds", ms(number(path, obj, f"median_{m}_ms", where=where)))
-        setattr(r, f"{m}_p99_seconds", ms(number(path, obj, f"p99_{m}_ms", where=where)))
+    r = serving_run(path, obj, where, TOOL, total_throughput="total_token_throughput", failed="failed",
+                    latencies={m: m for m in ("ttft", "tpot", "itl", "e2el")},
+                    arrays=("input_lens", "output_lens", "ttfts", "latencies", "itls", "errors"),
+                    model=obj.get("model_id") or None)
     if r.ttft_mean_seconds is None and r.tpot_mean_seconds is None:
         raise BadFile(path, f"{where}mean_ttft_ms", "missing (and mean_tpot_ms too): the run has no latencies")
     for key, attr in _META_INT.items():
@@ -89,11 +70,8 @@ def run_of(path: str, obj: dict, where: str = "") -> Run:
     for key in ("gpu", "gpu_name", "hardware"):
         if obj.get(key):
             r.gpu = str(obj[key])
-    for key in ("input_lens", "output_lens", "ttfts", "latencies", "itls", "errors"):
-        if isinstance(obj.get(key), list):
-            r.per_request[key] = obj[key]
     if r.request_rate is not None and math.isinf(r.request_rate) and r.concurrency is None:
-        r.concurrency = float(completed + (r.failed or 0))
+        r.concurrency = float(r.completed + (r.failed or 0))
         r.notes.append(f"all requests sent at once with no --max-concurrency: the client's concurrency is the "
                        f"{r.concurrency:g} requests")
     return r
