@@ -116,6 +116,12 @@ def excel_function(fn: Callable[..., Any], excel_name: str, description: str) ->
         Param(name, ARGS[name], None if p.default is inspect.Parameter.empty else p.default)
         for name, p in inspect.signature(fn).parameters.items()
     ]
+    return _broadcast_function(fn, params, excel_name, description)
+
+
+def _broadcast_function(fn: Callable[..., Any], params: list[Param], excel_name: str,
+                        description: str) -> Callable[..., Any]:
+    """The worksheet function over ``fn`` taking ``params`` (defaults applied), 2-D ranges in and out."""
     signature = _signature(params)
 
     def call(*values):
@@ -179,15 +185,7 @@ def line_function(line_name: str, description: str) -> Callable[..., Any]:
         return ln.fn(**dict(zip(names, xs)))
 
     fn.__name__ = line_name
-    signature = _signature(params)
-
-    def call(*values):
-        bound = signature.bind(*values)
-        bound.apply_defaults()
-        return broadcast_call(fn, params, bound.args)
-
-    call.__signature__ = signature
-    return _register(call, line_name.upper(), description, {p.name: p.doc() for p in params})
+    return _broadcast_function(fn, params, line_name.upper(), description)
 
 
 #: Plan lines whose Excel function is the line itself (the others of the same name call the same formula).

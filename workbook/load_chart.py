@@ -126,6 +126,19 @@ CHOICE_ROWS = (
 )
 
 
+def _line_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
+                 colors: tuple[str, str]) -> None:
+    """The plan line ``target`` over concurrency as a line with circles in ``colors[0]``, then its band in
+    ``colors[1]``."""
+    s = Series(Reference(ws, min_col=col_of[target], min_row=rows[0], max_row=rows[1]), xs,
+               title=plan.LINE_BY_NAME[target].label)
+    s.marker.symbol = "circle"
+    s.graphicalProperties.line.solidFill = colors[0]
+    s.smooth = False
+    chart.series.append(s)
+    _band_series(ws, chart, target, col_of, rows, xs, colors[1])
+
+
 def _band_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
                  color: str) -> None:
     """The target's band as two thin dotted lines in a light shade of its colour (low and high): about 80% of new
@@ -229,23 +242,11 @@ def load_sheet(wb, ctx: Ctx) -> None:
     kv_rows = (rows["kv_x"], rows["kv_x"] + 1)
     throughput = _chart("Output tokens/s vs concurrency (flat: the KV cache is full, the rest queue)",
                         "Output tokens/s (one replica)", "#,##0")
-    s = Series(Reference(ws, min_col=col_of["tokens_per_second"], min_row=first, max_row=last), xs,
-               title=plan.LINE_BY_NAME["tokens_per_second"].label)
-    s.marker.symbol = "circle"
-    s.graphicalProperties.line.solidFill = "4472C4"
-    s.smooth = False
-    throughput.series.append(s)
-    _band_series(ws, throughput, "tokens_per_second", col_of, (first, last), xs, "9DC3E6")
+    _line_series(ws, throughput, "tokens_per_second", col_of, (first, last), xs, ("4472C4", "9DC3E6"))
     throughput.series.append(_marker(ws, kv_rows, kv_rows, 2, 3, "KV-capacity plateau (max_concurrency)", "C00000"))
     latency = _chart("TPOT vs concurrency (the dashed level is the TPOT target)", "Seconds per output token",
                      "0.000")
-    s = Series(Reference(ws, min_col=col_of["tpot_seconds"], min_row=first, max_row=last), xs,
-               title=plan.LINE_BY_NAME["tpot_seconds"].label)
-    s.marker.symbol = "circle"
-    s.graphicalProperties.line.solidFill = "ED7D31"
-    s.smooth = False
-    latency.series.append(s)
-    _band_series(ws, latency, "tpot_seconds", col_of, (first, last), xs, "F8CBAD")
+    _line_series(ws, latency, "tpot_seconds", col_of, (first, last), xs, ("ED7D31", "F8CBAD"))
     latency.series.append(_marker(ws, kv_rows, kv_rows, 2, 4, "KV-capacity plateau (max_concurrency)", "C00000"))
     t_rows = (rows["target"], rows["target"] + 1)
     latency.series.append(_marker(ws, t_rows, t_rows, 2, 4, "TPOT target", "70AD47"))

@@ -54,29 +54,24 @@ def gpu_line(g: catalog.Gpu, id_width: int = 10, name_width: int = 34) -> str:
             f"{flops} TFLOP/s dense{tdp}{price}  [{_first_source(g.source)}]")
 
 
-def _dump(items) -> str:
-    return json.dumps([dataclasses.asdict(x) for x in items], indent=2)
+def _listing(items, line, as_json: bool) -> None:
+    """A catalog on stdout: every field as JSON, or one ``line`` each in columns as wide as the longest id and name."""
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(x) for x in items], indent=2))
+        return
+    widths = max(len(x.id) for x in items), max(len(x.name) for x in items)
+    click.echo("\n".join(line(x, *widths) for x in items))
 
 
 @click.command("models", cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Every field of every model, as JSON (counts in parameters).")
 def models_cmd(as_json: bool) -> None:
     """The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one)."""
-    models = catalog.load_models()
-    if as_json:
-        click.echo(_dump(models))
-        return
-    widths = max(len(m.id) for m in models), max(len(m.name) for m in models)
-    click.echo("\n".join(model_line(m, *widths) for m in models))
+    _listing(catalog.load_models(), model_line, as_json)
 
 
 @click.command("gpus", cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Every field of every GPU, as JSON (base units).")
 def gpus_cmd(as_json: bool) -> None:
     """The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there)."""
-    gpus = catalog.load_gpus()
-    if as_json:
-        click.echo(_dump(gpus))
-        return
-    widths = max(len(g.id) for g in gpus), max(len(g.name) for g in gpus)
-    click.echo("\n".join(gpu_line(g, *widths) for g in gpus))
+    _listing(catalog.load_gpus(), gpu_line, as_json)

@@ -197,24 +197,24 @@ def abs_(x):
     return abs(_num(x))
 
 
+def _is(name: str, test, x):
+    """The information function ``name``(x): ``test`` of a value, or the call of a formula carrying its value's."""
+    if is_sym(x):
+        out = _call(name, x)
+        v = value_of(x)
+        out.value = v if v is NOVALUE else test(v)
+        return out
+    return test(x)
+
+
 def isnumber(x):
     """ISNUMBER(x): True for a number (not text, not a blank cell)."""
-    if is_sym(x):
-        out = _call("ISNUMBER", x)
-        v = value_of(x)
-        out.value = v if v is NOVALUE else isnumber(v)
-        return out
-    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+    return _is("ISNUMBER", lambda v: isinstance(v, (int, float, np.number)) and not isinstance(v, bool), x)
 
 
 def isblank(x):
     """ISBLANK(x): True for an empty cell (None in Python)."""
-    if is_sym(x):
-        out = _call("ISBLANK", x)
-        v = value_of(x)
-        out.value = v if v is NOVALUE else isblank(v)
-        return out
-    return x is None
+    return _is("ISBLANK", lambda v: v is None, x)
 
 
 def concat(*parts):

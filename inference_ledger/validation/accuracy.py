@@ -292,8 +292,17 @@ def fit(rs: RowSet, train: np.ndarray, params: Sequence[Parameter] | None = None
 # ----------------------------------------------------------------------------------------------------------------
 
 
+class RelativeError:
+    """What a record of a ``measured`` figure and the plan's ``predicted`` one says of the plan."""
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured: > 0 the plan predicts more than was measured."""
+        return (self.predicted - self.measured) / self.measured
+
+
 @dataclass(frozen=True)
-class Figure:
+class Figure(RelativeError):
     """One measured figure of one row and the plan's prediction of it (left out: fitted without the row's source)."""
 
     row: str
@@ -305,10 +314,6 @@ class Figure:
     regime: str
     measured: float
     predicted: float
-
-    @property
-    def error(self) -> float:
-        return (self.predicted - self.measured) / self.measured
 
     @property
     def ratio(self) -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from inference_ledger.graph import plan
-from inference_ledger.validation.accuracy import measured_metrics, predicted_metrics, row_inputs
+from inference_ledger.validation.accuracy import RelativeError, measured_metrics, predicted_metrics, row_inputs
 from inference_ledger.catalogs.load_measurements import REGIMES, LoadRow, load_measured_load
 
 #: metric -> label (unit)
@@ -28,16 +28,12 @@ METRICS = {"output_tok_s": "Output tokens/s under load", "tpot_ms": "TPOT under 
 
 
 @dataclass(frozen=True)
-class LoadCheck:
+class LoadCheck(RelativeError):
     row: str
     metric: str
     regime: str
     measured: float
     predicted: float
-
-    @property
-    def error(self) -> float:
-        return (self.predicted - self.measured) / self.measured
 
 
 def row_values(row: LoadRow) -> dict:
