@@ -33,14 +33,14 @@ import csv
 import datetime
 import io
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from kernel_csv import GEMM_M, table, write
+
 COMMIT = "e4048607a535ace3a2b51ded31b1c8c2d45c0879"   # ROCm/aiter main, 2026-08-22 (v0.1.20-46-ge4048607a5)
 REPO = "ROCm/aiter"
-GEMM_M = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 #: aiter cu_num -> inference_ledger/data/gpus.csv ids it measures
 CU_GPUS = {"304": ("mi300x", "mi325x"), "256": ("mi355x",)}
 
@@ -212,20 +212,6 @@ def allreduce_rows():
     for ids, g, url, what, pts in ALLREDUCE:
         for size, lat in pts:
             yield [ids, "vllm", "custom-ar", g, size, f"{lat:g}", f"{url} {what}"]   # as published
-
-
-def write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def table(rows) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    for r in rows:
-        w.writerow(r)
-    return buf.getvalue()
 
 
 def main(argv: list[str]) -> int:

@@ -28,14 +28,12 @@ with four significant digits.  Usage::
 
 from __future__ import annotations
 
-import csv
 import datetime
-import io
-import os
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq  # optional dependency of this script only
+from kernel_csv import GEMM_M, table, write
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -44,7 +42,6 @@ PACKAGE = "aiconfigurator-core 0.12.0"
 GPUS = {"h100_sxm": ("h100-sxm",), "h200_sxm": ("h200",), "a100_sxm": ("a100-80gb", "a100-40gb"),
         "b200_sxm": ("b200",)}
 ENGINES = ("vllm", "sglang", "trtllm")
-GEMM_M = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 GEMM_NK = (512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 16384, 51200, 65536)
 GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block")
 DECODE_CTX = (128, 1024, 4096, 16384, 65536)
@@ -227,18 +224,58 @@ def mla_rows(root: Path, which: str):
                     yield [*row, *("" if x is None else us(x) for x in lats), f"{folder}/mla/{eng}/{d.name}/{name}"]
 
 
-def write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def _columns(keys: str, prefix: str, axis) -> str:
+    """A table's header: its key columns, one column ``prefix``<x> per point x of the axis, then the source."""
+    return f"{keys}," + ",".join(f"{prefix}{x}" for x in axis) + ",source"
 
 
-def table(rows, cols) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    for r in rows:
-        w.writerow(r)
-    return buf.getvalue()
+_ATTENTION = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim"     # key columns of the attention tables
+_MLA = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads"                   # and of the MLA modules'
+_DECODE, _PREFILL = ("ctx", DECODE_CTX), ("isl", PREFILL_ISL)               # their axes: KV length, prompt length
+#: The tables written: (file, its columns, its rows from the package folder).
+TABLES = (
+    ("gemm.csv", _columns("gpu_ids,engine,version,dtype,n,k", "m", GEMM_M), gemm_rows),
+    ("decode_attention.csv", _columns(_ATTENTION + ",batch", *_DECODE), lambda r: attention_rows(r, "generation")),
+    ("prefill_attention.csv", _columns(_ATTENTION, *_PREFILL), lambda r: attention_rows(r, "context")),
+    ("allreduce.csv", "gpu_ids,library,version,gpus,message_bytes,latency_us,source", allreduce_rows),
+    ("moe.csv", _columns("gpu_ids,engine,version,dtype,hidden,inter,topk,experts,tp,ep", "t", MOE_TOKENS),
+     lambda r: sorted(moe_rows(r), key=lambda row: row[:10])),
+    ("mla_decode.csv", _columns(_MLA + ",batch", *_DECODE), lambda r: mla_rows(r, "generation")),
+    ("mla_prefill.csv", _columns(_MLA, *_PREFILL), lambda r: mla_rows(r, "context")),
+)
+#: What each table measures, and a note on its columns (its header says both).
+ABOUT = {
+    "gemm.csv": (
+        "GEMM",
+        "One row per (dtype, N, K): y = x W^T with x M x K, W N x K; columns m<M> are M (tokens) = "
+        + ", ".join(map(str, GEMM_M)) + "; the fastest kernel the engine's table holds at that shape."),
+    "decode_attention.csv": (
+        "Decode (generation) attention, one layer",
+        "Columns ctx<L> are the KV length each sequence attends over (blank: not measured); heads and kv_heads are "
+        "per GPU (after TP); BF16 queries, no sliding window."),
+    "prefill_attention.csv": (
+        "Prefill (context) attention of one prompt, one layer",
+        "Columns isl<S> are the prompt length (causal, batch 1; blank: not measured); heads per GPU; BF16 queries, "
+        "no sliding window."),
+    "allreduce.csv": (
+        "All-reduce",
+        "library nccl = NCCL all_reduce (fp16), otherwise the engine's custom all-reduce (CUDA-graph variant where "
+        "measured both ways)."),
+    "moe.csv": (
+        "Fused MoE layer (routing + grouped expert GEMMs) on one GPU",
+        "Columns t<T> are the tokens entering the layer (all the EP group's: aiconfigurator's num_tokens); inter is "
+        "one expert's intermediate size, tp and ep the MoE layer's own split; routing " + MOE_DISTRIBUTION
+        + " (the package's default); the fastest kernel the engine's table holds at that shape."),
+    "mla_decode.csv": (
+        "MLA attention module of one layer, decode (DeepSeek-V3 shapes)",
+        "The whole module: q/kv projections, attention over the latent KV cache and the output projection; heads "
+        "per GPU; columns ctx<L> are the KV length of each sequence (the table's step; blank: not measured); the "
+        "fastest kernel the engine's table holds."),
+    "mla_prefill.csv": (
+        "MLA attention module of one layer, prefill of one prompt (DeepSeek-V3 shapes)",
+        "The whole module (projections + causal attention); heads per GPU; columns isl<S> are the prompt length "
+        "(batch 1; blank: not measured)."),
+}
 
 
 def main(argv: list[str]) -> int:
@@ -248,50 +285,8 @@ def main(argv: list[str]) -> int:
     root = Path(argv[1]) / "systems" if (Path(argv[1]) / "systems").is_dir() else Path(argv[1])
     out = Path(argv[2]) if len(argv) > 2 else Path(__file__).resolve().parents[1] / "inference_ledger/data/kernels"
     out.mkdir(parents=True, exist_ok=True)
-    cols = "gpu_ids,engine,version,dtype,n,k," + ",".join(f"m{m}" for m in GEMM_M) + ",source"
-    write(out / "gemm.csv", header("GEMM", cols, "One row per (dtype, N, K): y = x W^T with x M x K, W N x K; "
-                                   "columns m<M> are M (tokens) = " + ", ".join(map(str, GEMM_M))
-                                   + "; the fastest kernel the engine's table holds at that shape.")
-          + table(gemm_rows(root), cols))
-    cols = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim,batch," \
-        + ",".join(f"ctx{c}" for c in DECODE_CTX) + ",source"
-    write(out / "decode_attention.csv", header("Decode (generation) attention, one layer", cols,
-                                               "Columns ctx<L> are the KV length each sequence attends over (blank: not "
-                                               "measured); heads and kv_heads are per GPU (after TP); BF16 queries, no "
-                                               "sliding window.")
-          + table(attention_rows(root, "generation"), cols))
-    cols = "gpu_ids,engine,version,kv_dtype,heads,kv_heads,head_dim," \
-        + ",".join(f"isl{c}" for c in PREFILL_ISL) + ",source"
-    write(out / "prefill_attention.csv", header("Prefill (context) attention of one prompt, one layer", cols,
-                                                "Columns isl<S> are the prompt length (causal, batch 1; blank: not "
-                                                "measured); heads per GPU; BF16 queries, no sliding window.")
-          + table(attention_rows(root, "context"), cols))
-    cols = "gpu_ids,library,version,gpus,message_bytes,latency_us,source"
-    write(out / "allreduce.csv", header("All-reduce", cols, "library nccl = NCCL all_reduce (fp16), otherwise the "
-                                        "engine's custom all-reduce (CUDA-graph variant where measured both ways).")
-          + table(allreduce_rows(root), cols))
-    cols = "gpu_ids,engine,version,dtype,hidden,inter,topk,experts,tp,ep," \
-        + ",".join(f"t{n}" for n in MOE_TOKENS) + ",source"
-    write(out / "moe.csv", header("Fused MoE layer (routing + grouped expert GEMMs) on one GPU", cols,
-                                  "Columns t<T> are the tokens entering the layer (all the EP group's: "
-                                  "aiconfigurator's num_tokens); inter is one expert's intermediate size, tp and ep "
-                                  f"the MoE layer's own split; routing {MOE_DISTRIBUTION} (the package's default); "
-                                  "the fastest kernel the engine's table holds at that shape.")
-          + table(sorted(moe_rows(root), key=lambda r: r[:10]), cols))
-    cols = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads,batch," + ",".join(f"ctx{c}" for c in DECODE_CTX) \
-        + ",source"
-    write(out / "mla_decode.csv", header("MLA attention module of one layer, decode (DeepSeek-V3 shapes)", cols,
-                                         "The whole module: q/kv projections, attention over the latent KV cache "
-                                         "and the output projection; heads per GPU; columns ctx<L> are the KV "
-                                         "length of each sequence (the table's step; blank: not measured); the "
-                                         "fastest kernel the engine's table holds.")
-          + table(mla_rows(root, "generation"), cols))
-    cols = "gpu_ids,engine,version,kv_dtype,gemm_dtype,heads," + ",".join(f"isl{c}" for c in PREFILL_ISL) + ",source"
-    write(out / "mla_prefill.csv", header("MLA attention module of one layer, prefill of one prompt (DeepSeek-V3 "
-                                          "shapes)", cols, "The whole module (projections + causal attention); "
-                                          "heads per GPU; columns isl<S> are the prompt length (batch 1; blank: not "
-                                          "measured).")
-          + table(mla_rows(root, "context"), cols))
+    for name, cols, rows in TABLES:
+        write(out / name, header(ABOUT[name][0], cols, ABOUT[name][1]) + table(rows(root)))
     return 0
 
 
