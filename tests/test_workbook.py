@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import concurrency, resolve
 from inference_ledger.graph import plan
 from inference_ledger.core.expr import PORTABLE_FUNCTIONS
@@ -163,24 +162,40 @@ def test_scenario_rows_equal_the_python_ledger(books):
         assert ws.cell(r, names["engine_id"]).value == "vllm"
 
 
-def test_catalog_lookups_mirror_plan_inputs():
-    """The workbook's INDEX/MATCH mapping gives catalog.plan_inputs for every model x some GPUs and formats."""
+#: Catalog facts by hand from the published config.json files and datasheets, and the format definitions:
+#: (model, GPU, weight format, KV format) -> plan input -> value.
+CATALOG_FACTS_BY_HAND = {
+    # DeepSeek-V3: 61 layers, 256 routed experts, 8 per token, MLA kv_lora_rank 512 + RoPE 64, the first 3 layers
+    # dense; H200: 4.8 TB/s, FP8 dense 1,979 TFLOP/s; FP8 1 B per element
+    ("deepseek-v3", "h200", "fp8", "fp8"): dict(num_layers=61, num_experts=256, experts_per_token=8, mla_latent_dim=576,
+                                                moe_layers=58, hbm_bw=4.8e12, peak_flops=1979e12, weight_bytes=1,
+                                                kv_bytes=1, unquantized_bytes=2),
+    # Mixtral-8x7B: 32 layers, 8 KV heads, 8 experts, 2 per token; NVFP4 (4 bits + an 8-bit scale per 16) / 8; B200 FP4
+    # dense 9 PFLOP/s; an INT4 KV cache 0.5 B
+    ("mixtral-8x7b", "b200", "nvfp4", "int4-kv"): dict(num_layers=32, kv_heads=8, num_experts=8, experts_per_token=2,
+                                                       vocab_size=32000, weight_bytes=0.5625, kv_bytes=0.5,
+                                                       peak_flops=9000e12),
+    # FP32 weights keep their unquantized modules in FP32 and compute at BF16 (A100: 312 TFLOP/s, 2.039 TB/s)
+    ("llama-3.1-8b", "a100-80gb", "fp32", "bf16"): dict(weight_bytes=4, unquantized_bytes=4, peak_flops=312e12,
+                                                        hbm_bw=2.039e12, num_layers=32, hidden_size=4096),
+    # gpt-oss-120b: MXFP4 (4 bits + an 8-bit scale per 32) / 8, its MoE kernels pad the experts; every other of its
+    # 36 layers windowed at 128 tokens; MI300X BF16 dense 1,307.4 TFLOP/s
+    ("gpt-oss-120b", "mi300x", "mxfp4", "bf16"): dict(weight_bytes=0.53125, moe_kernel_pads=1, sliding_layers=18,
+                                                      window=128, num_experts=128, experts_per_token=4,
+                                                      peak_flops=1307.4e12),
+}
+
+
+@pytest.mark.parametrize("rows", list(CATALOG_FACTS_BY_HAND), ids="-".join)
+def test_catalog_lookups_give_the_catalog_rows_facts(rows):
+    """Each catalog-derived input's lookup carries the chosen rows' fact (a GPU without an FP8 unit computes FP8
+    weights at its BF16 rate), and is an INDEX/MATCH on the catalog sheets."""
     ctx = make_context()
-    combos = [(m.id, g, w, kv) for m in catalog.load_models() for g, w, kv in
-              (("h100-sxm", None, "bf16"), ("a100-80gb", "fp8", "fp8"), ("b200", "nvfp4", "bf16"),
-               ("mi300x", "int4", "int4-kv"))]
-    for model, gpu, wd, kv in combos:
-        choice = {"model": model, "gpu": gpu, "weight_dtype": wd or catalog.get_model(model).weight_dtype,
-                  "kv_dtype": kv, "engine": "vllm"}
-        want = resolve.plan_inputs(model, gpu, weight_dtype=wd, kv_dtype=kv)
-        want |= engines.engine_inputs("vllm", gpu_memory_bytes=want["gpu_memory_bytes"])  # as resolve adds them
-        for inp in plan.INPUTS:
-            lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, choice)
-            if lk is not None:
-                assert _close(lk[1], want[inp.name]), (model, gpu, wd, kv, inp.name)
-    # A100 has no FP8 unit: FP8 weights compute at its BF16 rate (312 TFLOP/s dense)
-    a100 = lookup("peak_flops", ctx.tables, SELECTOR_NAMES, {"gpu": "a100-80gb", "weight_dtype": "fp8"})
-    assert a100[1] == 312e12
+    choice = dict(zip(("model", "gpu", "weight_dtype", "kv_dtype"), rows), engine="vllm")
+    for name, want in CATALOG_FACTS_BY_HAND[rows].items():
+        formula, value = lookup(name, ctx.tables, SELECTOR_NAMES, choice)
+        assert _close(value, want) and _close(formula.value, want), (rows, name, value)
+        assert "INDEX(" in formula.text and "MATCH(" in formula.text, name
 
 
 def _plan_json(*args: str) -> dict:
@@ -211,6 +226,9 @@ def test_changed_inputs_recalculate_like_the_cli(built, soffice, tmp_path):
     # hand-derived: 8B in FP8 reads 8.03e9 x 1 B per step, KV per token 2 x 32 x 8 x 128 x 1 B
     assert _cell(got, "kv_bytes_per_token").value == 65_536
     assert _cell(got, "peak_flops").value == 1979e12  # H200 dense FP8
+    # the catalog lookups of the new choices (config.json: 32 layers, hidden 4096; H200 4.8 TB/s; FP8 1 B)
+    assert [_cell(got, n).value for n in ("num_layers", "hidden_size", "hbm_bw", "weight_bytes", "kv_bytes")] \
+        == [32, 4096, 4.8e12, 1, 1]
     assert _cell(got, "master_check").value == 1
 
 

@@ -8,25 +8,15 @@ an ``INDEX/MATCH`` into those tables keyed by the dropdown choices; :func:`looku
 writes that formula and computes the same value in Python, so the Plan sheet, every
 Scenarios row and the cached values share one mapping.
 
-The mapping mirrors ``inference_ledger.graph.resolve.plan_inputs`` (a test holds them equal):
-
-* an input named like a Models field reads that field of the chosen model;
-* an input named like a GPUs field reads that field of the chosen GPU;
-* ``gpu_memory_bytes`` is the runtime memory (``memory_runtime_bytes``): an 80 GB H100
-  shows 79.19 GiB to torch, and engines size the KV pool from that;
-* ``weight_bytes``/``kv_bytes`` are the Dtypes table's bytes per element of the chosen
-  weight/KV format, ``unquantized_bytes`` that of BF16 (embeddings, norms, routers), or of the weight format
-  where it is wider (an FP32 checkpoint keeps them in FP32);
-* the engine's own constants (``kv_budget_rule``, ``sampler_bytes_per_logit``,
-  ``cuda_context_bytes``, ``moe_pad_hidden``, ``moe_pad_intermediate``: :data:`ENGINE_LOOKUPS`) read the
-  chosen engine's row of the Engines sheet (``inference_ledger/data/engines.csv``), so the engine is picked
-  by name and the plan computes from its rule code; its defaults that depend on the GPU and TP (memory
-  fraction, batch limits, NCCL buffers) stay numbers the build fills;
-* an input named like a GPU costs field (``server_price_per_gpu``, ``gpu_power_w``,
-  ``server_power_w_per_gpu``) reads the chosen GPU's row of ``inference_ledger/data/gpu_costs.csv``;
-* ``peak_flops`` is the GPU column named by the weight format's ``compute_field``
-  (FP8 weights compute at ``fp8_flops``), never below ``bf16_flops`` (BF16 where the chip
-  has no such unit: A100 has no FP8).
+The mapping is :func:`inference_ledger.catalogs.catalog_facts.fact`, the resolver's own: each catalog fact is a
+field of a chosen row or a formula over such fields, and :func:`lookup` renders it with an ``INDEX/MATCH`` for each
+field it reads (the Models, GPUs and Dtypes rows of the chosen model, GPU and formats, the GPU costs row of the
+chosen GPU, the BF16 row for the unquantized modules).  The workbook adds one kind of its own: the engine's
+constants (``kv_budget_rule``, ``sampler_bytes_per_logit``, ``cuda_context_bytes``, ``moe_pad_hidden``,
+``moe_pad_intermediate``: :data:`ENGINE_LOOKUPS`) read the chosen engine's row of the Engines sheet
+(``inference_ledger/data/engines.csv``), so the engine is picked by name and the plan computes from its rule code;
+its defaults that depend on the GPU and TP (memory fraction, batch limits, NCCL buffers) stay numbers the build
+fills.
 """
 
 from __future__ import annotations
@@ -209,8 +199,9 @@ SELECTORS = (
 #: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
 ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
                   "moe_pad_intermediate")
-#: The sheet of each selection's catalog.
-_SHEET_OF = {key: sheet for key, _, sheet in SELECTORS}
+#: The sheet of each choice's catalog (catalog_facts.CHOICES and the engine): the GPU costs row is the chosen GPU's,
+#: the unquantized modules' format the Dtypes row of UNQUANTIZED_DTYPE.
+_SHEET_OF = {**{key: sheet for key, _, sheet in SELECTORS}, "gpu_cost": "GPU costs", "unquantized": "Dtypes"}
 
 
 #: Kernel inputs looked up on the Kernels sheet (inference_ledger.workbook.kernels_sheet) by model|gpu|tp|ep|weight
@@ -236,57 +227,46 @@ def kernel_lookup_formula(name: str, refs: dict[str, str | Sym]) -> Sym:
                          match(name, defined_name(f"{KERNEL_PREFIX}_FIELDS"))), 0)
 
 
-def is_lookup(name: str, tables: dict[str, Table]) -> bool:
-    return _source(name, tables) is not None
-
-
-def _source(name: str, tables: dict[str, Table]) -> Optional[tuple]:
-    if name in KERNEL_INPUTS:
-        return ("kernel",)
-    if name == "peak_flops":
-        return ("peak",)
-    if name == "unquantized_bytes":
-        return ("unquantized",)
-    if name in catalog_facts.NAMED_FACTS:
-        choice, field = catalog_facts.NAMED_FACTS[name]
-        return ("field", _SHEET_OF[choice], choice, field)
+def _fact(name: str) -> Optional[catalog_facts.Fact]:
+    """The catalog fact a plan input is (:func:`inference_ledger.catalogs.catalog_facts.fact`), or the chosen
+    engine's constant of that name; None for a plain input."""
     if name in ENGINE_LOOKUPS:
-        return ("field", "Engines", "engine", name)
-    for sheet, key in (("Models", "model"), ("GPUs", "gpu"), ("GPU costs", "gpu")):
-        if tables[sheet].has(name) and name != "id":
-            return ("field", sheet, key, name)
-    return None
+        return catalog_facts.Fact("engine", name)
+    return catalog_facts.fact(name)
+
+
+def is_lookup(name: str, tables: dict[str, Table]) -> bool:
+    return name in KERNEL_INPUTS or _fact(name) is not None
 
 
 def lookup(name: str, tables: dict[str, Table], keys: dict[str, str], choice: dict[str, str]):
     """(formula Sym, python value) of a catalog-derived input, or None for a plain input.
 
+    The fact (:func:`_fact`) rendered twice from the same definition: its INDEX/MATCH lookups on the catalog sheets,
+    and the value those cells hold (a blank reads 0), which the formula carries.
     keys: selector -> Excel reference text of the chosen id (a defined name or a cell);
     choice: selector -> the chosen id (for the Python value).
     """
-    src = _source(name, tables)
-    if src is None:
-        return None
-    if src[0] == "kernel":  # the Kernels sheet's row (its Python value: the resolver's, kept by the caller)
+    if name in KERNEL_INPUTS:  # the Kernels sheet's row (its Python value: the resolver's, kept by the caller)
         return kernel_lookup_formula(name, keys), 0.0
-    gpus, dtypes = tables["GPUs"], tables["Dtypes"]
-    if src[0] == "field":
-        _, sheet, key, field = src
-        t = tables[sheet]
-        value = _py(t.value(choice[key], field))
-        return t.index_match(keys[key], field).at(value), value
-    wd = "weight_dtype"
-    if src[0] == "unquantized":
-        value = catalog_facts.unquantized_bytes_of(dtypes.value(choice[wd], "bytes_per_element"),
-                                                   dtypes.value(UNQUANTIZED_DTYPE, "bytes_per_element"))
-        return (catalog_facts.unquantized_bytes_of(dtypes.index_match(keys[wd], "bytes_per_element"),
-                                                   dtypes.index_match(literal(UNQUANTIZED_DTYPE), "bytes_per_element"))
-                .at(value), value)
-    # peak_flops: the GPU column the weight format computes at, BF16 where the chip has none
-    field_sym = dtypes.index_match(keys[wd], "compute_field")
-    field = dtypes.value(choice[wd], "compute_field")
-    v = gpus.value(choice["gpu"], field) if field and gpus.has(field) else None
-    value = catalog_facts.peak_flops_of(v or 0, gpus.value(choice["gpu"], FALLBACK_COMPUTE_FIELD))
-    formula = catalog_facts.peak_flops_of(gpus.index_match(keys["gpu"], field_sym),
-                                          gpus.index_match(keys["gpu"], FALLBACK_COMPUTE_FIELD)).at(value)
-    return formula, value
+    f = _fact(name)
+    if f is None:
+        return None
+
+    def row(c: str) -> tuple[Table, str | Sym, str]:
+        """The table of the row a choice selects, the reference to its key and the key."""
+        if c == "unquantized":
+            return tables["Dtypes"], literal(UNQUANTIZED_DTYPE), UNQUANTIZED_DTYPE
+        by = "gpu" if c == "gpu_cost" else c
+        return tables[_SHEET_OF[c]], keys[by], choice[by]
+
+    def value(c: str, field: str):
+        t, _, key = row(c)
+        return _py(t.value(key, field) if t.has(field) else None)
+
+    def formula(c: str, field: str | Sym) -> Sym:
+        t, ref, _ = row(c)
+        return t.index_match(ref, field)
+
+    v = f.of(value)
+    return f.of(formula).at(v), v

@@ -112,10 +112,8 @@ def default_help(inp: Input, per_row: bool = False) -> str:
         return f" Default: {concurrency.AUTO}, {AUTO_HELP}"
     own = shown_default(inp.default, inp.unit)
     if inp.name in FROM_CATALOG:
-        choice = "model" if inp.name in resolve.MODEL_INPUTS else "weight_dtype" if inp.name == "unquantized_bytes" \
-            else catalog_facts.NAMED_FACTS.get(inp.name, ("gpu",))[0]
-        src = {"model": "--model/--config", "gpu": "--gpu", "weight_dtype": "--weight-dtype",
-               "kv_dtype": "--kv-dtype"}[choice]
+        src = {"model": "--model/--config", "gpu": "--gpu", "gpu_cost": "--gpu", "weight_dtype": "--weight-dtype",
+               "kv_dtype": "--kv-dtype"}[catalog_facts.fact(inp.name).choice]
         return " Default: the catalog's value for each row's model and GPU." if per_row else \
             f" Default: the catalog's value for {src} ({own} without it).{words}"
     return f" Default: {own}.{words}"

@@ -34,13 +34,14 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from inference_ledger.catalogs import bands, catalog, engines
-from inference_ledger.formulas import finance, kernels, serving
+from inference_ledger.formulas import kernels, serving
 from inference_ledger.graph import plan
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.catalogs.catalog import Dtype, Gpu, Model
 # peak_flops: the resolver's API too
 from inference_ledger.catalogs.catalog_facts import (DEFAULT_GPU, DEFAULT_MODEL, NAMED_FACTS,  # noqa: F401
                                                      catalog_facts, peak_flops)
+from inference_ledger.catalogs.catalog_facts import fact as catalog_fact
 from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem,  # noqa: F401
                                           dense_override_problem, experts_per_token_ok, heads_problem,
                                           kv_heads_problem, kv_heads_split_ok, layout_problem, moe_layers_ok,
@@ -49,9 +50,8 @@ from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_p
 #: Plan inputs read from the Model / Gpu field of the same name (the workbook's lookups follow the same rule).
 MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
 GPU_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Gpu)})
-#: Inputs the catalog fills when a model or a GPU is chosen.
-FROM_CATALOG = frozenset({*MODEL_INPUTS, *GPU_INPUTS, *NAMED_FACTS, "unquantized_bytes", "peak_flops",
-                          *finance.GPU_COST_INPUTS})
+#: Inputs the catalog fills when a model or a GPU is chosen (catalog_facts.fact).
+FROM_CATALOG = frozenset(i.name for i in plan.INPUTS if catalog_fact(i.name) is not None)
 #: Derived model fields model_spec also answers.
 MODEL_DERIVED = ("kv_bytes_per_token", "weights_bytes")
 #: A weight format meaning "the checkpoint's own".
