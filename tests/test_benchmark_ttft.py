@@ -67,3 +67,82 @@ def test_open_arrivals_wait_half_a_running_step_and_any_prepared_one():
     tpot, svc = off["tpot_seconds"], off["ttft_service_seconds"]
     assert off["ttft_open_seconds"] == pytest.approx(svc + 0.5 * tpot, rel=1e-12)
     assert on["ttft_open_seconds"] == pytest.approx(svc + 1.5 * tpot, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# a prefill-first scheduler brings the wave back every cycle when the lengths are fixed
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _closed_loop(prefill_first, spread, clients=16, prompt=2048, output=128, budget=8192, seed=7):
+    """TTFTs of a closed loop of ``clients`` against a one-GPU engine, step by step (independent of the plan's
+    formulas): each step takes 5 ms + 2 us per token it carries; a prefill-first scheduler runs waiting prompts (up to
+    ``budget`` tokens a step, in chunks) before any decode, a decode-first one schedules every running sequence's
+    token first and fills the rest of the budget with prompts.  A request's first token comes out of the step that
+    ends its prompt; its client sends the next request when the last token comes out, with lengths drawn in
+    [1 - spread, 1] x nominal.  10 x clients requests, as InferenceX sends."""
+    import random
+    rnd, now, sent, done, ttfts = random.Random(seed), 0.0, 0, 0, []
+    draw = lambda x: rnd.randint(int(x * (1 - spread)), x)
+    waiting, running = [], []
+    for _ in range(clients):
+        waiting.append([draw(prompt), now, draw(output)])
+        sent += 1
+    while done < 10 * clients:
+        decodes = [] if (prefill_first and waiting) else running
+        room, prompt_tokens, ended = budget - len(decodes), 0, []
+        for w in waiting:
+            take = min(room, w[0])
+            w[0], room, prompt_tokens = w[0] - take, room - take, prompt_tokens + take
+            if w[0] == 0:
+                ended.append(w)
+        now += 5e-3 + 2e-6 * (len(decodes) + prompt_tokens)
+        for r in decodes:
+            r[0] -= 1
+        for r in [r for r in running if r[0] == 0]:
+            running.remove(r)
+            done += 1
+            if sent < 10 * clients:
+                waiting.append([draw(prompt), now, draw(output)])
+                sent += 1
+        for w in ended:
+            waiting.remove(w)
+            ttfts.append(now - w[1])
+            running.append([w[2] - 1])
+    return ttfts[:clients], ttfts[clients:]
+
+
+def test_a_prefill_first_scheduler_repeats_the_wave_only_with_fixed_lengths():
+    """Simulated: SGLang's or vLLM V0's prefill-first loop with fixed lengths sends every later cycle as one wave (the
+    later requests wait as the first wave did, within 5%); lengths drawn in [0.8, 1] x nominal spread the finishes and
+    the later requests wait well under half of it; a decode-first scheduler (vLLM V1) staggers the wave even with
+    fixed lengths.  That is the plan's steady state: the first wave's mean TTFT again only where prefill_first x
+    benchmark_fixed_lengths is 1."""
+    first, later = _closed_loop(prefill_first=True, spread=0)
+    assert sum(later) / len(later) == pytest.approx(sum(first) / len(first), rel=0.05)
+    first, later = _closed_loop(prefill_first=True, spread=0.2)
+    assert sum(later) / len(later) < 0.5 * sum(first) / len(first)
+    first, later = _closed_loop(prefill_first=False, spread=0)
+    assert sum(later) / len(later) < 0.5 * sum(first) / len(first)
+
+
+def test_the_wave_comes_back_on_a_prefill_first_engine_with_fixed_lengths():
+    """The InferenceX-shaped run above (16 clients of 1,024 / 512, N = 160) on a prefill-first engine: every request
+    waits as the first wave's do, 616.06 ms (17/32 of 16 prompts' 72.477 ms, by hand above), whatever N; with
+    lengths drawn per request the steady state is the lockstep groups' again (631.61 ms)."""
+    kw = plan.defaults() | SEED_70B | {"benchmark_requests": 160, "prefill_first": 1}
+    waves = plan.evaluate(kw)
+    assert waves["steady_ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
+    assert waves["ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
+    assert plan.evaluate(kw | {"benchmark_requests": 1000})["ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
+    drawn = plan.evaluate(kw | {"benchmark_fixed_lengths": 0})
+    assert drawn["ttft_seconds"] == pytest.approx(0.63161, rel=1e-4)
+
+
+def test_sglang_and_vllm_v0_schedule_prompts_first_and_v0_stops_once_it_chunks():
+    """engines.csv: SGLang (every version) and vLLM V0 without chunked prefill run waiting prompts first; vLLM V1,
+    TensorRT-LLM's in-flight batching and V0 above 32K max_model_len (its chunked scheduler) run decodes first."""
+    from inference_ledger.catalogs import engines
+    assert [engines.get_engine(e).prefills_first() for e in ("sglang", "sglang-0.3", "vllm-0.7", "vllm", "trtllm")] \
+        == [1, 1, 1, 0, 0]
+    assert engines.get_engine("vllm-0.7").prefills_first(max_model_len=65536) == 0

@@ -55,6 +55,7 @@ class Engine:
     moe_pad_hidden: int
     moe_pad_intermediate: int
     chunked_prefill: int
+    prefill_first: int
     releases: str
     overlap_scheduling: int
     scheduler_seconds_per_sequence: float
@@ -112,6 +113,11 @@ class Engine:
         long = bool(self.whole_prompt_up_to and max_model_len and max_model_len > self.whole_prompt_up_to)
         return 1 if (self.chunked_prefill or long) else 0
 
+    def prefills_first(self, max_model_len: Optional[int] = None) -> int:
+        """1 when the scheduler runs waiting prompts before any decode step at this max_model_len: its trait, except
+        vLLM V0 once chunked prefill switches on above whole_prompt_up_to (its chunked scheduler runs decodes first)."""
+        return self.prefill_first if (self.chunked_prefill or not self.chunks(max_model_len)) else 0
+
     @property
     def family(self) -> str:
         """vllm, sglang, trtllm: the id without its version."""
@@ -147,7 +153,7 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 cuda_context_bytes=float(r["cuda_context_bytes"]), nccl_nvls_bytes=float(r["nccl_nvls_bytes"]),
                 nccl_p2p_bytes=float(r["nccl_p2p_bytes"]), moe_pad_hidden=int(r["moe_pad_hidden"]),
                 moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]),
-                releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
+                prefill_first=int(r["prefill_first"]), releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
                 scheduler_seconds_per_sequence=float(r["scheduler_seconds_per_sequence"]),
                 cuda_graphs=int(r["cuda_graphs"]), cuda_graph_max_batch_by_tp=_by_tp(r["cuda_graph_max_batch_by_tp"]),
                 eager_seconds_per_layer=float(r["eager_seconds_per_layer"]),
@@ -210,6 +216,7 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "moe_pad_hidden": e.moe_pad_hidden,
         "moe_pad_intermediate": e.moe_pad_intermediate,
         "chunked_prefill": e.chunks(max_model_len),
+        "prefill_first": e.prefills_first(max_model_len),
         "overlap_scheduling": e.overlap_scheduling,
         "scheduler_seconds_per_sequence": e.scheduler_seconds_per_sequence,
         "cuda_graphs": e.cuda_graphs,

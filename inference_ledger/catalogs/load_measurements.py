@@ -74,6 +74,7 @@ class LoadRow:
     quote: str
     notes: str
     requests: Optional[int] = None  # N, the requests of the benchmark run where printed; None = not printed
+    fixed_lengths: Optional[int] = None  # 1 every request the same lengths, 0 drawn per request; None = not stated
     engine_args: str = ""  # the engine settings the source states, 'name=value|...' (ENGINE_ARGS); '' = defaults
 
     @property
@@ -141,7 +142,16 @@ def _one(c: csvfile.Cells) -> LoadRow:
     return csvfile.as_dataclass(LoadRow, c, gpus=gpus, tp=tp, batch=c.whole("batch", lo=2), basis=basis,
                                 input_tokens=c.whole("input_tokens", lo=1),
                                 output_tokens=c.whole("output_tokens", lo=1),
-                                requests=c.whole("requests", False, lo=1), **figures)
+                                requests=c.whole("requests", False, lo=1), fixed_lengths=_flag(c, "fixed_lengths"),
+                                **figures)
+
+
+def _flag(c: csvfile.Cells, key: str) -> Optional[int]:
+    """A 1/0 cell, or None for a blank one."""
+    v = c.whole(key, False, lo=0)
+    if v is not None and v > 1:
+        raise c.fail(key, f"must be 1, 0 or blank (got {v})")
+    return v
 
 
 def load_measured_load(path: str | Path | None = None) -> list[LoadRow]:

@@ -347,7 +347,15 @@ prefill_bound_ttft_seconds = derived("prefill_bound_ttft_seconds", serving.prefi
 
 @line("TTFT of a benchmark's steady state", "s", COMPUTE,
       "A request after the first wave: its lockstep group's TTFT, or the wait for prefill room where the prompts "
-      "outrun the room.")
-def steady_ttft_seconds(lockstep_ttft_seconds, prefill_bound_ttft_seconds):
-    return maximum(lockstep_ttft_seconds, prefill_bound_ttft_seconds)
-
+      "outrun the room; the first wave's mean TTFT again where every cycle's prompts come back as one wave (a "
+      "prefill-first scheduler and fixed lengths: prefill_first x benchmark_fixed_lengths = 1).")
+def steady_ttft_seconds(lockstep_ttft_seconds, prefill_bound_ttft_seconds, prefill_first, benchmark_fixed_lengths,
+                        wave_ttft_seconds):
+    """A decode-first engine (vLLM V1) gives a wave's first prompt its second token while the later ones still
+    prefill, so the wave's requests finish apart and come back in lockstep groups.  A scheduler that runs waiting
+    prompts before any decode step (SGLang, vLLM V0 without chunked prefill) decodes the whole wave in the same steps
+    once its prompts are in: with fixed lengths the wave finishes in one step and its clients send the next wave
+    together, so every cycle waits as the first wave did.  Lengths drawn per request spread the finishes and the wave
+    dissolves (a closed-loop simulation of both schedulers: tests/test_benchmark_ttft.py)."""
+    return where(eq(prefill_first * benchmark_fixed_lengths, 1), wave_ttft_seconds,
+                 maximum(lockstep_ttft_seconds, prefill_bound_ttft_seconds))

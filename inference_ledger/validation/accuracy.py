@@ -157,6 +157,8 @@ def row_inputs(row: LoadRow) -> dict:
                "output_tokens": row.output_tokens, **settings}
     if row.requests is not None:  # the run's N where the source prints it (else the benchmark tools' default)
         numbers["benchmark_requests"] = row.requests
+    if row.fixed_lengths is not None:  # whether its requests share one length (else the plan's default)
+        numbers["benchmark_fixed_lengths"] = row.fixed_lengths
     return resolve.resolve(row.model_id, row.gpu_id, weight_dtype=row.weight_dtype or None,
                            kv_dtype=row.kv_dtype or "bf16", engine=row.engine_id or engines.DEFAULT_ENGINE,
                            batching=row.regime, numbers=numbers,
