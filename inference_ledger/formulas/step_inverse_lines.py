@@ -9,13 +9,20 @@ from __future__ import annotations
 from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import gt, literal, maximum, where
 from inference_ledger.formulas import serving
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
 
 # ---------------------------------------------------------------------------------
 # the largest batch meeting the TPOT target when the step is priced from the kernel tables (the inverse of
 # tpot_seconds, with the step's GEMMs summed into one curve and MoE layers reading every expert: a bound)
 # ---------------------------------------------------------------------------------
+
+
+def gemm_sum(num_layers, moe_layers, qkv, o, mlp, moe_kernel_table, moe):
+    """One figure (floor, or time per token) of a step's GEMMs summed over its layers: QKV and O in every layer, the
+    MLP in the dense ones, the MoE layers' where the experts follow a GEMM's curve (``moe_kernel_table`` 0; the
+    fused-MoE table's are priced apart)."""
+    return num_layers * (qkv + o) + (num_layers - moe_layers) * mlp + (1 - moe_kernel_table) * moe
 
 
 @line("Experts per GPU, every expert touched", "experts", BANDWIDTH,
@@ -32,13 +39,11 @@ def kernel_moe_floor_seconds(moe_layers, moe_kernel_launch_seconds, experts_per_
                                                                            - moe_kernel_launch_seconds))
 
 
-@line("Kernel step: GEMM floors", "s", BANDWIDTH,
-      "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + the MoE floors where the experts "
-      "follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).")
-def kernel_gemm_floor_seconds(num_layers, moe_layers, qkv_kernel_floor_seconds, o_kernel_floor_seconds,
-                              mlp_kernel_floor_seconds, moe_kernel_table, kernel_moe_floor_seconds):
-    return num_layers * (qkv_kernel_floor_seconds + o_kernel_floor_seconds) \
-        + (num_layers - moe_layers) * mlp_kernel_floor_seconds + (1 - moe_kernel_table) * kernel_moe_floor_seconds
+kernel_gemm_floor_seconds = derived("kernel_gemm_floor_seconds", gemm_sum, "Kernel step: GEMM floors", "s",
+    BANDWIDTH, "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + the MoE floors where the "
+    "experts follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).",
+    qkv="qkv_kernel_floor_seconds", o="o_kernel_floor_seconds", mlp="mlp_kernel_floor_seconds",
+    moe="kernel_moe_floor_seconds")
 
 
 @line("Kernel step: MoE experts' time per token", "s", BANDWIDTH,
@@ -49,14 +54,12 @@ def kernel_moe_seconds_per_token(moe_layers, experts_per_token, num_experts, exp
         * moe_expert_kernel_seconds_per_token
 
 
-@line("Kernel step: GEMM time per token", "s", BANDWIDTH,
-      "Layers x (QKV + O time per token) + the dense MLP's per token + the experts' where they follow a GEMM's curve "
-      "(from the GEMM table; the fused-MoE table's grow linearly: a per step token term).")
-def kernel_gemm_seconds_per_token(num_layers, moe_layers, qkv_kernel_seconds_per_token, o_kernel_seconds_per_token,
-                                  mlp_kernel_seconds_per_token, moe_kernel_table, kernel_moe_seconds_per_token):
-    return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
-        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token \
-        + (1 - moe_kernel_table) * kernel_moe_seconds_per_token
+kernel_gemm_seconds_per_token = derived("kernel_gemm_seconds_per_token", gemm_sum,
+    "Kernel step: GEMM time per token", "s", BANDWIDTH,
+    "Layers x (QKV + O time per token) + the dense MLP's per token + the experts' where they follow a GEMM's curve "
+    "(from the GEMM table; the fused-MoE table's grow linearly: a per step token term).",
+    qkv="qkv_kernel_seconds_per_token", o="o_kernel_seconds_per_token", mlp="mlp_kernel_seconds_per_token",
+    moe="kernel_moe_seconds_per_token")
 
 
 @line("Kernel step: fixed time", "s", BANDWIDTH,

@@ -9,6 +9,7 @@ come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft
 from __future__ import annotations
 
 from inference_ledger.formulas import serving
+from inference_ledger.formulas.kernels import op_input_names
 from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
@@ -21,16 +22,30 @@ from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, F
 # ---------------------------------------------------------------------------------
 
 
-@line("Decode: QKV projection", "s", BANDWIDTH,
-      "Layers x QKV GEMM at M = tokens per step (measured table, kernels.gemm_curve).")
-def decode_qkv_seconds(num_layers, step_tokens, qkv_kernel_floor_seconds, qkv_kernel_seconds_per_token):
-    return num_layers * serving.gemm_curve(step_tokens, qkv_kernel_floor_seconds, qkv_kernel_seconds_per_token)
+def layer_gemm_seconds(num_layers, tokens, floor_seconds, seconds_per_token):
+    """One GEMM of every layer at M tokens (a step's QKV or O projection): layers x ``serving.gemm_curve``."""
+    return num_layers * serving.gemm_curve(tokens, floor_seconds, seconds_per_token)
 
 
-@line("Decode: attention output projection", "s", BANDWIDTH,
-      "Layers x O GEMM at M = tokens per step.")
-def decode_o_seconds(num_layers, step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token):
-    return num_layers * serving.gemm_curve(step_tokens, o_kernel_floor_seconds, o_kernel_seconds_per_token)
+def chunked_gemm_seconds(chunks, num_layers, tokens, floor_seconds, seconds_per_token):
+    """That GEMM over a prefill's chunks, at M = the chunk's tokens: chunks x layers x ``serving.gemm_curve``."""
+    return chunks * num_layers * serving.gemm_curve(tokens, floor_seconds, seconds_per_token)
+
+
+def _gemm_lines(phase, formula, ledger, ops, **rename):
+    """One line per GEMM operation of a phase (QKV, O): the phase's curve at its M, over the operation's own measured
+    floor and time per token (``ops``: (operation, label, doc) each)."""
+    lines = []
+    for op, label, doc in ops:
+        floor, rate = op_input_names(op)
+        lines.append(derived(f"{phase}_{op}_seconds", formula, label, "s", ledger, doc, floor_seconds=floor,
+                             seconds_per_token=rate, **rename))
+    return tuple(lines)
+
+
+decode_qkv_seconds, decode_o_seconds = _gemm_lines("decode", layer_gemm_seconds, BANDWIDTH, (
+    ("qkv", "Decode: QKV projection", "Layers x QKV GEMM at M = tokens per step (measured table, kernels.gemm_curve)."),
+    ("o", "Decode: attention output projection", "Layers x O GEMM at M = tokens per step.")), tokens="step_tokens")
 
 
 decode_experts_per_gpu = derived("decode_experts_per_gpu", serving.experts_per_gpu,
@@ -122,20 +137,10 @@ def prefill_chunk_tokens(prefill_batch_tokens, prefill_chunks):
     return prefill_batch_tokens / prefill_chunks
 
 
-@line("Prefill: QKV projection", "s", COMPUTE,
-      "Chunks x layers x QKV GEMM at M = chunk tokens.")
-def prefill_qkv_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, qkv_kernel_floor_seconds,
-                        qkv_kernel_seconds_per_token):
-    return prefill_chunks * num_layers * serving.gemm_curve(prefill_chunk_tokens, qkv_kernel_floor_seconds,
-                                                            qkv_kernel_seconds_per_token)
-
-
-@line("Prefill: attention output projection", "s", COMPUTE,
-      "Chunks x layers x O GEMM at M = chunk tokens.")
-def prefill_o_seconds(prefill_chunks, num_layers, prefill_chunk_tokens, o_kernel_floor_seconds,
-                      o_kernel_seconds_per_token):
-    return prefill_chunks * num_layers * serving.gemm_curve(prefill_chunk_tokens, o_kernel_floor_seconds,
-                                                            o_kernel_seconds_per_token)
+prefill_qkv_seconds, prefill_o_seconds = _gemm_lines("prefill", chunked_gemm_seconds, COMPUTE, (
+    ("qkv", "Prefill: QKV projection", "Chunks x layers x QKV GEMM at M = chunk tokens."),
+    ("o", "Prefill: attention output projection", "Chunks x layers x O GEMM at M = chunk tokens.")),
+    chunks="prefill_chunks", tokens="prefill_chunk_tokens")
 
 
 prefill_experts_per_gpu = derived("prefill_experts_per_gpu", serving.experts_per_gpu,
