@@ -48,25 +48,28 @@ decode_qkv_seconds, decode_o_seconds = _gemm_lines("decode", layer_gemm_seconds,
     ("o", "Decode: attention output projection", "Layers x O GEMM at M = tokens per step.")), tokens="step_tokens")
 
 
-decode_experts_per_gpu = derived("decode_experts_per_gpu", serving.experts_per_gpu,
-    "Experts per GPU per step", "experts", BANDWIDTH,
-    "Touched experts whose GEMMs one GPU runs in a step: every distinct expert's TP slice, or the GPU's share of "
-    "whole experts under expert parallelism.", distinct_experts="moe_distinct_experts")
+def _expert_lines(phase, tokens, distinct_experts, ledger, *label_docs):
+    """A phase's expert GEMMs (a decode step's, a prefill chunk's), from its tokens and its distinct experts: the
+    touched experts one GPU runs, each one's tokens (the M of its GEMMs) and its time beyond the fused kernel's launch
+    (``label_docs``: the three lines' label and doc)."""
+    (per_gpu, per_gpu_doc), (tokens_label, tokens_doc), (seconds_label, seconds_doc) = label_docs
+    return (derived(f"{phase}_experts_per_gpu", serving.experts_per_gpu, per_gpu, "experts", BANDWIDTH, per_gpu_doc,
+                    distinct_experts=distinct_experts),
+            derived(f"{phase}_expert_tokens", serving.expert_tokens, tokens_label, "tokens", COMPUTE, tokens_doc,
+                    tokens=tokens, distinct_experts=distinct_experts),
+            derived(f"{phase}_expert_seconds", serving.expert_extra_seconds, seconds_label, "s", ledger, seconds_doc,
+                    expert_tokens=f"{phase}_expert_tokens", floor_seconds="moe_expert_kernel_floor_seconds",
+                    seconds_per_token="moe_expert_kernel_seconds_per_token", launch_seconds="moe_kernel_launch_seconds",
+                    linear="moe_kernel_table"))
 
 
-decode_expert_tokens = derived("decode_expert_tokens", serving.expert_tokens,
-    "Tokens per touched expert per step", "tokens", COMPUTE,
-    "Tokens per step x k / distinct experts: the M of each expert's GEMMs.",
-    tokens="step_tokens", distinct_experts="moe_distinct_experts")
-
-
-decode_expert_seconds = derived("decode_expert_seconds", serving.expert_extra_seconds,
-    "Decode: one expert beyond a launch", "s", BANDWIDTH,
-    "One touched expert's gate/up + down GEMMs at its tokens (the fused MoE table's figures where it holds the "
-    "shape, else the GEMM table's), less the launch a fused MoE kernel pays once.",
-    expert_tokens="decode_expert_tokens", floor_seconds="moe_expert_kernel_floor_seconds",
-    seconds_per_token="moe_expert_kernel_seconds_per_token", launch_seconds="moe_kernel_launch_seconds",
-    linear="moe_kernel_table")
+decode_experts_per_gpu, decode_expert_tokens, decode_expert_seconds = _expert_lines(
+    "decode", "step_tokens", "moe_distinct_experts", BANDWIDTH,
+    ("Experts per GPU per step", "Touched experts whose GEMMs one GPU runs in a step: every distinct expert's TP slice, "
+     "or the GPU's share of whole experts under expert parallelism."),
+    ("Tokens per touched expert per step", "Tokens per step x k / distinct experts: the M of each expert's GEMMs."),
+    ("Decode: one expert beyond a launch", "One touched expert's gate/up + down GEMMs at its tokens (the fused MoE "
+     "table's figures where it holds the shape, else the GEMM table's), less the launch a fused MoE kernel pays once."))
 
 
 decode_mlp_seconds = derived("decode_mlp_seconds", serving.mlp_seconds, "Decode: MLP / expert GEMMs", "s", BANDWIDTH,
@@ -143,23 +146,13 @@ prefill_qkv_seconds, prefill_o_seconds = _gemm_lines("prefill", chunked_gemm_sec
     chunks="prefill_chunks", tokens="prefill_chunk_tokens")
 
 
-prefill_experts_per_gpu = derived("prefill_experts_per_gpu", serving.experts_per_gpu,
-    "Experts per GPU per prefill chunk", "experts", BANDWIDTH,
-    "Touched experts whose GEMMs one GPU runs in a prefill chunk.", distinct_experts="prefill_distinct_experts")
-
-
-prefill_expert_tokens = derived("prefill_expert_tokens", serving.expert_tokens,
-    "Tokens per touched expert per prefill chunk", "tokens", COMPUTE,
-    "Chunk tokens x k / distinct experts of the chunk: the M of each expert's GEMMs.",
-    tokens="prefill_chunk_tokens", distinct_experts="prefill_distinct_experts")
-
-
-prefill_expert_seconds = derived("prefill_expert_seconds", serving.expert_extra_seconds,
-    "Prefill: one expert beyond a launch", "s", COMPUTE,
-    "One touched expert's GEMM pair at its tokens per chunk, less the fused kernel's launch.",
-    expert_tokens="prefill_expert_tokens", floor_seconds="moe_expert_kernel_floor_seconds",
-    seconds_per_token="moe_expert_kernel_seconds_per_token", launch_seconds="moe_kernel_launch_seconds",
-    linear="moe_kernel_table")
+prefill_experts_per_gpu, prefill_expert_tokens, prefill_expert_seconds = _expert_lines(
+    "prefill", "prefill_chunk_tokens", "prefill_distinct_experts", COMPUTE,
+    ("Experts per GPU per prefill chunk", "Touched experts whose GEMMs one GPU runs in a prefill chunk."),
+    ("Tokens per touched expert per prefill chunk",
+     "Chunk tokens x k / distinct experts of the chunk: the M of each expert's GEMMs."),
+    ("Prefill: one expert beyond a launch",
+     "One touched expert's GEMM pair at its tokens per chunk, less the fused kernel's launch."))
 
 
 @line("Prefill: MLP / expert GEMMs", "s", COMPUTE,
