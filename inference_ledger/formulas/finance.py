@@ -102,10 +102,15 @@ def cost_per_million_tokens(cost_per_gpu_hour, tp, tokens_per_second):
     return ledger.cost_per_million_output_tokens(cost_per_gpu_hour, tp, _f(tokens_per_second))
 
 
-owned_cost_per_million_output_tokens = derived("owned_cost_per_million_output_tokens", cost_per_million_tokens,
-    "Owned cost per million output tokens", "$/Mtok", FINANCE,
-    "The plan's $/Mtok at the owned cost per used GPU-hour.",
-    cost_per_gpu_hour="owned_cost_per_gpu_hour", tp="gpus_per_replica")
+def _cost_per_million_at(rate, words):
+    """The line of the plan's $/Mtok at another cost per used GPU-hour (the line ``<rate>_cost_per_gpu_hour``)."""
+    return derived(f"{rate}_cost_per_million_output_tokens", cost_per_million_tokens,
+                   f"{words.capitalize()} cost per million output tokens", "$/Mtok", FINANCE,
+                   f"The plan's $/Mtok at the {words} cost per used GPU-hour.",
+                   cost_per_gpu_hour=f"{rate}_cost_per_gpu_hour", tp="gpus_per_replica")
+
+
+owned_cost_per_million_output_tokens = _cost_per_million_at("owned", "owned")
 
 
 @line("Break-even utilization (own vs on demand)", "fraction", FINANCE,
@@ -191,10 +196,7 @@ def best_cost_per_gpu_hour(price_per_gpu_hour, reserved_1y_cost_per_gpu_hour, re
     return where(eq(use_spot, 1), minimum(best, spot_price_per_gpu_hour), best)
 
 
-best_cost_per_million_output_tokens = derived("best_cost_per_million_output_tokens", cost_per_million_tokens,
-    "Cheapest cost per million output tokens", "$/Mtok", FINANCE,
-    "The plan's $/Mtok at the cheapest cost per used GPU-hour.",
-    cost_per_gpu_hour="best_cost_per_gpu_hour", tp="gpus_per_replica")
+best_cost_per_million_output_tokens = _cost_per_million_at("best", "cheapest")
 
 
 @line("Monthly cost of owning the QPS fleet", "$/month", FINANCE,

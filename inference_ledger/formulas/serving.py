@@ -380,20 +380,21 @@ def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
     return maximum(concurrency - effective_concurrency, 0) / qps_per_replica
 
 
-def tpot_batch_bandwidth(time_budget, weight_seconds, kv_seconds_per_sequence, allreduce_seconds_per_token,
-                         prompt_per_sequence):
-    """Batch where a weight-streaming step meets a time budget.
+def tpot_batch_bandwidth(tpot_target, fixed_seconds, weight_seconds, kv_seconds_per_sequence,
+                         allreduce_seconds_per_token, parallel_seconds_per_token, prompt_per_sequence):
+    """Batch where a weight-streaming step meets the TPOT target, less the step's fixed time.
 
     With p prompt tokens per extra sequence a step carries u = B (1 + p) - p tokens and takes
-    max(W, u f) + B k + u a (weights W, compute f and all-reduce a per token, KV k per sequence);
+    max(W, u f) + B k + u a (weights W, compute f and all-reduce a per token (TP and EP/PP), KV k per sequence);
     streaming: W + B k + u a <= budget, so B <= (budget - W + p a) / (k + (1 + p) a)."""
-    p, a, k = prompt_per_sequence, allreduce_seconds_per_token, kv_seconds_per_sequence
-    return (time_budget - weight_seconds + p * a) / (k + (1 + p) * a)
+    p, a, k = prompt_per_sequence, allreduce_seconds_per_token + parallel_seconds_per_token, kv_seconds_per_sequence
+    return (tpot_target - fixed_seconds - weight_seconds + p * a) / (k + (1 + p) * a)
 
 
-def tpot_batch_compute(time_budget, flops_seconds_per_token, kv_seconds_per_sequence, allreduce_seconds_per_token,
-                       prompt_per_sequence):
-    """Batch where a compute-bound step meets a time budget: u (f + a) + B k <= budget,
+def tpot_batch_compute(tpot_target, fixed_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
+                       allreduce_seconds_per_token, parallel_seconds_per_token, prompt_per_sequence):
+    """Batch where a compute-bound step meets the TPOT target, less the step's fixed time: u (f + a) + B k <= budget,
     so B <= (budget + p (f + a)) / ((1 + p)(f + a) + k)."""
-    p, fa, k = prompt_per_sequence, flops_seconds_per_token + allreduce_seconds_per_token, kv_seconds_per_sequence
-    return (time_budget + p * fa) / ((1 + p) * fa + k)
+    p, k = prompt_per_sequence, kv_seconds_per_sequence
+    fa = flops_seconds_per_token + (allreduce_seconds_per_token + parallel_seconds_per_token)
+    return (tpot_target - fixed_seconds + p * fa) / ((1 + p) * fa + k)

@@ -147,22 +147,15 @@ def weight_seconds_all_experts(weights_read_bytes, routed_active_bytes, all_extr
                                        gpus_per_stage) / (hbm_bw * bw_efficiency)
 
 
-@line("Batch meeting the TPOT target, streaming", "sequences", BANDWIDTH,
-      "Decode batch whose weight-streaming step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
-def tpot_batch_bandwidth(tpot_target, decode_fixed_seconds, weight_seconds_all_experts, kv_seconds_per_sequence,
-                         allreduce_seconds_per_sequence, parallel_seconds_per_token, prompt_per_sequence):
-    return serving.tpot_batch_bandwidth(tpot_target - decode_fixed_seconds, weight_seconds_all_experts,
-                                        kv_seconds_per_sequence,
-                                        allreduce_seconds_per_sequence + parallel_seconds_per_token, prompt_per_sequence)
-
-
-@line("Batch meeting the TPOT target, compute-bound", "sequences", BANDWIDTH,
-      "Decode batch whose compute-bound step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.")
-def tpot_batch_compute(tpot_target, decode_fixed_seconds, flops_seconds_per_token, kv_seconds_per_sequence,
-                       allreduce_seconds_per_sequence, parallel_seconds_per_token, prompt_per_sequence):
-    return serving.tpot_batch_compute(tpot_target - decode_fixed_seconds, flops_seconds_per_token,
-                                      kv_seconds_per_sequence,
-                                      allreduce_seconds_per_sequence + parallel_seconds_per_token, prompt_per_sequence)
+#: The batch meeting the TPOT target on each bound of the roofline step (what tpot_max_batch takes the least of).
+tpot_batch_bandwidth, tpot_batch_compute = (
+    derived(f"tpot_batch_{bound}", formula, f"Batch meeting the TPOT target, {how}", "sequences", BANDWIDTH,
+            f"Decode batch whose {step} step (prompt chunks, KV reads, all-reduces, fixed time) meets the target.",
+            fixed_seconds="decode_fixed_seconds", allreduce_seconds_per_token="allreduce_seconds_per_sequence", **own)
+    for bound, formula, how, step, own in (
+        ("bandwidth", serving.tpot_batch_bandwidth, "streaming", "weight-streaming",
+         {"weight_seconds": "weight_seconds_all_experts"}),
+        ("compute", serving.tpot_batch_compute, "compute-bound", "compute-bound", {})))
 
 
 @line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
