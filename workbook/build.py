@@ -54,7 +54,7 @@ from .disaggregated import disaggregated_sheet
 from .forecast import add_forecast_sheet
 from .ledgers import ledger_sheet
 from .load_chart import load_sheet
-from .package import package
+from .package import package, streamed_cells
 from .plan_sheet import plan_sheet
 from .printing import finish
 from .scenarios import DEFAULT_SCENARIOS, Scenario, read_scenarios
@@ -200,7 +200,7 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     finally:
         style.set_currency("USD", "$")
     for ws in wb.worksheets:
-        fit_rows(ws, ctx.cached)
+        fit_rows(ws, ctx.cached, ctx.blocks.get(ws.title, ()))
     wb.active = 0  # open on the Summary
     for ws in wb.worksheets:
         ws.sheet_view.tabSelected = ws is wb.worksheets[0]
@@ -216,7 +216,7 @@ def render_workbook(ctx: Ctx, extra_sheets: Iterable[SheetBuilder] = (), templat
     p.lastPrinted = None
     raw = io.BytesIO()
     wb.save(raw)
-    return package(raw.getvalue(), ctx.cached, ctx.build_date, template=template)
+    return package(raw.getvalue(), ctx.cached, ctx.build_date, template=template, streamed=streamed_cells(wb, ctx))
 
 
 def build_workbook(path: str | os.PathLike = "inference-ledger.xlsx", *, extra_sheets: Iterable[SheetBuilder] = (),

@@ -338,14 +338,23 @@ def build_date(tables: Mapping[str, Table]) -> datetime:
     return max(dates) if dates else datetime(2026, 1, 1)
 
 
-def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}) -> None:  # noqa: B006 (read only)
+def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence = ()) -> None:  # noqa: B006
     """Give rows of wrapped text the height their lines need (openpyxl leaves 15 pt, and text overlaps).
 
-    A formula's text is its cached value (``cached``: the build's (sheet, cell) -> value)."""
+    A formula's text is its cached value (``cached``: the build's (sheet, cell) -> value, read only); a row of a
+    number block (``blocks``: the sheet's :class:`inference_ledger.workbook.context.NumberBlock`) that wraps is
+    written as cells, which then line up with the wrapped text as every other cell of the row does."""
     merged = {str(m).split(":")[0]: m for m in ws.merged_cells.ranges}
     default = 8.43
     wraps: dict[tuple | None, bool] = {}   # wrap_text of each distinct style array (read once, not per cell)
-    for row in ws.iter_rows():
+    last = ws.max_column
+    every = range(1, last + 1)
+    columns: dict[tuple, list[int]] = {}   # the columns of a row that are cells, by the blocks it is in
+    for r in range(1, ws.max_row + 1):   # ws.iter_rows(), less the cells of number blocks (never cells)
+        key = tuple(k for k, b in enumerate(blocks) if r in b.rows)
+        if key not in columns:
+            columns[key] = [col for col in every if not any(blocks[k].holds(r, col) for k in key)] or [1]
+        row = [ws.cell(r, col) for col in columns[key]]
         need = 0
         for c in row:
             text = c.value
@@ -366,6 +375,10 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}) -> None:  # noqa
             need = max(need, -(-len(text) // int(per_line)))
         if need > 1:
             r = row[0].row
+            for b in blocks:
+                if r in b.rows:
+                    b.to_cells(ws, r)
+                    row = [ws.cell(r, col) for col in range(1, last + 1)]
             ws.row_dimensions[r].height = max(ws.row_dimensions[r].height or 0, 13.5 * need)
             for c in row:  # labels and values line up with the first line of the wrapped text
                 if c.value is not None and c.alignment.vertical != "top":

@@ -1,8 +1,8 @@
 """What every sheet builder shares: the workbook, the plan, and the cached-value ledger.
 
 A sheet builder is a function ``builder(wb, ctx)`` that adds its sheet(s) with
-:meth:`Ctx.new_sheet` and writes cells only through :meth:`Ctx.put` (values) and
-:meth:`Ctx.formula` (an expression of :mod:`inference_ledger.expr`: its formula and the value it
+:meth:`Ctx.new_sheet` and writes cells only through :meth:`Ctx.put` (values), :meth:`Ctx.number_block` (a large block of constant
+numbers) and :meth:`Ctx.formula` (an expression of :mod:`inference_ledger.expr`: its formula and the value it
 computes, from one definition).  A formula reads other cells through :meth:`Ctx.at`, :meth:`Ctx.span`
 and :meth:`Ctx.name`, references that carry the value the referenced cell holds, so no sheet module
 types formula text or computes a cell's value beside its formula.  The package step then writes every
@@ -11,11 +11,13 @@ formula's cached value, so a builder that forgets one fails the build instead of
 
 from __future__ import annotations
 
+import copy
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import range_boundaries
@@ -61,6 +63,27 @@ def xname(name: str) -> str:
 
 
 @dataclass
+class NumberBlock:
+    """Constant numbers in the rows below a row of cells: ``rows`` maps a row number to its values from column
+    ``first_col`` on; each column's cells take the style of the cell above them in ``first_row`` (a cell
+    written through openpyxl)."""
+    first_row: int
+    first_col: int
+    width: int
+    rows: dict[int, tuple[float, ...]]
+
+    def holds(self, row: int, col: int) -> bool:
+        """Whether the block writes the cell at (row, col)."""
+        return row in self.rows and self.first_col <= col < self.first_col + self.width
+
+    def to_cells(self, ws: Worksheet, row: int) -> None:
+        """Write one of the block's rows as openpyxl cells after all (a row whose cells a later step restyles)."""
+        for j, v in enumerate(self.rows.pop(row)):
+            c = ws.cell(row, self.first_col + j, v)
+            c._style = copy.copy(ws.cell(self.first_row, self.first_col + j)._style)
+
+
+@dataclass
 class Ctx:
     wb: Any
     tables: dict[str, Table]
@@ -87,6 +110,9 @@ class Ctx:
     #: inference_ledger.workbook.ledgers).
     family_candidates: dict[str, tuple[float, ...]] = field(default_factory=dict)
     family_cells: dict[str, str] = field(default_factory=dict)
+    #: sheet title -> its blocks of constant numbers the package step writes straight into the sheet's XML
+    #: (:meth:`number_block`)
+    blocks: dict[str, list[NumberBlock]] = field(default_factory=dict)
 
     def ref(self, name: str) -> str:
         """Where a formula finds a quantity: a family table's cell, else the quantity's defined name."""
@@ -146,6 +172,28 @@ class Ctx:
         if fmt:
             c.number_format = fmt
         return c
+
+    def number_block(self, ws: Worksheet, row: int, col: int, rows: Sequence[Sequence[float]], style: Optional[str],
+                     fmts: Sequence[Optional[str]]) -> None:
+        """Rows of constant numbers from (row, col) down, column j in number format ``fmts[j]``: the first row is
+        written as cells (:meth:`put`) and the rows below it go straight into the sheet's XML with that row's
+        styles (:mod:`inference_ledger.workbook.package`), the same bytes as a cell each at a fraction of the
+        cost (openpyxl spends tens of microseconds per cell: the Kernels sheet holds tens of thousands).
+
+        Column widths count every row (:func:`inference_ledger.workbook.printing.fit_columns`); the rows below
+        the first must have no other cell at or right of ``col``."""
+        rows = tuple(tuple(float(v) for v in r) for r in rows)
+        if not rows:
+            return
+        if any(len(r) != len(fmts) for r in rows):
+            raise ValueError(f"{ws.title}: every row of a number block has {len(fmts)} values")
+        if not all(math.isfinite(v) for r in rows for v in r):
+            raise ValueError(f"{ws.title}: a number block holds finite numbers only")
+        for j, (v, fmt) in enumerate(zip(rows[0], fmts)):
+            self.put(ws, f"{get_column_letter(col + j)}{row}", v, style, fmt)
+        if len(rows) > 1:
+            below = {row + k: r for k, r in enumerate(rows[1:], start=1)}
+            self.blocks.setdefault(ws.title, []).append(NumberBlock(row, col, len(fmts), below))
 
     def formula(self, ws: Worksheet, coord: str, expr: Sym, style: str = style.FORMULA,
                 fmt: Optional[str] = None):

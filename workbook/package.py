@@ -17,6 +17,9 @@ every XML part (never matching one serialization with a pattern):
   which XML backend openpyxl used;
 * zip members keep openpyxl's order, with one fixed timestamp and fixed permissions,
   so the same inputs give the same bytes;
+* the numbers of a sheet's number blocks (:meth:`inference_ledger.workbook.context.Ctx.number_block`: the Kernels
+  sheet's figures) are written into their rows as openpyxl writes a styled number, with the styles of the row
+  above them, without ever being openpyxl cells (tens of thousands of them would cost seconds per build);
 * ``template=True`` turns the package into an Excel template (.xltx) by changing the
   workbook part's content type (ECMA-376 Part 1, 12.3.23).
 """
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from xml.etree import ElementTree as ET
 
+from openpyxl.compat.strings import safe_string
 from openpyxl.utils.cell import range_boundaries, get_column_letter
 
 _MAIN = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
@@ -69,7 +73,8 @@ class Part:
                 raise ValueError(f"prefix {prefix!r} is bound to two namespaces")
         self.root = events.root
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, rows_end: Mapping[str, str] = {}) -> bytes:  # noqa: B006 (read only)
+        """The part's XML; ``rows_end``: a sheet's row number -> cells written at the end of that row, as they are."""
         names: set[str] = set()              # every element and attribute name of the part
         for el in self.root.iter():
             names.add(el.tag)
@@ -82,7 +87,10 @@ class Part:
                 used.update(self.prefixes.get(p) for p in ignorable.split())
         decls = sorted(((p, u) for p, u in self.prefixes.items() if u in used), key=lambda pu: (pu[0] != "", pu[0]))
         out: list[str] = []
-        _Writer(dict(decls), out).write(self.root, decls)
+        writer = _Writer(dict(decls), out, rows_end)
+        writer.write(self.root, decls)
+        if writer.rows_end:
+            raise ValueError(f"rows {', '.join(sorted(writer.rows_end, key=int)[:5])} are not in the sheet")
         return XML_DECLARATION + "".join(out).encode("utf-8")
 
 
@@ -115,8 +123,9 @@ class _Writer:
     """Writes a parsed part's elements in one scope of namespace declarations; each element and attribute name is
     turned into its qualified name once per part (a sheet repeats a handful of names tens of thousands of times)."""
 
-    def __init__(self, scope: Mapping[str, str], out: list[str]):
+    def __init__(self, scope: Mapping[str, str], out: list[str], rows_end: Mapping[str, str] = {}):  # noqa: B006
         self.scope, self.out = scope, out
+        self.rows_end = dict(rows_end)   # what is left to write
         self.tags: dict[str, str] = {}
         self.attrs: dict[str, str] = {}
 
@@ -146,6 +155,8 @@ class _Writer:
             write = self.write
             for child in el:
                 write(child)
+            if self.rows_end and el.tag == _ROW:
+                out.append(self.rows_end.pop(el.get("r"), ""))
             out.append(f"</{name}>")
         if el.tail:
             out.append(_esc(el.tail))
@@ -162,6 +173,9 @@ def _sml(tag: str) -> str:
 
 def _chart(tag: str) -> str:
     return f"{{{CHART}}}{tag}"
+
+
+_ROW = _sml("row")
 
 
 # --- cells -------------------------------------------------------------------------------------
@@ -305,8 +319,33 @@ def _is_xml(name: str) -> bool:
     return name.endswith((".xml", ".rels"))
 
 
-def package(raw: bytes, cached: Mapping[tuple[str, str], Any], when: datetime, template: bool = False) -> bytes:
-    """Rewrite an openpyxl package: cached values and chart caches in, fixed timestamps, optional template type."""
+def streamed_cells(wb, ctx) -> dict[str, dict[str, str]]:
+    """Sheet title -> row number -> the cells of its number blocks (:meth:`inference_ledger.workbook.context.Ctx.
+    number_block`) in that row, as openpyxl writes a styled number (after ``wb.save``: the styles have their ids).
+    A block's row must have no cell of its own at or right of the block's first column."""
+    out: dict[str, dict[str, str]] = {}
+    for title, blocks in ctx.blocks.items():
+        ws, rows = wb[title], out.setdefault(title, {})
+        for b in blocks:
+            above = [ws.cell(b.first_row, b.first_col + j) for j in range(b.width)]
+            if any(c.data_type != "n" for c in above):
+                raise ValueError(f"{title}: the row above a number block must hold its first numbers")
+            heads = [(get_column_letter(c.column), (f'" s="{c.style_id}"' if c.has_style else '"') + ' t="n"><v>')
+                     for c in above]
+            taken = sorted(r for (r, col), c in ws._cells.items()
+                           if r in b.rows and col >= b.first_col and (c.value is not None or c.has_style))
+            if taken:
+                raise ValueError(f"{title}: row {taken[0]} has a cell of its own where its number block is")
+            for r, values in b.rows.items():
+                rows[str(r)] = rows.get(str(r), "") + "".join(
+                    f'<c r="{L}{r}{head}{safe_string(v)}</v></c>' for (L, head), v in zip(heads, values))
+    return out
+
+
+def package(raw: bytes, cached: Mapping[tuple[str, str], Any], when: datetime, template: bool = False,
+            streamed: Mapping[str, Mapping[str, str]] = {}) -> bytes:  # noqa: B006 (read only)
+    """Rewrite an openpyxl package: cached values and chart caches in, fixed timestamps, optional template type;
+    ``streamed`` (:func:`streamed_cells`): cells written straight into their sheets' rows."""
     with zipfile.ZipFile(io.BytesIO(raw)) as zin:
         names = zin.namelist()
         parts = {n: Part(zin.read(n)) if _is_xml(n) else zin.read(n) for n in names}
@@ -325,7 +364,9 @@ def package(raw: bytes, cached: Mapping[tuple[str, str], Any], when: datetime, t
         for el in parts["[Content_Types].xml"].root.iter(f"{{{_CT}}}Override"):
             if el.get("ContentType") == _MAIN:
                 el.set("ContentType", _TEMPLATE)
-    return zip_parts([(n, p.to_bytes() if isinstance(p, Part) else p) for n, p in parts.items()], when)
+    rows_end = {_sheet_parts(parts)[title]: cells for title, cells in streamed.items() if cells}
+    return zip_parts([(n, p.to_bytes(rows_end.get(n, {})) if isinstance(p, Part) else p) for n, p in parts.items()],
+                     when)
 
 
 def zip_parts(members: Iterable[tuple[str, bytes]], when: datetime) -> bytes:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 from xml.sax.saxutils import escape
 
 from openpyxl.styles import Alignment
@@ -181,6 +182,18 @@ def _style_facts(c) -> tuple:
             c.alignment.horizontal)
 
 
+def _shown_width(v, facts: tuple, length=lambda v, fmt: len(style.display_text(v, fmt))) -> float:
+    """Character units a value needs in a cell of these style facts (:func:`_style_facts`)."""
+    _, number_format, scale, bold, _ = facts
+    return length(v, number_format) * scale * bold + 2
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _number_length(v: float, fmt: str) -> int:
+    """Characters a number block's value shows (the blocks of every build of a process repeat the catalog grid's)."""
+    return len(style.display_text(v, fmt))
+
+
 def fit_columns(ws, ctx: Ctx) -> None:
     """Columns as wide as the formatted values and labels they hold (numbers never show ###).
 
@@ -191,6 +204,11 @@ def fit_columns(ws, ctx: Ctx) -> None:
     need: dict[int, float] = {}
     facts: dict[tuple, tuple] = {}   # a sheet has tens of thousands of cells and a few dozen distinct styles
     title, cached = ws.title, ctx.cached
+    blocks = ctx.blocks.get(title, ())
+
+    def filled(r: int, col: int) -> bool:
+        return ws.cell(r, col).value is not None or any(b.holds(r, col) for b in blocks)
+
     for (r, col), c in list(ws._cells.items()):
         if c.value is None or (r, col) in merged:
             continue
@@ -198,19 +216,26 @@ def fit_columns(ws, ctx: Ctx) -> None:
         f = facts.get(key)
         if f is None:
             f = facts[key] = _style_facts(c)
-        free, number_format, scale, bold, horizontal = f
+        free, horizontal = f[0], f[4]
         if free:
             continue
         v = cached.get((title, c.coordinate), c.value) if c.data_type == "f" or (
             isinstance(c.value, str) and c.value.startswith("=") and (title, c.coordinate) in cached) \
             else c.value
-        width = len(style.display_text(v, number_format)) * scale * bold + 2
+        width = _shown_width(v, f)
         if isinstance(v, str):
             # a label runs over an empty neighbour; else it wraps in its column (the sheet's widths stay)
-            if ws.cell(r, col + 1).value is not None and width > column_width(ws, col) and printed[0] <= col <= printed[1]:
+            if filled(r, col + 1) and width > column_width(ws, col) and printed[0] <= col <= printed[1]:
                 c.alignment = Alignment(wrap_text=True, vertical="top", horizontal=horizontal)
             continue
         need[col] = max(need.get(col, 0.0), width)
+    for block in blocks:   # numbers written straight into the XML, styled as the row above them
+        for j, values in enumerate(zip(*block.rows.values())):
+            col = block.first_col + j
+            above = ws.cell(block.first_row, col)
+            f = _style_facts(above)
+            if not f[0]:
+                need[col] = max(need.get(col, 0.0), max(_shown_width(v, f, _number_length) for v in values))
     for col, w in need.items():
         dim = ws.column_dimensions[get_column_letter(col)]
         if not dim.hidden and column_width(ws, col) < w:
