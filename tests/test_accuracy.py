@@ -237,6 +237,24 @@ def test_coverage_draws_each_sources_band_from_the_other_sources():
     assert c.median_width == pytest.approx(1.0)   # 12 of 13 bands are 100/100
 
 
+def test_a_segmentation_is_held_out_like_the_shipped_one():
+    """Sources a and b: 12 vLLM figures at 1.0 each; c: 12 SGLang ones at 3.0.  By engine family with 2 sources a
+    segment: a's vLLM segment without a is b's alone (one source), so a takes all rows without a, b and c weighing
+    half each: 1.0 to 3.0 (inside, 3 wide); b likewise; c's SGLang has no other source, all rows without c are 1.0 to
+    1.0 (outside).  With 1 source a segment, a's and b's bands are each other's, 1.0 to 1.0.  The shipped scheme
+    through the same function is coverage() as the page's band table reads it."""
+    figs = ([_fig("vllm", "NVIDIA", "dense", 1.0, s) for s in "ab" for _ in range(12)]
+            + [_fig("sglang", "NVIDIA", "dense", 3.0, "c") for _ in range(12)])
+    by_family = (("engine_family",), ())
+    (two,) = accuracy_report.coverage(figs, chain=by_family, min_sources=2)
+    assert (two.n, two.inside, two.median_width) == (36, pytest.approx(2 / 3), pytest.approx(3.0))
+    (one,) = accuracy_report.coverage(figs, chain=by_family, min_sources=1)
+    assert (one.inside, one.median_width) == (pytest.approx(2 / 3), pytest.approx(1.0))
+    words, chain, n = accuracy_report.SEGMENTATIONS[0]
+    assert "shipped" in words and tuple(chain) == bands.SEGMENT_CHAIN and n == bands.MIN_BAND_SOURCES
+    assert accuracy_report.coverage(figs, chain=chain, min_sources=n) == accuracy_report.coverage(figs)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # every plan has a band
 # ---------------------------------------------------------------------------------------------------------------

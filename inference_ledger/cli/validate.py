@@ -131,6 +131,19 @@ def _fit_verdict(st) -> str:
             f"defaults ({'; '.join(parts)}).")
 
 
+def _segment_verdict(st) -> str:
+    """Which segmentations meet the tokens/s band target on the held-out figures (none, so far)."""
+    from inference_ledger.validation import accuracy_report
+    inside, width = accuracy_report.BAND_TARGET
+    met = [words for words, chain, n in accuracy_report.SEGMENTATIONS
+           for c in accuracy_report.coverage(st.served, chain=chain, min_sources=n)
+           if c.metric == "output_tok_s" and c.inside >= inside and c.median_width <= width]
+    if met:
+        return f"The tokens/s target ({inside:.0%} inside, median high/low <= {width:g}) is met by {', '.join(met)}."
+    return (f"None of them meets the tokens/s target ({inside:.0%} inside, median high/low <= {width:g}): where the "
+            "next source's bias is as wide as the sources' spread, only a more accurate plan narrows the band.")
+
+
 def accuracy_page(st) -> str:
     """docs/accuracy.md, generated from the leave-one-source-out study (tests/test_accuracy.py keeps it fresh)."""
     from inference_ledger.validation import accuracy, accuracy_report
@@ -170,6 +183,10 @@ def accuracy_page(st) -> str:
            "How a band drawn this way does on a source it has never seen (for each source, the bands are drawn "
            "from the other sources' figures and the source's figures are checked against them):", "",
            _markdown(accuracy_report.coverage_table(st)), "",
+           "Other ways to segment, held out the same way (`accuracy_report.SEGMENTATIONS`: each figure's band drawn "
+           "from the other sources' figures, at the first level of the scheme whose segment holds "
+           f"{bands.MIN_BAND_ROWS} figures from enough sources, else all rows). " + _segment_verdict(st), "",
+           _markdown(accuracy_report.segmentation_table(st)), "",
            "The shipped band table:", "",
            _markdown([list(bands.BAND_HEADER)] + [[b.engine_family, b.gpu_vendor, b.architecture, b.metric, str(b.n),
                                                    str(b.sources), f"{b.low:.3f}", f"{b.median:.3f}", f"{b.high:.3f}"]

@@ -20,7 +20,7 @@ import numpy as np
 from inference_ledger.validation.accuracy import METRICS, MIN_FIT_ROWS, MIN_FIT_SOURCES, PLAN_USES_FIT, Figure, Study
 from inference_ledger.catalogs.bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, FITTED_CSV,
                                              FITTED_HEADER, MIN_BAND_ROWS, MIN_BAND_SOURCES, SEGMENT_CHAIN, Band,
-                                             level_key, pick)
+                                             level_key)
 from inference_ledger.core.files import write_with
 from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV
 
@@ -120,10 +120,28 @@ class Coverage:
     median_width: float    # median high / low of those bands
 
 
-def coverage(figs: Sequence[Figure], per_source: bool = False) -> list[Coverage]:
+#: Ways to segment the bands, each checked on the held-out figures as the shipped one is (the accuracy page's
+#: comparison): words, the levels a figure's band is looked up at (Figure attributes, narrowest first, down to all
+#: rows) and the fewest sources a segment needs for a band of its own.  The first is the shipped scheme.
+SEGMENTATIONS = (
+    ("engine family x GPU vendor x dense/MoE (shipped)", SEGMENT_CHAIN, MIN_BAND_SOURCES),
+    ("the same, segments of 4 sources or more", SEGMENT_CHAIN, 4),
+    ("engine family x dense/MoE", (("engine_family", "architecture"), ("engine_family",), ()), MIN_BAND_SOURCES),
+    ("engine family", (("engine_family",), ()), MIN_BAND_SOURCES),
+    ("dense/MoE", (("architecture",), ()), MIN_BAND_SOURCES),
+    ("regime x engine family", (("regime", "engine_family"), ("regime",), ()), MIN_BAND_SOURCES),
+    ("regime", (("regime",), ()), MIN_BAND_SOURCES),
+    ("none (all rows)", ((),), MIN_BAND_SOURCES),
+)
+
+
+def coverage(figs: Sequence[Figure], per_source: bool = False, chain: Sequence[Sequence[str]] = SEGMENT_CHAIN,
+             min_sources: int = MIN_BAND_SOURCES) -> list[Coverage]:
     """For each held-out figure, the band of its segment drawn from the *other* sources' figures: the share inside
     and the median high/low (how a band built this way does on a source it has never seen); per metric, and per
-    metric and source with ``per_source``."""
+    metric and source with ``per_source``.  A figure's band is its segment's at the first level of ``chain`` that
+    holds :data:`MIN_BAND_ROWS` of the other sources' figures from ``min_sources`` sources, all rows at the last
+    (what :func:`bands` lists and :func:`~inference_ledger.catalogs.bands.pick` takes, with the shipped chain)."""
     out = []
     for metric in METRICS:
         fm = [f for f in figs if f.metric == metric]
@@ -131,14 +149,23 @@ def coverage(figs: Sequence[Figure], per_source: bool = False) -> list[Coverage]
             continue
         checked: list[tuple[str, bool, float]] = []
         for s in sorted({f.source for f in fm}):
-            others = [f for f in figs if f.source != s]
-            if not any(f.metric == metric for f in others):
+            others = [f for f in fm if f.source != s]
+            if not others:
                 continue
-            table = bands(others)
+            drawn: dict[tuple, Optional[tuple[float, float]]] = {}
             for f in fm:
-                if f.source == s:
-                    b = pick(table, metric, f.segment())
-                    checked.append((s, b.low <= f.ratio <= b.high, b.high / b.low))
+                if f.source != s:
+                    continue
+                for level in chain:
+                    key = (tuple(level), tuple(getattr(f, a) for a in level))
+                    if key not in drawn:
+                        fs = [g for g in others if tuple(getattr(g, a) for a in level) == key[1]]
+                        listed = (len(fs) >= MIN_BAND_ROWS and len({g.source for g in fs}) >= min_sources) or not level
+                        drawn[key] = quantiles(fs)[::2] if listed else None
+                    if drawn[key] is not None:
+                        lo, hi = drawn[key]
+                        break
+                checked.append((s, lo <= f.ratio <= hi, hi / lo))
         groups = [("all", checked)] + ([(s, [c for c in checked if c[0] == s]) for s in sorted({c[0] for c in checked})]
                                        if per_source else [])
         for name, cs in groups:
@@ -146,6 +173,18 @@ def coverage(figs: Sequence[Figure], per_source: bool = False) -> list[Coverage]
                 out.append(Coverage(metric, name, len(cs), sum(c[1] for c in cs) / len(cs),
                                     statistics.median(c[2] for c in cs)))
     return out
+
+
+def segmentation_table(st: Study) -> list[list[str]]:
+    """Each of :data:`SEGMENTATIONS` held out source by source: per metric, the share of figures inside a band drawn
+    without their source and the median high/low."""
+    head = ["segments"] + [f"{SHORT[m]}: {what}" for m in METRICS for what in ("inside", "high/low")]
+    body = []
+    for words, chain, min_sources in SEGMENTATIONS:
+        cov = {c.metric: c for c in coverage(st.served, chain=chain, min_sources=min_sources)}
+        body.append([words] + [x for m in METRICS for x in ((f"{cov[m].inside:.0%}", f"{cov[m].median_width:.2f}")
+                                                             if m in cov else ("", ""))])
+    return [head] + body
 
 
 #: The accuracy targets the held-out figures are read against: metric -> (median |error| at most, per source at most)
