@@ -60,7 +60,7 @@ def cli_reference() -> str:
             shared[p.name] = p.get_help_record(plan_ctx)
 
     lines = ["| command | what it does |", "|---|---|"]
-    lines += [f"| [`{n}`](#inference-ledger-{n}) | {_cell(short)} |" for n, (_, _, short) in COMMANDS.items()]
+    lines += [f"| [`{n}`](#inference-ledger-{n}) | {_cell(short)} |" for n, short in COMMANDS.items()]
     for name, cmd in commands.items():
         ctx = click.Context(cmd, info_name=name, parent=root)
         usage = " ".join(cmd.collect_usage_pieces(ctx))

@@ -28,21 +28,20 @@ def one(path) -> Run | Startup:
     return recs[0]
 
 
+def has(rec: Run | Startup, **want) -> None:
+    """Each named field of the record is its hand value (numbers to pytest.approx's 1e-6)."""
+    assert {k: getattr(rec, k) for k in want} == pytest.approx(want)
+
+
 def test_vllm_result_json_field_by_field():
     r = one(BENCH / "vllm" / "llama-3.1-8b-sharegpt-1000.json")
-    assert isinstance(r, Run) and r.tool == "vllm bench serve"
-    assert r.model == "meta-llama/Llama-3.1-8B-Instruct"
-    assert r.completed == 1000 and r.duration_seconds == 30.85
-    assert r.total_input_tokens == 229711 and r.total_output_tokens == 203068
-    assert r.input_tokens == pytest.approx(229.711) and r.output_tokens == pytest.approx(203.068)
-    assert r.request_throughput == 32.42 and r.output_tokens_per_second == 6582.87
-    assert r.total_tokens_per_second == 14029.44
-    assert r.ttft_mean_seconds == pytest.approx(9.62613) and r.ttft_median_seconds == pytest.approx(9.4597)
-    assert r.ttft_p99_seconds == pytest.approx(12.66673)
-    assert r.tpot_mean_seconds == pytest.approx(0.07786) and r.tpot_median_seconds == pytest.approx(0.04884)
-    assert r.tpot_p99_seconds == pytest.approx(0.21121)
-    assert r.itl_mean_seconds == pytest.approx(0.03813) and r.itl_median_seconds == pytest.approx(0.02544)
-    assert r.itl_p99_seconds == pytest.approx(0.21435)
+    assert isinstance(r, Run)
+    has(r, tool="vllm bench serve", model="meta-llama/Llama-3.1-8B-Instruct", completed=1000, duration_seconds=30.85,
+        total_input_tokens=229711, total_output_tokens=203068, input_tokens=229.711, output_tokens=203.068,
+        request_throughput=32.42, output_tokens_per_second=6582.87, total_tokens_per_second=14029.44,
+        ttft_mean_seconds=9.62613, ttft_median_seconds=9.4597, ttft_p99_seconds=12.66673,
+        tpot_mean_seconds=0.07786, tpot_median_seconds=0.04884, tpot_p99_seconds=0.21121,
+        itl_mean_seconds=0.03813, itl_median_seconds=0.02544, itl_p99_seconds=0.21435)
     assert math.isinf(r.request_rate)                       # "inf" as vLLM writes it
     assert r.concurrency == 1000                            # all sent at once, no --max-concurrency
     assert r.tpot_seconds == r.tpot_mean_seconds
@@ -63,56 +62,37 @@ def test_vllm_append_result_lines_and_per_request_arrays(tmp_path):
 
 def test_sglang_jsonl_field_by_field():
     r = one(BENCH / "sglang" / "glm-h200-fp8-c16.jsonl")
-    assert r.tool == "sglang.bench_serving" and r.model is None          # the file names no model
-    assert r.concurrency == 16 and math.isinf(r.request_rate)
-    assert r.completed == 64 and r.duration_seconds == pytest.approx(90.69424906396307)
-    assert r.total_input_tokens == 524288 and r.total_output_tokens == 65536
-    assert r.input_tokens == 8192 and r.output_tokens == 1024
-    assert r.request_throughput == pytest.approx(0.7056676764020983)
-    assert r.output_tokens_per_second == pytest.approx(722.6037006357486)
-    assert r.total_tokens_per_second == pytest.approx(6503.433305721738)
-    assert r.e2el_mean_seconds == pytest.approx(22.663672626033076)
-    assert r.e2el_p99_seconds == pytest.approx(22.78243900728412)
-    assert r.ttft_mean_seconds == pytest.approx(6.088042177812895)
-    assert r.ttft_median_seconds == pytest.approx(6.147928810445592)
-    assert r.ttft_p99_seconds == pytest.approx(10.474469358159695)
-    assert r.tpot_mean_seconds == pytest.approx(0.016202962314975743)
-    assert r.tpot_median_seconds == pytest.approx(0.0161094704726192)
+    assert r.model is None and math.isinf(r.request_rate)          # the file names no model
+    has(r, tool="sglang.bench_serving", concurrency=16, completed=64, duration_seconds=90.69424906396307,
+        total_input_tokens=524288, total_output_tokens=65536, input_tokens=8192, output_tokens=1024,
+        request_throughput=0.7056676764020983, output_tokens_per_second=722.6037006357486,
+        total_tokens_per_second=6503.433305721738, e2el_mean_seconds=22.663672626033076,
+        e2el_p99_seconds=22.78243900728412, ttft_mean_seconds=6.088042177812895,
+        ttft_median_seconds=6.147928810445592, ttft_p99_seconds=10.474469358159695,
+        tpot_mean_seconds=0.016202962314975743, tpot_median_seconds=0.0161094704726192)
 
 
 def test_aiperf_json_field_by_field():
     r = one(BENCH / "aiperf" / "profile_export_aiperf.json")
-    assert r.tool == "AIPerf / genai-perf"
-    assert r.request_throughput == pytest.approx(0.14968841618235815) and r.completed == 80
-    assert r.e2el_mean_seconds == pytest.approx(6.655520201949999)
-    assert r.e2el_median_seconds == pytest.approx(6.6538574435)
-    assert r.e2el_p99_seconds == pytest.approx(6.686540937939999)
-    assert r.ttft_mean_seconds == pytest.approx(0.044166079325)
-    assert r.ttft_median_seconds == pytest.approx(0.044452151)
-    assert r.ttft_p99_seconds == pytest.approx(0.04816844818)
+    has(r, tool="AIPerf / genai-perf", request_throughput=0.14968841618235815, completed=80,
+        e2el_mean_seconds=6.655520201949999, e2el_median_seconds=6.6538574435, e2el_p99_seconds=6.686540937939999,
+        ttft_mean_seconds=0.044166079325, ttft_median_seconds=0.044452151, ttft_p99_seconds=0.04816844818)
     assert r.output_tokens_per_second is None                     # the excerpt ends before it
 
 
 def test_genai_perf_json_field_by_field():
     r = one(BENCH / "genai-perf" / "profile_export_genai_perf.json")
-    assert r.request_throughput == pytest.approx(17.222547659562533)
-    assert r.output_tokens_per_second == pytest.approx(44190.56002502682)
-    assert r.ttft_mean_seconds == pytest.approx(0.18463779366666665)
-    assert r.ttft_p99_seconds == pytest.approx(0.42502943662)
-    assert r.itl_mean_seconds == pytest.approx(0.0021767344516666665)
-    assert r.itl_median_seconds == pytest.approx(0.0021787205)
+    has(r, request_throughput=17.222547659562533, output_tokens_per_second=44190.56002502682,
+        ttft_mean_seconds=0.18463779366666665, ttft_p99_seconds=0.42502943662,
+        itl_mean_seconds=0.0021767344516666665, itl_median_seconds=0.0021787205, e2el_mean_seconds=5.767434807386666)
     assert r.tpot_seconds == r.itl_mean_seconds                   # AIPerf/genai-perf ITL is vLLM's TPOT
-    assert r.e2el_mean_seconds == pytest.approx(5.767434807386666)
 
 
 def test_genai_perf_csv_field_by_field():
     r = one(BENCH / "genai-perf" / "model_name-openai-chat-concurrency1" / "profile_export_genai_perf.csv")
-    assert r.ttft_mean_seconds == pytest.approx(0.008) and r.ttft_p99_seconds == pytest.approx(0.00898)
-    assert r.ttft_median_seconds == pytest.approx(0.008)
-    assert r.e2el_mean_seconds == pytest.approx(0.005) and r.e2el_p99_seconds == pytest.approx(0.00598)
-    assert r.itl_mean_seconds == pytest.approx(0.011) and r.itl_median_seconds == pytest.approx(0.011)
-    assert r.output_tokens == 2 and r.input_tokens == 6
-    assert r.output_tokens_per_second == 456 and r.request_throughput == 123 and r.completed == 3
+    has(r, ttft_mean_seconds=0.008, ttft_p99_seconds=0.00898, ttft_median_seconds=0.008, e2el_mean_seconds=0.005,
+        e2el_p99_seconds=0.00598, itl_mean_seconds=0.011, itl_median_seconds=0.011, output_tokens=2, input_tokens=6,
+        output_tokens_per_second=456, request_throughput=123, completed=3)
     assert r.concurrency == 1                                     # from genai-perf's artifact folder name
 
 
@@ -131,26 +111,20 @@ def test_aiperf_sweep_files_carry_model_and_concurrency():
 
 def test_trtllm_report_field_by_field():
     r = one(BENCH / "trtllm" / "deepseek-r1-fp4-tp4-ep4.json")
-    assert r.tool == "trtllm-bench" and r.model == "deepseek-ai/DeepSeek-R1"
-    assert (r.tp, r.pp, r.ep) == (4, 1, 4) and r.engine == "TensorRT-LLM 1.1.0rc1"
-    assert r.completed == 6144 and r.input_tokens == 1024 and r.output_tokens == 1024
-    assert r.request_throughput == pytest.approx(7.3411)
-    assert r.output_tokens_per_second == pytest.approx(7517.2584)
+    has(r, tool="trtllm-bench", model="deepseek-ai/DeepSeek-R1", tp=4, pp=1, ep=4, engine="TensorRT-LLM 1.1.0rc1",
+        completed=6144, input_tokens=1024, output_tokens=1024, request_throughput=7.3411,
+        output_tokens_per_second=7517.2584)
     assert r.concurrency == 1019                                  # round(1018.8281 requests in flight)
     assert r.ttft_mean_seconds is None and any("not a streaming run" in n for n in r.notes)
 
 
 def test_vllm_v0_log_field_by_field():
     s = one(BENCH / "logs" / "vllm-0.6.4-llama-3.1-8b-rtx3090-len20000.log")
-    assert isinstance(s, Startup) and s.engine == "vllm" and s.started
-    assert s.gpu_memory_bytes == pytest.approx(23.58 * GIB)
-    assert s.gpu_memory_utilization == 0.90
-    assert s.weights_bytes == pytest.approx(14.9888 * GIB)        # "GB" in this line is GiB (bytes / 2**30)
-    assert s.non_torch_bytes == pytest.approx(0.35 * GIB)
-    assert s.activation_bytes == pytest.approx((17.06 - 14.9888) * GIB)   # peak_torch - weights
-    assert s.kv_cache_bytes == pytest.approx(3.81 * GIB)
-    assert s.kv_blocks == 1952 and s.kv_cache_tokens == 1952 * 16
-    assert s.max_model_len == 20000 and s.max_concurrency == 1.56
+    assert isinstance(s, Startup) and s.started
+    has(s, engine="vllm", gpu_memory_bytes=23.58 * GIB, gpu_memory_utilization=0.90,
+        weights_bytes=14.9888 * GIB,                               # "GB" in this line is GiB (bytes / 2**30)
+        non_torch_bytes=0.35 * GIB, activation_bytes=(17.06 - 14.9888) * GIB,   # peak_torch - weights
+        kv_cache_bytes=3.81 * GIB, kv_blocks=1952, kv_cache_tokens=1952 * 16, max_model_len=20000, max_concurrency=1.56)
 
 
 def test_vllm_log_of_a_refused_start_keeps_its_kv_figures():
@@ -162,10 +136,9 @@ def test_vllm_log_of_a_refused_start_keeps_its_kv_figures():
 
 def test_vllm_065_and_v1_logs_field_by_field():
     s = one(BENCH / "logs" / "vllm-0.6.5-llama-3-8b-h100-tp1.log")
-    assert s.gpu_memory_bytes == pytest.approx(79.22 * GIB) and s.gpu_memory_utilization == 0.90
-    assert s.weights_bytes == pytest.approx(14.96 * GIB) and s.non_torch_bytes == pytest.approx(1.79 * GIB)
-    assert s.activation_bytes == pytest.approx(1.26 * GIB) and s.kv_cache_bytes == pytest.approx(53.29 * GIB)
-    assert s.kv_cache_tokens is None and s.model == "meta-llama/Meta-Llama-3-8B"
+    has(s, gpu_memory_bytes=79.22 * GIB, gpu_memory_utilization=0.90, weights_bytes=14.96 * GIB,
+        non_torch_bytes=1.79 * GIB, activation_bytes=1.26 * GIB, kv_cache_bytes=53.29 * GIB, kv_cache_tokens=None,
+        model="meta-llama/Meta-Llama-3-8B")
     v1 = one(BENCH / "logs" / "vllm-v1-llama-3.1-8b-l40s.log")
     assert v1.weights_bytes == pytest.approx(14.9889 * GIB)
     assert v1.kv_cache_tokens == 158656 and v1.max_model_len == 32768 and v1.max_concurrency == 4.84
@@ -189,10 +162,9 @@ def test_sglang_log_with_scheduler_and_graph_lines(tmp_path):
                  "[TP0] max_total_num_tokens=371661, chunked_prefill_size=8192, max_prefill_tokens=16384, "
                  "max_running_requests=4096, context_len=131072\n")
     s = one(f)
-    assert s.model == "meta-llama/Llama-3.1-8B-Instruct" and s.tp == 2 and s.gpu_memory_utilization == 0.87
-    assert s.weights_bytes == pytest.approx(7.52 * GIB) and s.cuda_graph_bytes == pytest.approx(0.80 * GIB)
-    assert s.kv_cache_tokens == 371661 and s.kv_cache_bytes == pytest.approx(45.38 * GIB)
-    assert s.max_running_requests == 4096 and s.max_model_len == 131072 and s.max_num_batched_tokens == 8192
+    has(s, model="meta-llama/Llama-3.1-8B-Instruct", tp=2, gpu_memory_utilization=0.87, weights_bytes=7.52 * GIB,
+        cuda_graph_bytes=0.80 * GIB, kv_cache_tokens=371661, kv_cache_bytes=45.38 * GIB, max_running_requests=4096,
+        max_model_len=131072, max_num_batched_tokens=8192)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Model catalog: built-in models, KV per token (hand-derived), weights under TP and quantization."""
+"""Model catalog: built-in models, KV per token (hand-derived), weights under TP and quantization; the ids, aliases and
+suggestions of every catalog."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import shutil
 import pytest
 
 from inference_ledger.core.args import LedgerInputError
-from inference_ledger.catalogs.catalog import MODEL_FIELDS, MODELS_DIR, UnknownId, get_dtype, get_model, load_models
+from inference_ledger.catalogs.catalog import (MODEL_FIELDS, MODELS_DIR, UnknownId, get_dtype, get_gpu, get_model,
+                                               load_models)
 from inference_ledger.graph.resolve import model_spec, plan_inputs
 from inference_ledger.graph.plan import evaluate
 
@@ -64,20 +66,30 @@ def test_kv_dtype_halves_the_cache():
     assert v["kv_bytes_per_token"] == 327_680 / 2
 
 
-@pytest.mark.parametrize("name, mid", [("meta-llama/Llama-3.1-70B", "llama-3.1-70b"),
-                                       ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"),
-                                       ("LLAMA-3.1-70B", "llama-3.1-70b"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
-                                       ("openai/gpt-oss-120b", "gpt-oss-120b"), ("DeepSeek-V3", "deepseek-v3")])
-def test_aliases_and_hf_repos(name, mid):
-    assert get_model(name).id == mid
+#: (catalog lookup, what a user types, the row it finds): GPU aliases in any case, model aliases and Hugging Face repos.
+ALIASES = [(get_gpu, "H100", "h100-sxm"), (get_gpu, "H100 SXM5 80GB", "h100-sxm"), (get_gpu, "h100_sxm", "h100-sxm"),
+           (get_gpu, "NVIDIA H200 SXM 141GB", "h200"), (get_gpu, "mi300x", "mi300x"), (get_gpu, "RTX 4090", "rtx-4090"),
+           (get_gpu, "A100", "a100-80gb"), (get_gpu, "A10G", "a10g"),
+           (get_model, "meta-llama/Llama-3.1-70B", "llama-3.1-70b"),
+           (get_model, "meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"),
+           (get_model, "LLAMA-3.1-70B", "llama-3.1-70b"),
+           (get_model, "Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"), (get_model, "openai/gpt-oss-120b", "gpt-oss-120b"),
+           (get_model, "DeepSeek-V3", "deepseek-v3")]
 
 
-def test_unknown_model_suggests_closest():
+@pytest.mark.parametrize("find, name, want", ALIASES, ids=[n for _, n, _ in ALIASES])
+def test_aliases_and_hf_repos(find, name, want):
+    assert find(name).id == want
+
+
+@pytest.mark.parametrize("find, typo, said, closest", [
+    (get_gpu, "h10", "unknown GPU 'h10': did you mean ", "h100-sxm"),
+    (get_model, "llama-3.1-7b", "unknown model 'llama-3.1-7b': did you mean ", "llama-3.1-70b"),
+    (get_dtype, "fp9", "", "did you mean fp8")])
+def test_an_unknown_id_suggests_the_closest(find, typo, said, closest):
     with pytest.raises(UnknownId) as e:
-        get_model("llama-3.1-7b")
-    assert str(e.value).startswith("unknown model 'llama-3.1-7b': did you mean ") and "llama-3.1-70b" in str(e.value)
-    with pytest.raises(UnknownId, match="did you mean fp8"):
-        get_dtype("fp9")
+        find(typo)
+    assert str(e.value).startswith(said) and closest in str(e.value)
 
 
 def test_weights_per_gpu_under_tp():

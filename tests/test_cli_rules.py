@@ -376,11 +376,6 @@ def _commands():
     return {name: main.get_command(ctx, name) for name in COMMANDS}
 
 
-def test_command_list_matches_each_commands_own_help():
-    for name, cmd in _commands().items():
-        assert COMMANDS[name][2] == cmd.help.strip().splitlines()[0], name
-
-
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_help_has_no_literal_percent_percent(name):
     code, out, _ = cli(name, "--help")

@@ -20,27 +20,22 @@ import click
 
 from inference_ledger import __version__
 
-#: name -> (module, attribute, one-line help for the command list).  tests/test_cli_rules.py checks
-#: that each line is the first line of the command's own docstring.
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "plan": ("inference_ledger.cli.plan", "plan_cmd", "The memory, compute and bandwidth ledgers of one deployment."),
-    "models": ("inference_ledger.cli.catalog", "models_cmd", "The model catalog, one line each "
-               "(inference_ledger/data/models/: drop a config.json there to add one)."),
-    "gpus": ("inference_ledger.cli.catalog", "gpus_cmd", "The GPU catalog, one line each "
-             "(inference_ledger/data/gpus.csv: edit prices or append rows there)."),
-    "build": ("inference_ledger.cli.build", "build_cmd", "Write the workbook: Plan, the three ledgers, Scenarios, "
-              "Checks and the catalogs."),
-    "email": ("inference_ledger.cli.email", "email_cmd", "Email the plan workbook, with its verdict in the body, "
-              "to colleagues."),
-    "sweep": ("inference_ledger.cli.sweep", "sweep_cmd", "Every combination of the lists, one row each, with a "
-              "fit verdict."),
-    "recommend": ("inference_ledger.cli.recommend", "recommend_cmd", "Deployments that meet the QPS, TTFT and "
-                  "TPOT targets, cheapest per month first."),
-    "calibrate": ("inference_ledger.cli.calibrate", "calibrate_cmd", "Fit the plan to your benchmark results and "
-                  "engine logs; write a profile for --profile."),
-    "validate": ("inference_ledger.cli.validate", "validate_cmd", "Compare predictions with measured deployments "
-                 "(weights, KV cache, engine start, TPOT)."),
+#: name -> the line the command list shows and the command's own help begins with (inference_ledger.cli.options.Command
+#: puts it there: each command's docstring goes on from it).  The command is ``<name>_cmd`` of
+#: ``inference_ledger.cli.<name>`` (the catalog listings': of :data:`MODULE_OF`).
+COMMANDS: dict[str, str] = {
+    "plan": "The memory, compute and bandwidth ledgers of one deployment.",
+    "models": "The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one).",
+    "gpus": "The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there).",
+    "build": "Write the workbook: Plan, the three ledgers, Scenarios, Checks and the catalogs.",
+    "email": "Email the plan workbook, with its verdict in the body, to colleagues.",
+    "sweep": "Every combination of the lists, one row each, with a fit verdict.",
+    "recommend": "Deployments that meet the QPS, TTFT and TPOT targets, cheapest per month first.",
+    "calibrate": "Fit the plan to your benchmark results and engine logs; write a profile for --profile.",
+    "validate": "Compare predictions with measured deployments (weights, KV cache, engine start, TPOT).",
 }
+#: Commands that live in a module of another name.
+MODULE_OF = {"models": "catalog", "gpus": "catalog"}
 
 
 class LazyGroup(click.Group):
@@ -52,12 +47,12 @@ class LazyGroup(click.Group):
     def get_command(self, ctx, name):
         if name not in COMMANDS:
             return None
-        module, attr, _ = COMMANDS[name]
-        return getattr(importlib.import_module(module), attr)
+        module = importlib.import_module(f"inference_ledger.cli.{MODULE_OF.get(name, name)}")
+        return getattr(module, f"{name}_cmd")
 
     def format_commands(self, ctx, formatter):
         with formatter.section("Commands"):
-            formatter.write_dl([(name, short) for name, (_, _, short) in COMMANDS.items()])
+            formatter.write_dl(list(COMMANDS.items()))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

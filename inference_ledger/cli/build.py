@@ -61,9 +61,7 @@ def build_options(f: Callable) -> Callable:
 @build_options
 @write_options
 def build_cmd(output: str, **options: Any) -> None:
-    """Write the workbook: Plan, the three ledgers, Scenarios, Checks and the catalogs.
-
-    Every number is a live formula that Excel 2016+, LibreOffice and Google Sheets
+    """Every number is a live formula that Excel 2016+, LibreOffice and Google Sheets
     recalculate; cached values make it readable in a mail preview. The same inputs
     give the same bytes (set SOURCE_DATE_EPOCH to fix the build date).
 

@@ -25,9 +25,7 @@ WORKLOAD = ("input_tokens", "output_tokens", "concurrency", "context")
 @plan_options
 @write_options
 def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
-    """Fit the plan to your benchmark results and engine logs; write a profile for --profile.
-
-    FILE... are results of one deployment: `vllm bench serve --save-result` JSON, SGLang
+    """FILE... are results of one deployment: `vllm bench serve --save-result` JSON, SGLang
     bench_serving JSONL, AIPerf / genai-perf profile_export JSON or CSV, trtllm-bench
     --report_json, vLLM or SGLang start-up logs. Give the deployment as for `plan` (model, GPU,
     --tp/--pp/--ep, formats, engine); each file's workload (prompt and output tokens,

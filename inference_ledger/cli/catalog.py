@@ -66,12 +66,10 @@ def _listing(items, line, as_json: bool) -> None:
 @click.command("models", cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Every field of every model, as JSON (counts in parameters).")
 def models_cmd(as_json: bool) -> None:
-    """The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one)."""
     _listing(catalog.load_models(), model_line, as_json)
 
 
 @click.command("gpus", cls=Command)
 @click.option("--json", "as_json", is_flag=True, help="Every field of every GPU, as JSON (base units).")
 def gpus_cmd(as_json: bool) -> None:
-    """The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there)."""
     _listing(catalog.load_gpus(), gpu_line, as_json)

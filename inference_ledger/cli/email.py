@@ -54,9 +54,7 @@ def fresh_name(path: Path) -> Path:
 @write_options
 def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafile, insecure, timeout, eml,
               output, **build):
-    """Email the plan workbook, with its verdict in the body, to colleagues.
-
-    \b
+    """\b
     inference-ledger email --to cfo@example.com --smtp smtp.example.com:587 --starttls \\
         --user planner@example.com --model llama-3.1-70b --gpu h100-sxm --tp 4
     inference-ledger email --to cfo@example.com --from me@example.com --eml plan.eml

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Callable, Optional
 
 import click
 
+from inference_ledger.cli import COMMANDS
 from inference_ledger.core import files
 
 #: Said in every command's --help (the epilog of :class:`Command`).
@@ -16,10 +18,15 @@ ONCE = ("Each option is given once: a repeated option (--tp 4 --tp 8) is refused
 
 
 class Command(click.Command):
-    """A click command that refuses an option given twice (click's own convention keeps the last one silently)."""
+    """A click command that refuses an option given twice (click's own convention keeps the last one silently); its
+    help is its line of :data:`inference_ledger.cli.COMMANDS`, then its docstring."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("epilog", ONCE)
+        name = kwargs.get("name", args[0] if args else None)
+        if name in COMMANDS:
+            rest = inspect.cleandoc(kwargs.get("help") or "")
+            kwargs["help"] = COMMANDS[name] + (f"\n\n{rest}" if rest else "")
         super().__init__(*args, **kwargs)
 
     def make_parser(self, ctx: click.Context):

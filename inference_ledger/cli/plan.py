@@ -201,9 +201,7 @@ def prefill_options(f: Callable) -> Callable:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (base units, snake_case keys) instead of the table.")
 @prefill_options
 def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
-    """The memory, compute and bandwidth ledgers of one deployment.
-
-    Give a model (--model or --config) and a GPU (--gpu), or the numbers themselves;
+    """Give a model (--model or --config) and a GPU (--gpu), or the numbers themselves;
     explicit numbers override the catalog. Byte options take GB/GiB suffixes, bandwidth
     TB/s, FLOP/s TFLOPS, parameters K/M/B/T.
 

@@ -73,9 +73,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 def recommend_cmd(model: str, qps: float, ttft: Optional[float], tpot: Optional[float], gpu: Optional[str], tp: str,
                   max_gpus: int, disaggregated: bool, weight_dtype: str, kv_dtype: str, engine: str, top: int, as_json: bool, output: Optional[str],
                   profile: Optional[str], **numbers: Optional[float]) -> None:
-    """Deployments that meet the QPS, TTFT and TPOT targets, cheapest per month first.
-
-    One per model, GPU and replica size (GPUs per replica), each with why it is the cheapest of its kind.
+    """One per model, GPU and replica size (GPUs per replica), each with why it is the cheapest of its kind.
 
     \b
     inference-ledger recommend --model llama-3.1-70b --qps 20 --input-tokens 1024 --output-tokens 512 \\

@@ -133,9 +133,7 @@ def report_skipped(table: Table, output: str) -> None:
 @write_options
 def sweep_cmd(model: str, gpu: str, tp: str, weight_dtype: str, kv_dtype: str, context: str, concurrency: str,
               engine: str, output: str, max_rows: int, profile: Optional[str], **numbers: Optional[float]) -> None:
-    """Every combination of the lists, one row each, with a fit verdict.
-
-    The .xlsx keeps every plan line as a live formula over its row (change an input on
+    """The .xlsx keeps every plan line as a live formula over its row (change an input on
     the Inputs sheet and every row recalculates); combinations that cannot run (a TP
     that does not split the heads, TP beyond one node, a context past the model's maximum) are listed
     on the Notes sheet with the reason.

@@ -222,9 +222,7 @@ def accuracy_page(st) -> str:
                    "prints the --accuracy tables.")
 def validate_cmd(data: Optional[str], fmt: str, summary_only: bool, strict: bool, accuracy_only: bool,
                  write_bands: bool, page: Optional[str]) -> None:
-    """Compare predictions with measured deployments (weights, KV cache, engine start, TPOT).
-
-    Under load, errors leave one source out (--accuracy); --write-bands writes the plans' error bands."""
+    """Under load, errors leave one source out (--accuracy); --write-bands writes the plans' error bands."""
     render = {"text": _text, "markdown": _markdown, "csv": _csv}[fmt]
     if accuracy_only or write_bands or page:
         if data is not None:

@@ -167,20 +167,22 @@ lt = _cmp("<", lambda a, b: a < b)
 eq = _cmp("=", lambda a, b: a == b)
 
 
-def and_(*cs):
-    if is_sym(*cs):
-        return _call("AND", *cs, fn=and_)
-    if any(isinstance(c, np.ndarray) for c in cs):
-        return np.logical_and.reduce([np.asarray(c, dtype=bool) for c in cs])
-    return all(bool(c) for c in cs)
+def _logical(name: str, arrays, scalars):
+    """The logical function ``name``(c, ...): ``arrays`` (a numpy reduction) elementwise over arrays, ``scalars``
+    (all or any) over plain truth values, the call over formulas."""
+    def f(*cs):
+        if is_sym(*cs):
+            return _call(name, *cs, fn=f)
+        if any(isinstance(c, np.ndarray) for c in cs):
+            return arrays([np.asarray(c, dtype=bool) for c in cs])
+        return scalars(bool(c) for c in cs)
+
+    f.__name__ = name.lower() + "_"
+    return f
 
 
-def or_(*cs):
-    if is_sym(*cs):
-        return _call("OR", *cs, fn=or_)
-    if any(isinstance(c, np.ndarray) for c in cs):
-        return np.logical_or.reduce([np.asarray(c, dtype=bool) for c in cs])
-    return any(bool(c) for c in cs)
+and_ = _logical("AND", np.logical_and.reduce, all)
+or_ = _logical("OR", np.logical_or.reduce, any)
 
 
 def mod(a, b):
