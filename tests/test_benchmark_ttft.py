@@ -146,3 +146,34 @@ def test_sglang_and_vllm_v0_schedule_prompts_first_and_v0_stops_once_it_chunks()
     assert [engines.get_engine(e).prefills_first() for e in ("sglang", "sglang-0.3", "vllm-0.7", "vllm", "trtllm")] \
         == [1, 1, 1, 0, 0]
     assert engines.get_engine("vllm-0.7").prefills_first(max_model_len=65536) == 0
+
+
+def test_a_benchmarks_throughput_is_its_requests_over_rounds_of_their_latency():
+    """N x T over ROUNDUP(N / C) rounds of TTFT + (T - 1) x TPOT, never above the steady state.
+
+    * one burst of N = C = 100 requests, T = 100, TTFT 20 s, TPOT 0.1 s: 100 x 100 / (20 + 99 x 0.1) = 334.448;
+    * dstack's vLLM run at C = 128, N = 500, 3,200 in / 800 out with its printed latencies (mean TTFT 66,811.6 ms,
+      mean TPOT 71.8586 ms): 4 rounds of 66.8116 + 799 x 0.0718586 = 124.2266 s, 500 x 800 / 496.906 = 804.98
+      (it printed 744.78: its last round drains);
+    * the steady state caps it, and static batching is the steady state."""
+    f = serving.benchmark_tokens_per_second
+    assert f(1, 1e9, 100, 100, 100, 20.0, 0.1) == pytest.approx(100 * 100 / 29.9, rel=1e-12)
+    assert f(1, 1e9, 100, 100, 100, 20.0, 0.1) == pytest.approx(334.448, rel=1e-5)
+    assert f(1, 1e9, 500, 128, 800, 66.8116224, 0.07185856) == pytest.approx(804.98, rel=1e-4)
+    assert f(1, 300.0, 100, 100, 100, 20.0, 0.1) == 300.0
+    assert f(2, 5000.0, 100, 100, 100, 20.0, 0.1) == 5000.0
+
+
+def test_the_run_formula_reproduces_dstacks_throughput_from_its_own_latencies():
+    """Independent check on published runs: dstack's 45 closed loops (N = 500 fixed-length requests, 499 completed in
+    one, at C = 4..128,
+    SGLang's bench_serving) print output_throughput, mean_ttft_ms and mean_tpot_ms; N x T over the rounds of the
+    printed mean latency gives the printed throughput within 10% on every run (the drain of the last round is what
+    it leaves out)."""
+    from inference_ledger.catalogs.load_measurements import load_measured_load
+    runs = [r for r in load_measured_load() if r.source_group == "dstack"]
+    assert len(runs) == 45 and {r.requests for r in runs} == {499, 500}
+    for r in runs:
+        got = serving.benchmark_tokens_per_second(1, 1e12, r.requests, r.batch, r.output_tokens, r.ttft_ms / 1000,
+                                                  r.tpot_ms / 1000)
+        assert 0.9 <= r.deployment_tok_s / got <= 1.02, r.id

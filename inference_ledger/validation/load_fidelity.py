@@ -4,7 +4,8 @@ Each row of :mod:`inference_ledger.catalogs.load_measurements` is resolved like 
 formats, engine, TP) with its regime as ``batching``, its batch as the concurrency and its request
 shape; the plan's steady-state lines are compared with what the source printed:
 
-* ``output_tok_s``: ``tokens_per_second`` x replicas (gpus / tp) against the deployment's output tokens/s;
+* ``output_tok_s``: ``benchmark_tokens_per_second`` (what the row's benchmark run measures: N requests at its
+  concurrency, at most the steady state) x replicas (gpus / tp) against the deployment's output tokens/s;
 * ``tpot_ms``: ``tpot_seconds`` against the mean TPOT (or the mean ITL where only that is printed);
 * ``ttft_ms``: ``ttft_seconds`` (queueing included) against the mean TTFT.
 
