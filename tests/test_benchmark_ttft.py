@@ -4,7 +4,7 @@ under way when a request arrives (engine loop and overlap scheduling)."""
 import pytest
 
 from inference_ledger.graph import plan
-from inference_ledger.formulas import serving
+from inference_ledger.formulas import serving, whatif
 
 #: The seed article's round 70B on the default 4 x H100 (as tests/test_plan.py: every active parameter linear).
 SEED_70B = {"num_params": 70e9, "active_params": 70e9, "quantized_params": 70e9, "active_quantized_params": 70e9}
@@ -156,7 +156,7 @@ def test_a_benchmarks_throughput_is_its_requests_over_rounds_of_their_latency():
       mean TPOT 71.8586 ms): 4 rounds of 66.8116 + 799 x 0.0718586 = 124.2266 s, 500 x 800 / 496.906 = 804.98
       (it printed 744.78: its last round drains);
     * the steady state caps it, and static batching is the steady state."""
-    f = serving.benchmark_tokens_per_second
+    f = whatif.benchmark_tokens_per_second
     assert f(1, 1e9, 100, 100, 100, 20.0, 0.1) == pytest.approx(100 * 100 / 29.9, rel=1e-12)
     assert f(1, 1e9, 100, 100, 100, 20.0, 0.1) == pytest.approx(334.448, rel=1e-5)
     assert f(1, 1e9, 500, 128, 800, 66.8116224, 0.07185856) == pytest.approx(804.98, rel=1e-4)
@@ -174,6 +174,6 @@ def test_the_run_formula_reproduces_dstacks_throughput_from_its_own_latencies():
     runs = [r for r in load_measured_load() if r.source_group == "dstack"]
     assert len(runs) == 45 and {r.requests for r in runs} == {499, 500}
     for r in runs:
-        got = serving.benchmark_tokens_per_second(1, 1e12, r.requests, r.batch, r.output_tokens, r.ttft_ms / 1000,
+        got = whatif.benchmark_tokens_per_second(1, 1e12, r.requests, r.batch, r.output_tokens, r.ttft_ms / 1000,
                                                   r.tpot_ms / 1000)
         assert 0.9 <= r.deployment_tok_s / got <= 1.02, r.id

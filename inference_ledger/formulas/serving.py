@@ -375,23 +375,6 @@ def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):
     return ttft_service_seconds + (output_tokens - 1) * tpot_seconds
 
 
-def benchmark_tokens_per_second(batching, tokens_per_second, benchmark_requests, concurrency, output_tokens,
-                                ttft_seconds, tpot_seconds):
-    """Output tokens/s a closed-loop benchmark of N requests at concurrency C measures: N x T over the run, never more
-    than the replica's steady state (``tokens_per_second``).
-
-    Little's law on the run: C clients each wait a request's latency (the benchmark's mean TTFT, first wave and
-    queueing included, + (T - 1) x TPOT) before sending the next, so fixed-length requests finish in ceil(N / C)
-    rounds of that latency (a run of N <= C requests is one round).  The steady state leaves out the first wave and
-    the queue, which a short run (N near C, or few output tokens) mostly consists of.  vLLM's and SGLang's
-    benchmark_serving print 'Output token throughput' as generated tokens / benchmark duration.  Static batching:
-    the batch itself (its TTFT is the batch's prefill already in the steady state).
-    Llama-70B-like: N = C = 100, T = 100, TTFT 20 s, TPOT 0.1 s: 100 x 100 / (20 + 9.9) = 334 tokens/s."""
-    rounds = ceil(benchmark_requests / concurrency)
-    run = benchmark_requests * output_tokens / (rounds * cycle_seconds(ttft_seconds, output_tokens, tpot_seconds))
-    return where(eq(batching, BATCHING_STATIC), tokens_per_second, minimum(tokens_per_second, run))
-
-
 def queue_seconds(concurrency, effective_concurrency, qps_per_replica):
     """Closed-loop wait for a slot: (C - B) / QPS (Little's law on the C - B clients in line; 0 when all run)."""
     return maximum(concurrency - effective_concurrency, 0) / qps_per_replica

@@ -27,7 +27,7 @@ from __future__ import annotations
 from inference_ledger.core.sheetfuncs import ceil, eq, floor, gt, le, literal, log, maximum, minimum, where
 from inference_ledger.core.refs import name
 from inference_ledger.formulas.serving import cycle_seconds
-from inference_ledger.core.units import HOURS_PER_MONTH, TP_BASE
+from inference_ledger.core.units import BATCHING_STATIC, HOURS_PER_MONTH, TP_BASE
 
 __all__ = [
     "qps_per_replica",
@@ -52,6 +52,23 @@ def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
     70B on 4 x H100 at B = 16, TTFT 0.2 s, T = 512, TPOT 0.03 s: 16 / (0.2 + 511 x 0.03) = 16 / 15.53 = 1.030 req/s.
     """
     return concurrency / cycle_seconds(ttft_seconds, output_tokens, tpot_seconds)
+
+
+def benchmark_tokens_per_second(batching, tokens_per_second, benchmark_requests, concurrency, output_tokens,
+                                ttft_seconds, tpot_seconds):
+    """Output tokens/s a closed-loop benchmark of N requests at concurrency C measures: N x T over the run, never more
+    than the replica's steady state (``tokens_per_second``).
+
+    Little's law on the run: C clients each wait a request's latency (the benchmark's mean TTFT, first wave and
+    queueing included, + (T - 1) x TPOT) before sending the next, so fixed-length requests finish in ceil(N / C)
+    rounds of that latency (a run of N <= C requests is one round).  The steady state leaves out the first wave and
+    the queue, which a short run (N near C, or few output tokens) mostly consists of.  vLLM's and SGLang's
+    benchmark_serving print 'Output token throughput' as generated tokens / benchmark duration.  Static batching:
+    the batch itself (its TTFT is the batch's prefill already in the steady state).
+    Llama-70B-like: N = C = 100, T = 100, TTFT 20 s, TPOT 0.1 s: 100 x 100 / (20 + 9.9) = 334 tokens/s."""
+    rounds = ceil(benchmark_requests / concurrency)
+    run = benchmark_requests * output_tokens / (rounds * cycle_seconds(ttft_seconds, output_tokens, tpot_seconds))
+    return where(eq(batching, BATCHING_STATIC), tokens_per_second, minimum(tokens_per_second, run))
 
 
 def monthly_gpu_hours(num_gpus):

@@ -257,7 +257,7 @@ def tokens_per_second(qps_per_replica, output_tokens):
     return qps_per_replica * output_tokens
 
 
-benchmark_tokens_per_second = derived("benchmark_tokens_per_second", serving.benchmark_tokens_per_second,
+benchmark_tokens_per_second = derived("benchmark_tokens_per_second", whatif.benchmark_tokens_per_second,
     "Output tokens/s a benchmark measures", "tokens/s", BANDWIDTH,
     "As serving benchmarks print it (generated tokens / duration): N x T over ROUNDUP(N / C) rounds of a request's "
     "latency (the benchmark's TTFT + (T - 1) x TPOT), at most the steady state; static: the steady state.")
