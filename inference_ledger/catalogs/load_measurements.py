@@ -39,7 +39,8 @@ ENGINE_ARGS = {
     "max_num_batched_tokens": "vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, TensorRT-LLM --max_num_tokens",
     "max_num_seqs": "vLLM --max-num-seqs, SGLang --max-running-requests, TensorRT-LLM --max_batch_size",
     "overlap_scheduling": "1 for vLLM --async-scheduling",
-    "ep": "TensorRT-LLM --ep_size, vLLM --enable-expert-parallel (= TP)",
+    "ep": "whole-expert EP (MoE TP 1): vLLM --enable-expert-parallel (= TP), SGLang --ep-size; not TensorRT-LLM's "
+          "--ep_size below --tp_size (MoE TP x EP, a split the plan does not hold)",
     "max_model_len": "vLLM --max-model-len, TensorRT-LLM --max_seq_len, SGLang --context-length",
 }
 
