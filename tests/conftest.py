@@ -17,6 +17,9 @@ machine's other core beside the tests before it, and the test waits for its resu
 The costly pure steps run once per session and are shared read-only: ``workbooks`` (a built workbook per option
 set), ``cached_renders`` (in-process builds, e.g. through the CLI, reuse a render of the same options:
 tests/renders.py) and ``accuracy_study`` / ``shared_study`` (the leave-one-source-out study of the shipped rows).
+Both start on the other core as soon as the session knows its tests: the study in a forked child (the modules that
+need it run last), and the renders a module lists in ``RENDERS_AHEAD`` (its plain option sets) in another, in the
+modules' order; the test that asks for one waits for it.
 """
 
 from __future__ import annotations
@@ -141,12 +144,25 @@ def workbooks(tmp_path_factory):
     return get
 
 
-@pytest.fixture(scope="session")
-def accuracy_study():
-    """The leave-one-source-out study of the shipped load rows (every parameter), fitted once per session."""
+#: session fixtures whose value a forked child computes as soon as the session knows a test needs it: name -> how
+def _study():
     from inference_ledger.validation import accuracy
 
     return accuracy.study()
+
+
+_PREFETCHED = {"accuracy_study": _study}
+_PREFETCH: dict = {}
+
+
+@pytest.fixture(scope="session")
+def accuracy_study():
+    """The leave-one-source-out study of the shipped load rows (every parameter), fitted once per session: by a child
+    forked when the session's tests are known (it runs on the machine's other core beside the tests before the first
+    that needs it), else here."""
+    child = _PREFETCH.pop("accuracy_study", None)
+    got = child.result() if child is not None else None
+    return got if got is not None else _study()
 
 
 @pytest.fixture
@@ -190,8 +206,28 @@ class _EarlyChild:
 _EARLY: dict[tuple[str, str], _EarlyChild] = {}
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The modules whose tests need a _PREFETCHED fixture run last (in their order), so that its child has the other
+    tests' time to compute it."""
+    late = {item.module for item in items if _PREFETCHED.keys() & set(getattr(item, "fixturenames", ()))}
+    items.sort(key=lambda item: getattr(item, "module", None) in late)
+
+
 def pytest_collection_finish(session):
-    """Start each child process named in EARLY_CHILDREN by a module with a test in this run that waits for one."""
+    """Start each child process named in EARLY_CHILDREN by a module with a test in this run that waits for one, and
+    a forked child for each of _PREFETCHED that a test of this run needs."""
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in _PREFETCHED}
+    if needed - set(_PREFETCH):
+        from children import Child
+
+        for name in sorted(needed - set(_PREFETCH)):
+            _PREFETCH[name] = Child(_PREFETCHED[name])
+    modules = list(dict.fromkeys(getattr(item, "module", None) for item in session.items))
+    ahead = [(dict(options), template) for m in modules for options, template in getattr(m, "RENDERS_AHEAD", ())]
+    if ahead:
+        from renders import render_ahead
+
+        render_ahead(ahead, session.config._tmp_path_factory.mktemp("renders-ahead"))
     for item in session.items:
         module = getattr(item, "module", None)
         if "early_child" not in getattr(item, "fixturenames", ()):
@@ -208,6 +244,11 @@ def pytest_sessionfinish(session):
     for child in _EARLY.values():
         child.close()
     _EARLY.clear()
+    for child in _PREFETCH.values():
+        child.stop()
+    _PREFETCH.clear()
+    if "renders" in sys.modules:
+        sys.modules["renders"].stop_rendering_ahead()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -43,22 +44,33 @@ def sheet_parts(path) -> list[str]:
 
 def formula_cells_without_value(path) -> list[str]:
     """'part!ref' of every formula cell without a cached value."""
-    bad = []
+    return list(_formula_cells(*_file_key(path))[1])
+
+
+def formula_cell_count(path) -> int:
+    return _formula_cells(*_file_key(path))[0]
+
+
+def _file_key(path) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return str(path), st.st_mtime_ns, st.st_size
+
+
+@lru_cache(maxsize=32)
+def _formula_cells(path: str, mtime_ns: int, size: int) -> tuple[int, tuple[str, ...]]:
+    """(formula cells, 'part!ref' of those without a cached value) of a file, read once while it is unchanged (what
+    a file holds is a function of its bytes; the session's workbooks are read by several tests)."""
+    count, bad = 0, []
     with zipfile.ZipFile(path) as z:
         for name in sheet_parts(path):
             for _, c in ET.iterparse(z.open(name)):
                 if c.tag != f"{{{SML}}}c" or c.find(f"{{{SML}}}f") is None:
                     continue
+                count += 1
                 v = c.find(f"{{{SML}}}v")
                 if v is None or (not v.text and c.get("t") != "str"):
                     bad.append(f"{name}!{c.get('r')}")
-    return bad
-
-
-def formula_cell_count(path) -> int:
-    with zipfile.ZipFile(path) as z:
-        return sum(1 for name in sheet_parts(path) for _, c in ET.iterparse(z.open(name))
-                   if c.tag == f"{{{SML}}}c" and c.find(f"{{{SML}}}f") is not None)
+    return count, tuple(bad)
 
 
 @lru_cache(maxsize=None)

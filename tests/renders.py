@@ -15,6 +15,8 @@ import contextlib
 import copy
 import functools
 import os
+import pickle
+import signal
 
 import pytest
 
@@ -56,6 +58,8 @@ def memoised_renders():
         if key is None or extra_sheets:
             return real_render(ctx, extra_sheets, template=template)
         key = (key, bool(template), ctx.build_date)
+        if key not in _RENDERS and key in _AHEAD:
+            _RENDERS.update(_AHEAD.pop(key).wait(key))
         if key not in _RENDERS:
             data = real_render(ctx, (), template=template)
             _RENDERS[key] = (data, copy.deepcopy(ctx.values))
@@ -73,6 +77,90 @@ def memoised_renders():
         mp.undo()
 
 
+
+
+class _Ahead:
+    """Renders of plain options made by a forked child, in order, each into a file of its own as it is done; the
+    test that asks for one waits for that file (or renders it itself if the child ended without it)."""
+
+    def __init__(self, jobs: list, folder):
+        from inference_ledger.workbook import build
+
+        self.paths = {key: folder / f"{k}.pickle" for k, (key, _, _) in enumerate(jobs)}
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover (child)
+            try:
+                os.close(r)
+                for key, ctx, template in jobs:
+                    data = build.render_workbook(ctx, (), template=template)
+                    tmp = self.paths[key].with_suffix(".part")
+                    tmp.write_bytes(pickle.dumps((data, ctx.values)))
+                    os.replace(tmp, self.paths[key])
+                    os.write(w, b".")
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.done = os.fdopen(r, "rb", buffering=0)   # a byte per render the child has written
+
+    def wait(self, key) -> dict:
+        """{render key: (bytes, values)} of this key once the child has written it ({} when it ended without)."""
+        path = self.paths[key]
+        while not path.exists() and self.done.read(1):
+            pass
+        return {key: pickle.loads(path.read_bytes())} if path.exists() else {}
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        self.done.close()
+
+
+#: render key -> the child rendering it ahead of the tests (render_ahead)
+_AHEAD: dict = {}
+_CHILDREN: list[_Ahead] = []
+
+
+def render_ahead(option_sets, folder) -> None:
+    """Start a child that renders each (options, template) of ``option_sets`` not rendered yet, in order: the
+    memoised renders of those options then wait for its files instead of rendering (conftest.py calls this with
+    the RENDERS_AHEAD of the modules in the session, in their order)."""
+    from inference_ledger.workbook import build
+
+    jobs = []
+    for options, template in option_sets:
+        key = _render_key(options)
+        if key is None:
+            continue
+        ctx = build.make_context(**options)
+        full = (key, bool(template), ctx.build_date)
+        if full not in _RENDERS and full not in _AHEAD and full not in [j[0] for j in jobs]:
+            jobs.append((full, ctx, bool(template)))
+    if jobs:
+        child = _Ahead(jobs, folder)
+        _CHILDREN.append(child)
+        _AHEAD.update({key: child for key, _, _ in jobs})
+
+
+def stop_rendering_ahead() -> None:
+    for child in _CHILDREN:
+        child.stop()
+    _CHILDREN.clear()
+    _AHEAD.clear()
+
+
+def options_of(argv) -> dict:
+    """The render options of a command line of plan options (``--model deepseek-v3 --tp 8``): names with
+    underscores, numbers as floats (as the CLI passes them)."""
+    out = {}
+    for flag, value in zip(argv[::2], argv[1::2]):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+        out[flag.lstrip("-").replace("-", "_")] = value
+    return out
 
 
 @functools.lru_cache(maxsize=16)

@@ -285,6 +285,9 @@ def test_D08_prefill_tp_error_names_prefill_tp():
 # --- email ----------------------------------------------------------------------------------------------------
 
 MAIL = ["email", "--to", "a@example.com", "--from", "me@example.com"]
+#: the workbooks the tests build through the CLI, rendered ahead by a forked child (conftest.py): the default (W16,
+#: E29) and E29's at TP 8
+RENDERS_AHEAD = [({}, False), ({"tp": 8.0}, False)]
 
 
 def test_E14_eml_and_smtp_together_refused(tmp_path):

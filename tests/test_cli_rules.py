@@ -81,6 +81,8 @@ WRITERS = {
     "email-attachment": (["email", "--to", "cfo@example.com", "--from", "me@example.com", "--eml", "{dir}/m.eml",
                           "-o", "{out}"], ".xlsx"),
 }
+#: the workbooks the writers write (the default one and its template), rendered ahead by a forked child (conftest.py)
+RENDERS_AHEAD = [({}, False), ({}, True)]
 
 
 def _argv(writer: str, out: Path | str, folder: Path) -> list[str]:

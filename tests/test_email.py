@@ -30,7 +30,7 @@ from aiosmtpd.smtp import AuthResult
 
 from inference_ledger.io import mail
 
-from renders import memoised_renders
+from renders import memoised_renders, options_of
 from test_cli_rules import cli as run_cli
 
 PASSWORD = "s3cret-Pa55word-9f2c"
@@ -179,6 +179,9 @@ def test_hostport():
 # --- the command, end to end ----------------------------------------------------------------
 
 PLAN = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4"]
+EUR = ["--currency", "EUR"]
+#: the workbooks the tests mail, rendered ahead by a forked child (conftest.py)
+RENDERS_AHEAD = [(options_of(PLAN), False), (options_of(PLAN + EUR), False)]
 TODAY = __import__("datetime").date.today().isoformat()
 NAME = f"llama-3.1-70b_h100-sxm_{TODAY}.xlsx"
 
@@ -435,8 +438,7 @@ def test_usage_errors_come_before_any_work(args, password, error, tmp_path):
 
 def test_eml_in_the_build_currency_shows_that_currency(tmp_path):
     """--currency is a build parameter the message honours too: the body's amounts carry the workbook's symbol."""
-    r = cli("--to", "cfo@example.com", "--from", "planner@example.com", "--eml", "plan.eml", "--currency", "EUR",
-            *PLAN, cwd=tmp_path)
+    r = cli("--to", "cfo@example.com", "--from", "planner@example.com", "--eml", "plan.eml", *EUR, *PLAN, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     msg, att = parse((tmp_path / "plan.eml").read_bytes())
     cached = openpyxl.load_workbook(io.BytesIO(att.get_content()), data_only=True)

@@ -39,6 +39,10 @@ SWEEP = ["sweep", "-m", "llama-3.1-70b,gpt-oss-120b", "-g", "h100-sxm,mi300x", "
          "--context", "4096,32768"]
 RECOMMEND = ["recommend", "-m", "llama-3.1-70b", "--qps", "20", "--input-tokens", "1024", "--output-tokens", "512",
              "-g", "h100-sxm,h200"]
+#: a MoE plan whose lines need other number formats than the default's
+MOE = {"model": "gpt-oss-120b"}
+#: the workbooks read here, rendered ahead by a forked child (conftest.py)
+RENDERS_AHEAD = [({}, False), ({}, True), (MOE, False)]
 
 
 def _cli(args, out: Path, env=None, process=False) -> Path:
@@ -200,7 +204,7 @@ def _ledger_formats(path) -> dict[tuple[str, str], str]:
 
 def test_number_formats_follow_the_line_not_the_model_picked(files, workbooks):
     """MoE kernel padding is 0 B for Llama and 5.5 GB for gpt-oss-120b: GB (and GiB beside it) either way."""
-    moe, _ = workbooks(model="gpt-oss-120b")
+    moe, _ = workbooks(**MOE)
     dense = _ledger_formats(files["workbook"])
     assert dense == _ledger_formats(moe)
     ws = opened(files["workbook"], data_only=True)["Memory"]

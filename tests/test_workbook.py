@@ -386,6 +386,11 @@ def test_cli_build_runs_with_no_arguments(tmp_path, monkeypatch, cached_renders)
     assert bad.stderr.strip().count("\n") == 0 and "h100-sxm" in bad.stderr  # one line, with suggestions
 
 
+#: another engine's plan (rendered ahead by a forked child, conftest.py, with the default workbook)
+SGLANG = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "engine": "sglang"}
+RENDERS_AHEAD = [({}, False), (SGLANG, False)]
+
+
 def test_scenarios_from_csv_and_options(tmp_path, workbooks):
     csv = tmp_path / "mine.csv"
     csv.write_text("label,model,gpu,weight_dtype,kv_dtype,tp,concurrency,engine\n"
@@ -403,7 +408,7 @@ def test_scenarios_from_csv_and_options(tmp_path, workbooks):
     want = plan.evaluate(resolve.resolve("qwen2.5-7b", "l40s", numbers={"tp": 1, "concurrency": 8}).inputs)
     assert _close(values["total_bytes_per_gpu"], want["total_bytes_per_gpu"])
     # another engine's defaults reach the Plan as `plan --engine` applies them
-    _, sg = workbooks(model="llama-3.1-70b", gpu="h100-sxm", tp=4, engine="sglang")
+    _, sg = workbooks(**SGLANG)
     want = concurrency.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang",
                                                 numbers={"tp": 4}).inputs)
     assert all(_close(sg[n], float(want[n])) for n in plan.NAMES)

@@ -30,6 +30,7 @@ strings as text, it is the text ``"#VALUE! <argument> must be ..."``.  Details i
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable
 
@@ -206,8 +207,40 @@ PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_wo
 PLAN_CONCURRENCY = ("concurrency_used", "concurrency_reason")
 
 
+#: The plans of the worksheet-function call running, by their choices: PLAN over a row of keys asks for one plan once
+#: per key, and it is evaluated once (kept for that call only, so a changed catalog is always read again).
+_CALL_PLANS: list[dict] = []
+
+
+@contextlib.contextmanager
+def _plans_kept_for_the_call():
+    _CALL_PLANS.append({})
+    try:
+        yield
+    finally:
+        _CALL_PLANS.pop()
+
+
 def _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp=None,
                  ep=None, dp_attention=None, batching=None, profile=None):
+    """The plan's values and labels (read only)."""
+    key = (model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp, ep,
+           dp_attention, batching, tuple(sorted((profile or {}).items())))
+    kept = _CALL_PLANS[-1] if _CALL_PLANS else None
+    try:
+        if kept is not None and key in kept:
+            return kept[key]
+    except TypeError:   # a choice that is not a plain value: evaluated each time
+        kept = None
+    got = _evaluated_plan(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp,
+                          ep, dp_attention, batching, profile)
+    if kept is not None:
+        kept[key] = got
+    return got
+
+
+def _evaluated_plan(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype, engine, pp, ep,
+                    dp_attention, batching, profile):
     numbers = {"tp": tp, "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens,
                "pp": pp, "ep": ep, "dp_attention": dp_attention}
     requested = None if choose_concurrency.is_auto(concurrency) else concurrency   # blank or "auto": chosen
@@ -292,12 +325,14 @@ def _choice_function(fn: Callable[..., Any], excel_name: str, description: str, 
     def call(*values):
         values = list(values) + [None] * (len(names) - len(values))
         if not whole:
-            return elementwise_call(fn, names, values, optional=names)  # blank ids: the resolver's own message
+            with _plans_kept_for_the_call():
+                return elementwise_call(fn, names, values, optional=names)  # blank ids: the resolver's own message
         try:
             prof = profile_values(values[-1] if isinstance(values[-1], list) else [])
         except ProfileRowError as e:
             return [[error_value(f"profile {e}")]]
-        return elementwise_call(lambda *a: fn(*a, profile=prof), names[:-1], values[:-1], optional=names[:-1])
+        with _plans_kept_for_the_call():
+            return elementwise_call(lambda *a: fn(*a, profile=prof), names[:-1], values[:-1], optional=names[:-1])
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     call.__signature__ = inspect.Signature([inspect.Parameter(n, kind, default=inspect.Parameter.empty if k < required
