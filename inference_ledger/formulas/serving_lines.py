@@ -56,16 +56,21 @@ def step_tokens(effective_concurrency, prefill_tokens_per_step):
     return effective_concurrency + prefill_tokens_per_step
 
 
-moe_distinct_experts = derived("moe_distinct_experts", serving.distinct_experts,
-    "Distinct experts per layer per step", "experts", BANDWIDTH,
-    "E x (1 - (1 - k/E)^tokens): every expert any token of the step routes to is read (0 for a dense model).",
-    tokens="step_tokens")
+def _experts_read(tokens, distinct, extra):
+    """The experts a step routes its tokens to, and what they add to the weight read beyond one token's experts (the
+    step with its prompt chunks; the pure-decode step): ``distinct`` and ``extra`` are each line's name, label, doc."""
+    (distinct_name, distinct_label, distinct_doc), (extra_name, extra_label, extra_doc) = distinct, extra
+    return (derived(distinct_name, serving.distinct_experts, distinct_label, "experts", BANDWIDTH, distinct_doc,
+                    tokens=tokens),
+            derived(extra_name, serving.extra_expert_bytes, extra_label, "B", BANDWIDTH, extra_doc,
+                    distinct_experts=distinct_name, num_layers="moe_layers"))
 
 
-step_extra_expert_bytes = derived("step_extra_expert_bytes", serving.extra_expert_bytes,
-    "Routed experts read per step beyond one token's", "B", BANDWIDTH,
-    "MoE layers x (distinct experts - k) x 3 x hidden x intermediate x bytes: what a batch adds to the weight read.",
-    distinct_experts="moe_distinct_experts", num_layers="moe_layers")
+moe_distinct_experts, step_extra_expert_bytes = _experts_read("step_tokens",
+    ("moe_distinct_experts", "Distinct experts per layer per step",
+     "E x (1 - (1 - k/E)^tokens): every expert any token of the step routes to is read (0 for a dense model)."),
+    ("step_extra_expert_bytes", "Routed experts read per step beyond one token's",
+     "MoE layers x (distinct experts - k) x 3 x hidden x intermediate x bytes: what a batch adds to the weight read."))
 
 
 routed_active_bytes = derived("routed_active_bytes", serving.routed_active_bytes,
@@ -79,16 +84,12 @@ step_weight_bytes_per_gpu = derived("step_weight_bytes_per_gpu", serving.weight_
     "DP attention).", extra_expert_bytes="step_extra_expert_bytes")
 
 
-decode_distinct_experts = derived("decode_distinct_experts", serving.distinct_experts,
-    "Distinct experts per layer per pure-decode step", "experts", BANDWIDTH,
-    "E x (1 - (1 - k/E)^B): the experts a step of the decoding sequences alone routes to (no prompt tokens), what "
-    "the TPOT floor reads: a step carrying prompt chunks only adds time.", tokens="effective_concurrency")
-
-
-decode_extra_expert_bytes = derived("decode_extra_expert_bytes", serving.extra_expert_bytes,
-    "Routed experts read per pure-decode step beyond one token's", "B", BANDWIDTH,
-    "MoE layers x (distinct experts of the decoding sequences - k) x 3 x hidden x intermediate x bytes.",
-    distinct_experts="decode_distinct_experts", num_layers="moe_layers")
+decode_distinct_experts, decode_extra_expert_bytes = _experts_read("effective_concurrency",
+    ("decode_distinct_experts", "Distinct experts per layer per pure-decode step",
+     "E x (1 - (1 - k/E)^B): the experts a step of the decoding sequences alone routes to (no prompt tokens), what "
+     "the TPOT floor reads: a step carrying prompt chunks only adds time."),
+    ("decode_extra_expert_bytes", "Routed experts read per pure-decode step beyond one token's",
+     "MoE layers x (distinct experts of the decoding sequences - k) x 3 x hidden x intermediate x bytes."))
 
 
 decode_weight_bytes_per_gpu = derived("decode_weight_bytes_per_gpu", serving.weight_read_per_gpu,

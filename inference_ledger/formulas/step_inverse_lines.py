@@ -39,11 +39,15 @@ def kernel_moe_floor_seconds(moe_layers, moe_kernel_launch_seconds, experts_per_
                                                                            - moe_kernel_launch_seconds))
 
 
-kernel_gemm_floor_seconds = derived("kernel_gemm_floor_seconds", gemm_sum, "Kernel step: GEMM floors", "s",
-    BANDWIDTH, "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + the MoE floors where the "
-    "experts follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).",
-    qkv="qkv_kernel_floor_seconds", o="o_kernel_floor_seconds", mlp="mlp_kernel_floor_seconds",
-    moe="kernel_moe_floor_seconds")
+def _gemms_at(figure, label, doc):
+    """The line of the step's GEMMs summed at one figure of their curves (``floor_seconds``, ``seconds_per_token``)."""
+    return derived(f"kernel_gemm_{figure}", gemm_sum, label, "s", BANDWIDTH, doc, qkv=f"qkv_kernel_{figure}",
+                   o=f"o_kernel_{figure}", mlp=f"mlp_kernel_{figure}", moe=f"kernel_moe_{figure}")
+
+
+kernel_gemm_floor_seconds = _gemms_at("floor_seconds", "Kernel step: GEMM floors",
+    "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + the MoE floors where the experts "
+    "follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).")
 
 
 @line("Kernel step: MoE experts' time per token", "s", BANDWIDTH,
@@ -54,12 +58,9 @@ def kernel_moe_seconds_per_token(moe_layers, experts_per_token, num_experts, exp
         * moe_expert_kernel_seconds_per_token
 
 
-kernel_gemm_seconds_per_token = derived("kernel_gemm_seconds_per_token", gemm_sum,
-    "Kernel step: GEMM time per token", "s", BANDWIDTH,
+kernel_gemm_seconds_per_token = _gemms_at("seconds_per_token", "Kernel step: GEMM time per token",
     "Layers x (QKV + O time per token) + the dense MLP's per token + the experts' where they follow a GEMM's curve "
-    "(from the GEMM table; the fused-MoE table's grow linearly: a per step token term).",
-    qkv="qkv_kernel_seconds_per_token", o="o_kernel_seconds_per_token", mlp="mlp_kernel_seconds_per_token",
-    moe="kernel_moe_seconds_per_token")
+    "(from the GEMM table; the fused-MoE table's grow linearly: a per step token term).")
 
 
 @line("Kernel step: fixed time", "s", BANDWIDTH,
