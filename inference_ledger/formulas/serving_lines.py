@@ -56,14 +56,19 @@ def step_tokens(effective_concurrency, prefill_tokens_per_step):
     return effective_concurrency + prefill_tokens_per_step
 
 
+def _extra_expert_bytes(name, distinct_experts, label, doc):
+    """The line of what a step's (or a chunk's) distinct experts add to the weight read beyond one token's experts."""
+    return derived(name, serving.extra_expert_bytes, label, "B", BANDWIDTH, doc, distinct_experts=distinct_experts,
+                   num_layers="moe_layers")
+
+
 def _experts_read(tokens, distinct, extra):
     """The experts a step routes its tokens to, and what they add to the weight read beyond one token's experts (the
     step with its prompt chunks; the pure-decode step): ``distinct`` and ``extra`` are each line's name, label, doc."""
-    (distinct_name, distinct_label, distinct_doc), (extra_name, extra_label, extra_doc) = distinct, extra
+    distinct_name, distinct_label, distinct_doc = distinct
     return (derived(distinct_name, serving.distinct_experts, distinct_label, "experts", BANDWIDTH, distinct_doc,
                     tokens=tokens),
-            derived(extra_name, serving.extra_expert_bytes, extra_label, "B", BANDWIDTH, extra_doc,
-                    distinct_experts=distinct_name, num_layers="moe_layers"))
+            _extra_expert_bytes(extra[0], distinct_name, *extra[1:]))
 
 
 moe_distinct_experts, step_extra_expert_bytes = _experts_read("step_tokens",
@@ -145,10 +150,9 @@ def prefill_distinct_experts(num_experts, experts_per_token, prefill_batch_token
     return serving.distinct_experts(num_experts, experts_per_token, prefill_batch_tokens / prefill_chunks)
 
 
-prefill_extra_expert_bytes = derived("prefill_extra_expert_bytes", serving.extra_expert_bytes,
-    "Routed experts a prefill chunk reads beyond one token's", "B", BANDWIDTH,
-    "MoE layers x (distinct experts of a chunk - k) x 3 x hidden x intermediate x bytes.",
-    distinct_experts="prefill_distinct_experts", num_layers="moe_layers")
+prefill_extra_expert_bytes = _extra_expert_bytes("prefill_extra_expert_bytes", "prefill_distinct_experts",
+    "Routed experts a prefill chunk reads beyond one token's",
+    "MoE layers x (distinct experts of a chunk - k) x 3 x hidden x intermediate x bytes.")
 
 
 @line("Weights read by the prefill", "B", BANDWIDTH,
