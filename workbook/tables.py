@@ -199,7 +199,7 @@ SELECTORS = (
 #: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
 ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
                   "moe_pad_intermediate")
-#: The sheet of each choice's catalog (catalog_facts.CHOICES and the engine): the GPU costs row is the chosen GPU's,
+#: The sheet of each choice's catalog (catalog_facts.Get's and the engine): the GPU costs row is the chosen GPU's,
 #: the unquantized modules' format the Dtypes row of UNQUANTIZED_DTYPE.
 _SHEET_OF = {**{key: sheet for key, _, sheet in SELECTORS}, "gpu_cost": "GPU costs", "unquantized": "Dtypes"}
 

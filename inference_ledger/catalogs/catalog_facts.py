@@ -27,10 +27,6 @@ DEFAULT_GPU = "h100-sxm"
 _MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(Model))
 _GPU_FIELDS = tuple(f.name for f in dataclasses.fields(Gpu))
 
-#: The catalog row each choice selects: the chosen model, GPU, weight and KV formats, the GPU's row of
-#: data/gpu_costs.csv (``gpu_cost``) and the format the unquantized modules keep (``unquantized``: BF16).
-CHOICES = ("model", "gpu", "weight_dtype", "kv_dtype", "gpu_cost", "unquantized")
-
 #: Plan inputs that a catalog row gives under another name, or that a number format gives: input -> (the choice whose
 #: row holds it, its field). Every other field of the model's and the GPU's rows fills the input of its own name, and
 #: so does each of the GPU cost row's fields that is a plan input.
@@ -42,7 +38,9 @@ NAMED_FACTS: dict[str, tuple[str, str]] = {
 }
 
 #: ``get(choice, field)``: one field of a chosen row, as a worksheet cell reads it (a blank reads 0) -- the row's
-#: value for the resolver, the INDEX/MATCH lookup of that cell for the workbook.
+#: value for the resolver, the INDEX/MATCH lookup of that cell for the workbook.  The choices: ``model``, ``gpu``,
+#: ``weight_dtype``, ``kv_dtype``, the GPU's row of data/gpu_costs.csv (``gpu_cost``) and the format the unquantized
+#: modules keep (``unquantized``: catalog.UNQUANTIZED_DTYPE).
 Get = Callable[[str, Any], Any]
 
 
@@ -69,12 +67,6 @@ def peak_flops_of(unit_flops, fallback_flops):
     """Dense FLOP/s the weight format computes at: its unit's, never below BF16's (BF16 where the chip lacks the unit,
     a blank reading 0; no format computes slower than BF16 on a chip that has its unit)."""
     return maximum(unit_flops, fallback_flops)
-
-
-def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
-    """:func:`peak_flops_of` for a GPU row and a weight format."""
-    return peak_flops_of(getattr(gpu, weight_dtype.compute_field, None) or 0,
-                         getattr(gpu, catalog.FALLBACK_COMPUTE_FIELD))
 
 
 #: Plan inputs that are a formula over the chosen rows.
@@ -110,6 +102,22 @@ class _NoRow(Exception):
     """A fact reads a row that was not chosen (no model, no GPU, a GPU without a cost row)."""
 
 
+def _reader(rows: dict[str, Any], blank: Any = None) -> Get:
+    """:data:`Get` over catalog rows: a field's value, ``blank`` for a blank one."""
+    def get(choice: str, name: str) -> Any:
+        if rows.get(choice) is None:
+            raise _NoRow(choice)
+        v = getattr(rows[choice], name, None)
+        return blank if v is None else v
+
+    return get
+
+
+def peak_flops(gpu: Gpu, weight_dtype: Dtype) -> float:
+    """The ``peak_flops`` fact of a GPU row and a weight format."""
+    return DERIVED["peak_flops"].of(_reader({"gpu": gpu, "weight_dtype": weight_dtype}, blank=0))
+
+
 def catalog_facts(model: Optional[Model], gpu: Optional[Gpu], weight: Dtype, kv: Dtype) -> dict[str, Any]:
     """Every catalog fact (:func:`fact`) of the chosen rows that a plan input of the same name takes (the caller keeps
     its plan's inputs).
@@ -121,15 +129,7 @@ def catalog_facts(model: Optional[Model], gpu: Optional[Gpu], weight: Dtype, kv:
             "gpu_cost": finance.gpu_cost(gpu.id) if gpu is not None else None,
             "unquantized": catalog.get_dtype(catalog.UNQUANTIZED_DTYPE)}
 
-    def field(choice: str, name: str) -> Any:
-        if rows[choice] is None:
-            raise _NoRow(choice)
-        return getattr(rows[choice], name, None)
-
-    def cell(choice: str, name: str) -> Any:
-        v = field(choice, name)
-        return 0 if v is None else v
-
+    field, cell = _reader(rows), _reader(rows, blank=0)
     v: dict[str, Any] = {}
     for name in FACT_NAMES:
         f = fact(name)
