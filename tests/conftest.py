@@ -2,7 +2,8 @@
 
 Every test that starts LibreOffice (the ``soffice`` fixture, ``inference_ledger.workbook.recalc``), Gnumeric or poppler
 is marked ``libreoffice``, so ``pytest -m "not libreoffice"`` is the fast loop.  An unmarked test that asks for
-``soffice``, or looks one of those programs up while it sets up or runs, fails and says to mark it.
+``soffice``, or looks one of those programs up or starts one (subprocess) while it sets up or runs, fails and says
+to mark it (a program a child process starts is that child's: the test that started the child is not checked).
 
 openpyxl writes XML with lxml when it can import it and with the standard library
 otherwise (``openpyxl.xml.LXML``, decided at import).  The suite runs with lxml (a test
@@ -75,20 +76,32 @@ def _unmarked(item) -> str:
     return f"{item.nodeid} starts LibreOffice, Gnumeric or poppler but is not marked: add @pytest.mark.libreoffice"
 
 
+def _program(args) -> str:
+    """The program a subprocess.Popen call starts (its first argument, or the command line's first word)."""
+    first = args if isinstance(args, (str, bytes, os.PathLike)) else (list(args) or [""])[0]
+    first = os.fsdecode(first)
+    return os.path.basename(first.split()[0] if first.strip() else first)
+
+
 @contextlib.contextmanager
 def _office_refused(item):
-    real = shutil.which
+    real, real_popen = shutil.which, subprocess.Popen.__init__
 
     def which(cmd, *args, **kwargs):
         if os.path.basename(str(cmd)) in OFFICE_PROGRAMS:
             pytest.fail(f"{_unmarked(item)} (it looked up {cmd})", pytrace=False)
         return real(cmd, *args, **kwargs)
 
-    shutil.which = which
+    def popen(self, args, *rest, **kwargs):   # a program started by its path, without looking it up
+        if _program(args) in OFFICE_PROGRAMS:
+            pytest.fail(f"{_unmarked(item)} (it started {_program(args)})", pytrace=False)
+        real_popen(self, args, *rest, **kwargs)
+
+    shutil.which, subprocess.Popen.__init__ = which, popen
     try:
         yield
     finally:
-        shutil.which = real
+        shutil.which, subprocess.Popen.__init__ = real, real_popen
 
 
 @pytest.hookimpl(wrapper=True)

@@ -28,14 +28,19 @@ def test_an_unmarked_test_that_starts_libreoffice_fails_and_a_marked_one_may(pyt
         def test_looks_python_up():
             assert shutil.which("python3")
 
+        def test_starts_pdftoppm_by_its_path():
+            import subprocess
+            subprocess.run(["/usr/bin/pdftoppm", "-v"], capture_output=True)
+
         @pytest.mark.libreoffice
         def test_marked_may_look_it_up():
             shutil.which("soffice")
             shutil.which("pdftoppm")
     ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, failed=2, errors=1)
+    result.assert_outcomes(passed=2, failed=3, errors=1)
     result.stdout.fnmatch_lines(["*test_asks_for_the_fixture*not marked: add @pytest.mark.libreoffice*"])
     result.stdout.fnmatch_lines(["*test_looks_gnumeric_up*not marked*looked up ssconvert*"])
+    result.stdout.fnmatch_lines(["*test_starts_pdftoppm_by_its_path*not marked*started pdftoppm*"])
     fast = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "not libreoffice", "-k", "python or marked")
-    fast.assert_outcomes(passed=1, deselected=4)
+    fast.assert_outcomes(passed=1, deselected=5)
