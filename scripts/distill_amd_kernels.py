@@ -51,6 +51,11 @@ def _is_fp8_block(path: str) -> bool:
         and "bpreshuffle" not in name and "fmoe" not in name
 
 
+def _is_mxfp4(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return "a4w4_blockscale" in name and "tuned_gemm" in name and "untuned" not in name
+
+
 def _is_bf16(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return "bf16" in name and "tuned_gemm" in name and "untuned" not in name and "batched" not in name
@@ -66,6 +71,8 @@ def aiter_files(git_dir: str, commit: str) -> list[tuple[str, str]]:
             continue
         if _is_fp8_block(p):
             out.append(("fp8", p))
+        elif _is_mxfp4(p):
+            out.append(("mxfp4", p))
         elif _is_bf16(p):
             out.append(("bfloat16", p))
     return out
@@ -141,6 +148,8 @@ def _moe_dtype(r: dict) -> str | None:
     if "float8" in w:
         return {"QuantType.per_1x128": "fp8_block", "QuantType.per_Token": "fp8",
                 "QuantType.per_Tensor": "fp8"}.get(q)
+    if "float4" in w and "float4" in r.get("q_dtype_a", "") and q == "QuantType.per_1x32":
+        return "mxfp4"   # MXFP4 weights and activations (1x32 E8M0 scales): aiter's a4w4 fused MoE
     return None
 
 
@@ -231,7 +240,8 @@ def main(argv: list[str]) -> int:
           "y = x W^T with x M x K, W N x K; columns m<M> are M (tokens) = " + ", ".join(map(str, GEMM_M))
           + "; the fastest kernel over the files at that shape; a column between two measured Ms is log-log between "
           "them, blank outside the measured Ms. fp8 = FP8 block-scaled (a8w8_blockscale: 1x128 activation, 128x128 "
-          "weight scales), bfloat16 = the BF16 tuner's files.\n"
+          "weight scales), mxfp4 = MXFP4 (a4w4_blockscale: FP4 E2M1 activations and weights, 1x32 E8M0 scales; MI355X "
+          "only), bfloat16 = the BF16 tuner's files.\n"
           "#   gpu_ids: the gpus.csv ids the row measures (aiter cu_num 304 = MI300X/MI325X, 256 = MI355X); engine "
           "aiter: the kernel library vLLM and SGLang call on ROCm\n"
           f"{cols}\n" + table(gemm_rows(git_dir, commit)))

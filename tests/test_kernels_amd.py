@@ -172,9 +172,10 @@ def test_plan_json_on_mi300x_says_measured_tables_and_which_operations_fall_back
 
 
 def test_formats_without_amd_tables_keep_the_roofline():
-    # BF16 on MI300X (aiter ships no BF16 tuned GEMMs for 304 CUs at this commit) and MXFP4 price the whole step on
-    # the roofline
-    for model, gpu, wd in (("llama-3.1-70b", "mi300x", "bf16"), ("gpt-oss-120b", "mi355x", None)):
+    # BF16 on MI300X (aiter ships no BF16 tuned GEMMs for 304 CUs at this commit) and MXFP4 off MI355X (aiter's a4w4
+    # GEMMs are tuned for 256 CUs only; NVIDIA's tables hold no MXFP4 GEMM) price the whole step on the roofline
+    for model, gpu, wd in (("llama-3.1-70b", "mi300x", "bf16"), ("gpt-oss-120b", "mi300x", None),
+                           ("gpt-oss-120b", "b200", None)):
         r = resolve.resolve(model, gpu, weight_dtype=wd, numbers=dict(tp=8))
         assert plan.evaluate(r.inputs)["kernel_tables"] == 0, (model, gpu)
     # MI355X has BF16 tables: Llama-3.1-70B BF16 is priced per operation there
@@ -185,13 +186,21 @@ def test_formats_without_amd_tables_keep_the_roofline():
 # ROCm/aiter@e4048607a5 aiter/configs/model_configs/qwen3_235b_bf16_tuned_fmoe.csv, cu_num 304 (MI300X), Qwen3-235B's
 # experts (hidden 4,096, 128 experts, top 8) at inter_dim 192 = 1,536 / MoE TP 8: tokens -> us, copied from the file
 AITER_QWEN3_TP8 = {1: 32.7102, 2: 43.8746, 8: 82.8639, 32: 154.6934, 128: 181.8923}
+# ROCm/aiter@e4048607a5 aiter/configs/model_configs/dsv3_fp4_tuned_fmoe.csv, cu_num 256 (MI355X), DeepSeek-V3/R1's
+# experts (hidden 7,168, 256 experts, top 8) at inter_dim 256 = 2,048 / MoE TP 8, MXFP4 weights and activations
+# (q_type per_1x32): tokens -> us, copied from the file
+AITER_DSV3_FP4_TP8 = {16: 65.4857, 256: 145.6725, 1024: 213.7861, 8192: 789.0816}
+_QWEN3 = ("mi300x", "bf16", (4096, 1536, 8, 128), "qwen3_235b_bf16_tuned_fmoe.csv")
+_DSV3 = ("mi355x", "mxfp4", (7168, 2048, 8, 256), "dsv3_fp4_tuned_fmoe.csv")
 
 
-@pytest.mark.parametrize("tokens, us", sorted(AITER_QWEN3_TP8.items()))
-def test_mi300x_fused_moe_lookup_equals_aiters_measurement(tokens, us):
-    t, src = kernels_fused.moe_seconds("mi300x", "sglang", "bf16", tokens, 4096, 1536, 8, 128, 8, 1)
+@pytest.mark.parametrize("case, tokens, us", [(_QWEN3, t, us) for t, us in sorted(AITER_QWEN3_TP8.items())]
+                         + [(_DSV3, t, us) for t, us in sorted(AITER_DSV3_FP4_TP8.items())])
+def test_amd_fused_moe_lookup_equals_aiters_measurement(case, tokens, us):
+    gpu, dtype, shape, name = case
+    t, src = kernels_fused.moe_seconds(gpu, "sglang", dtype, tokens, *shape, 8, 1)
     assert t == pytest.approx(us * US, rel=5e-4)
-    assert "qwen3_235b_bf16_tuned_fmoe.csv" in src
+    assert name in src
 
 
 def test_a_moe_shape_without_an_amd_table_is_scaled_from_the_nearest_measured_one():
@@ -236,3 +245,22 @@ def test_mla_on_amd_prices_its_projections_from_the_gemm_table_and_the_latent_on
     d = json.loads(out)
     assert d["kernel_source"] == "measured tables"
     assert "scaled" in d["decode_ops"]["mlp"]["source"] and "tuned_fmoe" in d["decode_ops"]["mlp"]["source"]
+
+
+def test_mi355x_mxfp4_gemm_is_aiters_a4w4_measurement_and_log_log_between():
+    # aiter/configs/a4w4_blockscale_tuned_gemm.csv, gfx950 cu_num 256, N 7,168 x K 2,048 (DeepSeek's O projection
+    # width): M 256 -> 7.835 us, M 1,024 -> 19.98 us (the table's grid cells); M 512 is log-log between them:
+    # exp((ln 7.835 + ln 19.98) / 2) = sqrt(7.835 x 19.98) = 12.512 us
+    t, src = kernels.gemm_seconds("mi355x", "sglang", "mxfp4", 1024, 7168, 2048)
+    assert t == pytest.approx(19.98 * US, rel=1e-3)
+    assert "a4w4_blockscale_tuned_gemm.csv" in src or "tuned shapes" in src
+    t, _ = kernels.gemm_seconds("mi355x", "sglang", "mxfp4", 512, 7168, 2048)
+    assert t == pytest.approx(12.512 * US, rel=1e-3)
+
+
+def test_deepseek_r1_mxfp4_on_mi355x_is_priced_from_the_measured_tables():
+    r = resolve.resolve("deepseek-r1", "mi355x", weight_dtype="mxfp4", engine="sglang", numbers=dict(tp=8))
+    v = plan.evaluate(r.inputs)
+    assert v["kernel_tables"] == 1 and v["moe_kernel_table"] == 1
+    # a batch-1 decode step reads every layer's weights at least once: never below the HBM roofline floor
+    assert v["decode_kernel_seconds"] >= v["tpot_floor_seconds"]

@@ -10,7 +10,8 @@ for the catalog's MoE shapes; DeepSeek-V3's whole MLA attention module of one la
 latent cache) by (KV dtype, GEMM dtype, heads per GPU), decode by batch x KV length and prefill by prompt length.
 
 **AMD** (MI300X / MI325X / MI355X; ``*_amd.csv``, ``scripts/distill_amd_kernels.py``): GEMM and fused-MoE times from
-ROCm/aiter's tuner tables (MIT), the shapes AMD tuned for its models: FP8 block-scaled on all three, BF16 on MI355X.
+ROCm/aiter's tuner tables (MIT), the shapes AMD tuned for its models: FP8 block-scaled on all three, BF16 and MXFP4
+(aiter's a4w4: FP4 weights and activations, 1x32 scales) on MI355X.
 A GEMM shape the table holds is read on its own curve over M; any other along the weight size N x K (log-log between
 the tuned sizes around it: a GEMM's floor-plus-weight-read and its FLOPs both follow N x K).  A MoE shape without an
 aiter table is scaled from the nearest measured one (:func:`inference_ledger.kernels_fused.moe_scaled_figures`).
@@ -19,7 +20,7 @@ ROCm/aiter#801 TP 2 on MI300, vllm-project/vllm#39080 TP 8 on MI355X; another GP
 one).  Attention has no AMD table: decode attention costs its KV bytes over HBM bandwidth x ``kv_read_efficiency``
 and prefill attention its causal FLOPs over peak x ``prefill_efficiency``, no floor
 (:func:`roofline_attention_figures`); an MLA model without the MLA module tables prices its projections from the GEMM
-table (DeepSeek-V3's widths, :func:`gemm_shapes`) and its latent on that roofline.  BF16 on MI300X / MI325X and MXFP4
+table (DeepSeek-V3's widths, :func:`gemm_shapes`) and its latent on that roofline.  BF16 and MXFP4 on MI300X / MI325X
 have no AMD table: the roofline prices the whole step.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along

@@ -59,9 +59,10 @@ def _mla(which: str) -> dict[tuple, dict[int, Table]]:
 
 
 def moe_dtypes(weight_dtype: str) -> tuple[str, ...]:
-    """The MoE table's dtypes for a weight format (FP8: per-tensor and block-scaled, the faster taken)."""
+    """The MoE table's dtypes for a weight format (FP8: per-tensor and block-scaled, the faster taken; MXFP4:
+    aiconfigurator's weight-only kernel on NVIDIA, aiter's a4w4 on AMD)."""
     return {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp32": ("bfloat16",), "fp8": ("fp8", "fp8_block"),
-            "int8": ("fp8", "fp8_block"), "mxfp4": ("w4a16_mxfp4",)}.get(weight_dtype, ())
+            "int8": ("fp8", "fp8_block"), "mxfp4": ("w4a16_mxfp4", "mxfp4")}.get(weight_dtype, ())
 
 
 def moe_layout(tp: float, ep: float) -> tuple[int, int]:
