@@ -4,7 +4,7 @@
   every XML part, fill cached values and chart caches, write every part again, zip) beside unzipping and zipping
   the same parts unchanged (:func:`~inference_ledger.workbook.package.zip_parts`).
 * column widths: :func:`inference_ledger.workbook.printing.fit_columns` over every sheet of the default workbook
-  beside a loop that only reads each cell's value and number format.
+  beside a loop that only reads each cell's value and number format (and each value of a number block).
 * number blocks: :func:`inference_ledger.workbook.build.render_workbook` of the default workbook, its Kernels sheet's
   figures written as one number block (:meth:`inference_ledger.workbook.context.Ctx.number_block`, how it runs)
   beside the same figures written as a cell each (how it ran before); the two must give the same bytes.
@@ -106,6 +106,10 @@ def bench_fit_columns(runs: int) -> tuple[float, float]:
         for ws in sheets:
             for c in ws._cells.values():
                 c.value, c.number_format
+            for block in ctx.blocks.get(ws.title, ()):   # the Kernels sheet's figures: a number block, not cells
+                for values in block.rows.values():
+                    for v in values:
+                        v
 
     return best(lambda: [real(ws, ctx) for ws in sheets], runs), best(floor, runs)
 
