@@ -26,8 +26,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from inference_ledger.catalogs import engines
 from inference_ledger.formulas import ledger, serving
-from inference_ledger.graph import plan, resolve
-from inference_ledger.core.sheetfuncs import and_, ceil, ge, le, maximum, where
+from inference_ledger.graph import concurrency, plan, plan_lines, resolve
+from inference_ledger.core.sheetfuncs import and_, ceil, ge, maximum, where
 from inference_ledger.core.units import BATCHING_STATIC
 
 POOL_LAYOUT = ("tp", "pp", "ep", "dp_attention")
@@ -177,9 +177,11 @@ def totals(p: Callable[[str], Any], d1: Callable[[str], Any], d: Callable[[str],
     n_d = put("decode_instances", instances(at("target_qps"), rate_d))
     gpus = put("disagg_gpus", n_p * p("gpus_per_replica") + n_d * d("gpus_per_replica"))
     put("disagg_monthly_cost", ledger.monthly_cost(at("price_per_gpu_hour"), gpus))
-    put("disagg_meets_targets", where(and_(le(ttft, at("ttft_target")), le(d("tpot_seconds"), at("tpot_target")),
-                                           ge(d1("serving_concurrency"), 1), ge(p("max_concurrency"), p("dp_attention"))),
-                                      1, 0))
+    # the plan's own target tests and rule, over the two pools: the decode pool holds a batch of one and the
+    # prefill pool a prompt per DP rank
+    held = where(and_(ge(d1("serving_concurrency"), 1), ge(p("max_concurrency"), p("dp_attention"))), 1, 0)
+    put("disagg_meets_targets", concurrency.meets(plan_lines.ttft_ok(ttft, at("ttft_target")),
+                                                  plan_lines.tpot_ok(d("tpot_seconds"), at("tpot_target")), held))
     return out
 
 
