@@ -9,7 +9,7 @@ from typing import Sequence
 
 from openpyxl.styles import Alignment, Font
 from openpyxl.worksheet.pagebreak import Break
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import column_index_from_string, get_column_letter
 
 from inference_ledger.graph import concurrency, plan, verdict
 from inference_ledger.core.expr import NOVALUE
@@ -53,6 +53,11 @@ ENGINE_NOTE = ("Dropdown of the Engines sheet: its KV budget rule and fixed memo
 #: Plan rows: the verdict and the choices at the top beside the charts, then inputs | results.
 PLAN_TOP, PLAN_BODY = 5, 26
 
+
+#: Zero-based column of the printed page break between the inputs and the results (G).
+RESULTS_BREAK = 6
+#: The last printed column (the results' notes); the chart data beyond it are not printed.
+PRINTED_LAST_COLUMN = "K"
 
 def plan_sheet(wb, ctx: Ctx) -> None:
     ws = ctx.new_sheet("Plan", "Plan", {"A": 36, "B": 16, "C": 13, "D": 12, "E": 62, "F": 2,
@@ -108,8 +113,15 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"E{r}", const.doc, style.NOTE)
         ctx.define(const.name, ws, f"B{r}")
     _plan_results(ctx, ws, body)
-    ws.print_area = f"A1:K{ws.max_row}"
-    ws.col_breaks.append(Break(id=6))   # printed: the inputs (A:E) on one page, the results (G:K) on the next
+    ws.print_area = f"A1:{PRINTED_LAST_COLUMN}{ws.max_row}"
+    ws.col_breaks.append(Break(id=RESULTS_BREAK))   # printed: the inputs (A:E) on one page, the results (G:K) on the next
+    # the results end well above the inputs: a row break under their last row ends their pages there (without it
+    # LibreOffice's fit-to-width pass can count one more results page and print it empty, headerless)
+    results_end = max(c.row for row in ws.iter_rows(min_col=RESULTS_BREAK + 1,
+                                                   max_col=column_index_from_string(PRINTED_LAST_COLUMN)) for c in row
+                      if c.value is not None)
+    if results_end < ws.max_row:
+        ws.row_breaks.append(Break(id=results_end))
 
 
 
