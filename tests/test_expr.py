@@ -5,7 +5,7 @@ import pytest
 
 from inference_ledger.formulas import ledger
 from inference_ledger.core.expr import HardCodedConstant, Sym
-from inference_ledger.core.sheetfuncs import ceil, floor, maximum, where, ge
+from inference_ledger.core.sheetfuncs import ceil, concat, floor, maximum, where, ge
 
 
 def S(*names):
@@ -54,3 +54,14 @@ def test_mod_abs_isnumber_render_and_compute():
     assert isnumber(a).text == "ISNUMBER(a)" and isnumber(1.0) and not isnumber("") and not isnumber(None)
     with pytest.raises(HardCodedConstant):
         mod(a, 8)  # a literal divisor must be a named constant
+
+
+def test_a_join_writes_neighbouring_texts_as_one_literal():
+    """ "GB"&" of " is written "GB of " (shorter formulas, same text); a literal's own quotes and a tighter-binding
+    part are left alone."""
+    a, b = Sym("a"), Sym("b")
+    assert concat(concat(a, " s"), " (band ", b, ")").text == 'a&" s (band "&b&")"'
+    assert concat('q"', '"r', a).text == '"q""""r"&a'          # q" then "r: one literal q""r
+    assert concat('x"&"y', "z", a).text == '"x""&""yz"&a'      # a quote-and-ampersand inside a literal stays text
+    assert concat(a + b, "x").text == '(a+b)&"x"'
+    assert concat(where(a, "p", "q"), "z").text == 'IF(a,"p","q")&"z"'

@@ -224,10 +224,45 @@ def concat(*parts):
     if is_sym(*parts):
         # & binds looser than + and tighter than =; a joined text inside another join needs no parentheses
         syms = [_as_sym(p) for p in parts]
-        return Sym("&".join(_wrap(s, _ADD + 1) for s in syms), _ADD + 1,
-                   _apply(lambda *vs: concat(*vs), *(s.value for s in syms)))
+        items: list[str] = []
+        for t in (_wrap(s, _ADD + 1) for s in syms):
+            if items and _ends_in_literal(items[-1]) and _starts_with_literal(t):
+                items[-1] = items[-1][:-1] + t[1:]   # "GB"&" of " is written "GB of ": the same text, shorter
+            else:
+                items.append(t)
+        return Sym("&".join(items), _ADD + 1, _apply(lambda *vs: concat(*vs), *(s.value for s in syms)))
     return "".join(p if isinstance(p, str) else "" if p is None else
                    ("TRUE" if p else "FALSE") if isinstance(p, (bool, np.bool_)) else f"{float(p):g}" for p in parts)
+
+
+def _ends_in_literal(t: str) -> bool:
+    """Whether a join's item ends with a text literal that is itself an item of the join ("a"&"b" yes, a+"b" no)."""
+    if not t.endswith('"'):
+        return False
+    i = len(t) - 2
+    while i >= 0:                       # back to the literal's opening quote; "" inside it is an escaped quote
+        if t[i] == '"':
+            if i > 0 and t[i - 1] == '"':
+                i -= 2
+                continue
+            return i == 0 or t[i - 1] == "&"
+        i -= 1
+    return False
+
+
+def _starts_with_literal(t: str) -> bool:
+    """Whether a join's item starts with a text literal that is itself an item of the join."""
+    if not t.startswith('"'):
+        return False
+    i = 1
+    while i < len(t):                   # on to the literal's closing quote
+        if t[i] == '"':
+            if i + 1 < len(t) and t[i + 1] == '"':
+                i += 2
+                continue
+            return i == len(t) - 1 or t[i + 1] == "&"
+        i += 1
+    return False
 
 
 #: The number formats :func:`text` evaluates in Python as Excel's TEXT does: thousands separators, a fixed
