@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +59,7 @@ def _failures_sentence(wb) -> str:
 
 
 #: What the Summary says of a plan that does not fit: no check fails, yet the master check is 0 (the verdict).
-UNFIT_FAILURES = "No check fails; master check 0 as the verdict is: does not fit."
+UNFIT_FAILURES = "Every check passes, but the master check fails: the verdict is \"does not fit\"."
 
 
 def _errors(wb) -> list[tuple[str, str, str]]:
@@ -69,6 +70,13 @@ def _errors(wb) -> list[tuple[str, str, str]]:
 def _all_pass(wb) -> list[tuple[str, str]]:
     return [(ws.title, c.coordinate) for ws in wb.worksheets for row in ws.iter_rows() for c in row
             if isinstance(c.value, str) and ALL_PASS in c.value]
+
+
+def _chart_titles(path: Path) -> list[str]:
+    """The cached titles of the charts whose title reads a cell (the Load sheet's Chart titles), from the package."""
+    with zipfile.ZipFile(path) as z:
+        parts = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart")]
+    return [v for x in parts for v in re.findall(r"<(?:c:)?title><(?:c:)?tx><(?:c:)?strRef>.*?<(?:c:)?v>([^<]*)</(?:c:)?v>", x)]
 
 
 def _build(args, out: Path) -> subprocess.CompletedProcess:
@@ -98,6 +106,9 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
     assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said
     assert "No own-or-rent answer: the plan does not fit." in said
+    # ... and every load chart's title (a cell on Load, read by the chart) says no replica runs its curves
+    titles = _chart_titles(path)
+    assert len(titles) == 3 and all(t == "does not fit: no replica runs these curves (Plan)" for t in titles), titles
     # ... and the key numbers show no benchmark TTFT and no band where the sentences say there is none
     ws = cached["Summary"]
     rows = {ws[f"B{r}"].value: r for r in range(1, ws.max_row + 1) if isinstance(ws[f"B{r}"].value, str)}
@@ -114,7 +125,7 @@ def test_a_plan_that_does_not_fit_recalculates_without_error_cells(not_fitting, 
     assert _cell(got, "verdict").value == 0 and _verdict_words(got) == "does not fit"
     assert _cell(got, "master_check").value == 0
     assert _all_pass(got) == []   # no banner, legend or note claims it
-    assert all(ws["A2"].value.startswith("Master check 0") for ws in got.worksheets)
+    assert all(ws["A2"].value.startswith("MASTER CHECK FAILS") for ws in got.worksheets)
     # the Summary's failures sentence reads the master check's own cells, as LibreOffice computes them
     assert _failures_sentence(got) == UNFIT_FAILURES
 
@@ -127,7 +138,13 @@ def test_a_plan_that_misses_its_targets_fails_the_master_check(tmp_path):
     assert _cell(cached, "verdict").value == 2 and _verdict_words(cached) == "fits, misses targets"
     assert _cell(cached, "checks_pass").value == 1 and _cell(cached, "master_check").value == 0
     assert _all_pass(cached) == []
-    assert _failures_sentence(cached) == "No check fails; master check 0 as the verdict is: fits, misses targets."
+    assert _failures_sentence(cached) == ("Every check passes, but the master check fails: the verdict is "
+                                          "\"fits, misses targets\".")
+    # a plan that starts keeps its charts' titles (it misses a target, yet its curves are a replica's)
+    assert sorted(_chart_titles(tmp_path / "l4.xlsx")) == sorted([
+        "Output tokens/s vs concurrency (flat: the KV cache is full, the rest queue)",
+        "TPOT vs concurrency (the dashed level is the TPOT target)",
+        "Output tokens/s and TPOT vs concurrency (log scale), one replica"])
 
 
 #: Values the CLI refuses, typed into the default workbook (bad-inputs.md L01-L04), and a model id not in the

@@ -38,7 +38,9 @@ from .tables import Table
 #: The master check's words (row 2 of every sheet).
 ALL_PASS = "All checks pass (Checks sheet)"
 CHECK_FAILS = "A CHECK FAILS: see the Checks sheet"
-VERDICT_FAILS = "Master check 0: the plan is not \"fits, meets targets\" (verdict on Plan)"
+VERDICT_FAILS = "MASTER CHECK FAILS: the verdict is not \"fits, meets targets\" (Plan)"
+#: The longest of them: the row-2 link to the Summary goes right of it (workbook/printing.py).
+MASTER_WORDS_LONGEST = max(len(w) for w in (ALL_PASS, CHECK_FAILS, VERDICT_FAILS))
 
 # Names Excel would read as a cell (A1, XFD1048576) or R1C1 reference (R, C, R1C1, RC2).
 _CELL_LIKE = re.compile(r"^([A-Za-z]{1,3}[0-9]+|[RrCc]|[Rr][0-9]*[Cc][0-9]*|[Rr][0-9]+|[Cc][0-9]+)$")

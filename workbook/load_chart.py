@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import numpy as np
 from openpyxl.chart import Reference, ScatterChart, Series
+from openpyxl.chart.data_source import StrData, StrRef, StrVal
+from openpyxl.chart.text import Text
+from openpyxl.chart.title import Title
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import concurrency as choice
 from inference_ledger.graph import plan
 from inference_ledger.formulas import serving
-from inference_ledger.core.refs import max_of
+from inference_ledger.core.refs import absolute, max_of
+from inference_ledger.core.sheetfuncs import concat, ge, where
 
 from . import style
+from .cells import verdict_code, verdict_words
 from .context import Ctx
 
 #: The lines the charts plot, the lines a candidate's test reads, and the bill at each candidate.
@@ -88,7 +93,30 @@ def _marker(ws, xs: tuple[int, int], ys: tuple[int, int], col_x: int, col_y: int
     return s
 
 
-def _chart(title: str, y_title: str, y_fmt: str) -> ScatterChart:
+#: What a chart's title says after the verdict's words when the plan does not start: no replica runs its curves.
+UNSTARTED_TITLE = ": no replica runs these curves (Plan)"
+#: A title read from a cell at the size of the Summary cost chart's typed title.
+TITLE_POINTS = 11
+
+
+def chart_title(ctx: Ctx, ws, coord: str, title: str) -> Title:
+    """A chart title read from a cell that ``coord`` on ``ws`` gets: ``title`` while the plan starts (verdict >= 1),
+    else the verdict's words and why the curves describe nothing; a formula, so the title follows the Plan's
+    inputs, and its cached text is the title a mail preview shows."""
+    ctx.formula(ws, coord, where(ge(verdict_code(ctx), 1), title, concat(verdict_words(ctx), UNSTARTED_TITLE)),
+                style.NOTE)
+    return cell_title(ctx, ws.title, coord)
+
+
+def cell_title(ctx: Ctx, sheet: str, coord: str) -> Title:
+    """A chart title that reads one cell, with the cell's value as its cache (what a viewer that does not
+    recalculate shows)."""
+    cache = StrData(ptCount=1, pt=[StrVal(idx=0, v=str(ctx.held(sheet, coord)))])
+    return Title(tx=Text(strRef=StrRef(f=absolute(sheet, coord, always_quote=True), strCache=cache)), overlay=False,
+                 txPr=style.axis_text(TITLE_POINTS, bold=True))
+
+
+def _chart(title: Title, y_title: str, y_fmt: str) -> ScatterChart:
     chart = ScatterChart(scatterStyle="lineMarker")   # ECMA-376 requires c:scatterStyle (openpyxl omits it)
     chart.title = title
     chart.style = 2
@@ -124,6 +152,12 @@ CHOICE_ROWS = (
     ("concurrency_best_tpot", "Largest held candidate meeting the TPOT target", "tpot_alone", lambda m: m),
     ("concurrency_best_ttft", "Largest held candidate meeting the TTFT target", "ttft_alone", lambda m: m),
 )
+
+
+#: The charts' titles while the plan starts, by the label of their cell on the Load sheet (Chart titles).
+CHART_TITLES = {"Throughput chart": "Output tokens/s vs concurrency (flat: the KV cache is full, the rest queue)",
+                "TPOT chart": "TPOT vs concurrency (the dashed level is the TPOT target)",
+                "Summary chart": "Output tokens/s and TPOT vs concurrency (log scale), one replica"}
 
 
 def _line_series(ws, chart: ScatterChart, target: str, col_of: dict[str, int], rows: tuple[int, int], xs,
@@ -237,15 +271,18 @@ def load_sheet(wb, ctx: Ctx) -> None:
     for k in (0, 1):
         ctx.formula(ws, f"D{r + 3 + k}", ctx.quantity("tpot_target"), style.FORMULA, "0.000")
     ctx.put(ws, f"E{r + 3}", "y = tpot_target across the axis", style.NOTE)
+    ctx.put(ws, f"A{r + 6}", "Chart titles", style.SECTION)
+    titles = {}
+    for j, (label, t) in enumerate(CHART_TITLES.items()):
+        ctx.put(ws, f"A{r + 7 + j}", label)
+        titles[label] = chart_title(ctx, ws, f"B{r + 7 + j}", t)
     xs = Reference(ws, min_col=FIRST_COL, min_row=first, max_row=last)
     col_of = {c: FIRST_COL + 1 + j for j, c in enumerate(cols)}
     kv_rows = (rows["kv_x"], rows["kv_x"] + 1)
-    throughput = _chart("Output tokens/s vs concurrency (flat: the KV cache is full, the rest queue)",
-                        "Output tokens/s (one replica)", "#,##0")
+    throughput = _chart(titles["Throughput chart"], "Output tokens/s (one replica)", "#,##0")
     _line_series(ws, throughput, "tokens_per_second", col_of, (first, last), xs, ("4472C4", "9DC3E6"))
     throughput.series.append(_marker(ws, kv_rows, kv_rows, 2, 3, "KV-capacity plateau (max_concurrency)", "C00000"))
-    latency = _chart("TPOT vs concurrency (the dashed level is the TPOT target)", "Seconds per output token",
-                     "0.000")
+    latency = _chart(titles["TPOT chart"], "Seconds per output token", "0.000")
     _line_series(ws, latency, "tpot_seconds", col_of, (first, last), xs, ("ED7D31", "F8CBAD"))
     latency.series.append(_marker(ws, kv_rows, kv_rows, 2, 4, "KV-capacity plateau (max_concurrency)", "C00000"))
     t_rows = (rows["target"], rows["target"] + 1)

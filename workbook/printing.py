@@ -19,7 +19,7 @@ from openpyxl.utils import get_column_letter, range_boundaries
 from openpyxl.worksheet.hyperlink import Hyperlink
 
 from . import style
-from .context import Ctx
+from .context import MASTER_WORDS_LONGEST, Ctx
 
 #: Character units of column width that print readably across one landscape A4 page (about 10 pt text).
 PAGE_WIDTH = 210
@@ -154,7 +154,7 @@ def link_back(ws, ctx: Ctx) -> None:
         return
     merged = {c for m in ws.merged_cells.ranges if m.min_row <= 2 <= m.max_row
               for c in range(m.min_col, m.max_col + 1)}
-    need, col, run = 34.0, 1, 0.0   # the master check's text ("A CHECK FAILS: see the Checks sheet") at 10 pt
+    need, col, run = float(MASTER_WORDS_LONGEST), 1, 0.0   # the master check's longest words, about 1 unit a letter
     while run < need or ws.cell(2, col).value is not None or col in merged:
         run += column_width(ws, col)
         col += 1

@@ -147,9 +147,9 @@ def tidy_chart(chart) -> None:
         chart.title = sized_title(words, CHART_TITLE_PT)
 
 
-def axis_text(points: float) -> RichText:
-    """Tick labels of an axis at this size."""
-    cp = CharacterProperties(sz=int(points * 100))
+def axis_text(points: float, bold: bool = False) -> RichText:
+    """Tick labels of an axis (or a chart title read from a cell) at this size."""
+    cp = CharacterProperties(sz=int(points * 100), b=bold)
     return RichText(p=[Paragraph(pPr=ParagraphProperties(defRPr=cp), endParaRPr=cp)])
 
 

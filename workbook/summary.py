@@ -30,7 +30,7 @@ from inference_ledger.core.units import MS_PER_S
 from . import style
 from .cells import bill, fit_rows, header, named, section, verdict_code, verdict_rules, verdict_words
 from .context import Ctx
-from .load_chart import X_RANGE
+from .load_chart import X_RANGE, cell_title
 from .printing import chart_box, last_row_under
 from .tco import SHEET as TCO, scenario_columns
 
@@ -188,7 +188,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
 #: The failures section's sentence when the master check passes.
 NO_FAILURE = "None: every check on the Checks sheet passes."
 #: ... when no check fails but the verdict is not "fits, meets targets" (the master check's other half).
-VERDICT_ONLY = "No check fails; master check 0 as the verdict is: "
+VERDICT_ONLY = "Every check passes, but the master check fails: the verdict is \""
 #: ... when no counted check fails but an input breaks a range or choice rule.
 RULE_ONLY = "A rule is broken: "
 
@@ -200,7 +200,7 @@ def failures_sentence(master, checks_pass, failing, rule_broken, verdict_words):
     return where(eq(master, 1), NO_FAILURE,
                  where(gt(failing, 0), concat(summary.count(failing), " checks fail (Checks sheet):"),
                        where(eq(checks_pass, 0), concat(RULE_ONLY, rule_broken, "."),
-                             concat(VERDICT_ONLY, verdict_words, "."))))
+                             concat(VERDICT_ONLY, verdict_words, "\"."))))
 
 
 def _failures(ctx: Ctx, ws, r: int, verdict_cell: str) -> int:
@@ -286,7 +286,7 @@ def _load_chart(ctx: Ctx, wb, ws) -> None:
         return s
 
     a = ScatterChart(scatterStyle="lineMarker")
-    a.title = "Output tokens/s and TPOT vs concurrency (log scale), one replica"
+    a.title = next(cell_title(ctx, "Load", f"B{c.row}") for c in load["A"] if c.value == "Summary chart")
     a.y_axis.title = "Output tokens/s"
     a.x_axis.scaling.logBase = 2
     a.x_axis.scaling.min, a.x_axis.scaling.max = X_RANGE   # the candidate rows' range (the first is a formula)
