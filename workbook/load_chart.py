@@ -33,7 +33,7 @@ from inference_ledger.core.refs import absolute, max_of
 from inference_ledger.core.sheetfuncs import concat, ge, where
 
 from . import style
-from .cells import verdict_code, verdict_words
+from .cells import verdict_code
 from .context import Ctx
 
 #: The lines the charts plot, the lines a candidate's test reads, and the bill at each candidate.
@@ -103,7 +103,7 @@ def chart_title(ctx: Ctx, ws, coord: str, title: str) -> Title:
     """A chart title read from a cell that ``coord`` on ``ws`` gets: ``title`` while the plan starts (verdict >= 1),
     else the verdict's words and why the curves describe nothing; a formula, so the title follows the Plan's
     inputs, and its cached text is the title a mail preview shows."""
-    ctx.formula(ws, coord, where(ge(verdict_code(ctx), 1), title, concat(verdict_words(ctx), UNSTARTED_TITLE)),
+    ctx.formula(ws, coord, where(ge(verdict_code(ctx), 1), title, concat(ctx.name("verdict_words"), UNSTARTED_TITLE)),
                 style.NOTE)
     return cell_title(ctx, ws.title, coord)
 

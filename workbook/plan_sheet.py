@@ -236,6 +236,7 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     r += 1
     ctx.put(ws, f"A{r}", "Memory per GPU, then targets")
     ctx.formula(ws, f"B{r}", verdict_words(ctx), style.FORMULA)
+    ctx.define("verdict_words", ws, f"B{r}")   # what other sheets say when the plan does not start
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
     ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
