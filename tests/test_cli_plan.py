@@ -174,6 +174,26 @@ def test_models_and_gpus_one_line_each(capsys):
     assert json.loads(out)[0]["id"] == "a100-40gb"
 
 
+def test_engines_one_line_each_and_what_engine_takes(capsys):
+    code, out, _ = cli(capsys, "engines")
+    lines = out.strip().splitlines()
+    assert code == 0 and [l.split()[0] for l in lines][:3] == ["vllm", "vllm-0.12", "vllm-0.9"]
+    # vLLM 0.7 (V0): chunked prefill was off by default for the OpenAI server (engines.csv cites SchedulerConfig)
+    v07 = next(l for l in lines if l.startswith("vllm-0.7 "))
+    assert "no chunked prefill" in v07 and "max_num_seqs 256" in v07 and "also vllm-v0" in v07
+    code, out, _ = cli(capsys, "engines", "--json")
+    assert {"vllm", "sglang", "trtllm"} <= {e["id"] for e in json.loads(out)}
+    # an unknown one: one line naming --engine, the families and where the versions are listed (not 60 aliases)
+    for command in ("plan", "recommend", "sweep"):
+        args = ("-o", "never-written.csv") if command == "sweep" else ()
+        code, _, err = cli(capsys, command, "--engine", "vllm-9.9", *args)
+        assert code == 2 and err.count("\n") == 1, (command, err)
+        assert "'--engine'" in err and "vllm, sglang, trtllm" in err and "inference-ledger engines" in err
+        assert "tensorrt-llm" not in err
+    # ids and aliases still work, case-insensitive
+    assert cli(capsys, "plan", "--engine", "SGLang-0.4")[0] == 0
+
+
 @pytest.mark.parametrize("model,tp,why", [
     ("llama-3.1-70b", "3", "TP 3 does not divide the 64 attention heads"),
     ("qwen2.5-7b", "8", "TP 8 does not divide the 28 attention heads"),

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "plan": "The memory, compute and bandwidth ledgers of one deployment.",
     "models": "The model catalog, one line each (inference_ledger/data/models/: drop a config.json there to add one).",
     "gpus": "The GPU catalog, one line each (inference_ledger/data/gpus.csv: edit prices or append rows there).",
+    "engines": "The serving engines by version, one line each (inference_ledger/data/engines.csv: what --engine takes).",
     "build": "Write the workbook: Plan, the three ledgers, Scenarios, Checks and the catalogs.",
     "email": "Email the plan workbook, with its verdict in the body, to colleagues.",
     "sweep": "Every combination of the lists, one row each, with a fit verdict.",
@@ -35,7 +36,7 @@ COMMANDS: dict[str, str] = {
     "validate": "Compare predictions with measured deployments (weights, KV cache, engine start, TPOT).",
 }
 #: Commands that live in a module of another name.
-MODULE_OF = {"models": "catalog", "gpus": "catalog"}
+MODULE_OF = {"models": "catalog", "gpus": "catalog", "engines": "catalog"}
 
 
 class LazyGroup(click.Group):

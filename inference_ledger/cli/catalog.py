@@ -1,6 +1,6 @@
-"""`inference-ledger models` and `inference-ledger gpus`: the catalogs, one line each.
+"""`inference-ledger models`, `gpus` and `engines`: the catalogs, one line each.
 
-Each line gives the id (what --model/--gpu take), the name, the facts a plan uses, with
+Each line gives the id (what --model/--gpu/--engine take), the name, the facts a plan uses, with
 units, and where they come from.  ``--json`` prints every field in base units.
 """
 
@@ -11,7 +11,7 @@ import json
 
 import click
 
-from inference_ledger.catalogs import catalog
+from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import resolve
 from inference_ledger.cli.options import Command
 from inference_ledger.core.unit_registry import value_in
@@ -54,6 +54,17 @@ def gpu_line(g: catalog.Gpu, id_width: int = 10, name_width: int = 34) -> str:
             f"{flops} TFLOP/s dense{tdp}{price}  [{_first_source(g.source)}]")
 
 
+def engine_line(e: engines.Engine, id_width: int = 12, name_width: int = 40) -> str:
+    """id, name, the releases it covers, the step traits that set its speed, the other ids it answers to, source."""
+    on = lambda flag, words: words if flag else f"no {words}"  # noqa: E731
+    traits = ", ".join((on(e.chunked_prefill, "chunked prefill"), on(e.cuda_graphs, "CUDA graphs"),
+                        on(e.overlap_scheduling, "overlap scheduling"), f"max_num_seqs {e.max_num_seqs:,}"))
+    ids = [a for a in e.aliases if a.lower() in engines.engine_names()]
+    also = f"; also {', '.join(ids)}" if ids else ""
+    return (f"{e.id:<{id_width}} {e.name:<{name_width}} releases {e.releases}: {traits}{also}  "
+            f"[{_first_source(e.source)}]")
+
+
 def _listing(items, line, as_json: bool) -> None:
     """A catalog on stdout: every field as JSON, or one ``line`` each in columns as wide as the longest id and name."""
     if as_json:
@@ -73,3 +84,9 @@ def models_cmd(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Every field of every GPU, as JSON (base units).")
 def gpus_cmd(as_json: bool) -> None:
     _listing(catalog.load_gpus(), gpu_line, as_json)
+
+
+@click.command("engines", cls=Command)
+@click.option("--json", "as_json", is_flag=True, help="Every field of every engine version, as JSON (base units).")
+def engines_cmd(as_json: bool) -> None:
+    _listing(engines.load_engines(), engine_line, as_json)

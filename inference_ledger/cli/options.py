@@ -9,12 +9,43 @@ from typing import Callable, Optional
 
 import click
 
+from inference_ledger.catalogs import engines
 from inference_ledger.cli import COMMANDS
 from inference_ledger.core import files
 
 #: Said in every command's --help (the epilog of :class:`Command`).
 ONCE = ("Each option is given once: a repeated option (--tp 4 --tp 8) is refused rather than the last one "
         "silently winning; list options take comma-separated values.")
+
+
+def engine_words() -> str:
+    """What --engine takes, in words: the families (each the current release) and where the version ids are listed."""
+    families = ", ".join(i for i in engines.engine_ids() if i.isalpha())
+    return (f"{families} (the current release), or a version such as vllm-0.7 or sglang-0.4 "
+            "(`inference-ledger engines` lists every id)")
+
+
+class EngineChoice(click.Choice):
+    """``--engine``: an id or alias of inference_ledger/data/engines.csv, case-insensitive.  Its help shows ID and
+    the families rather than every alias, and a wrong one is refused in one line saying what it takes."""
+
+    def __init__(self) -> None:
+        super().__init__(engines.engine_names(), case_sensitive=False)
+
+    def get_metavar(self, *args, **kwargs) -> str:
+        return "ID"
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(f"{value!r} is not an engine; it takes {engine_words()}", param, ctx)
+
+
+def engine_option(help: str) -> Callable:
+    """The --engine option of plan, sweep and recommend: :class:`EngineChoice`, default the current vLLM."""
+    return click.option("--engine", type=EngineChoice(), default=engines.DEFAULT_ENGINE, show_default=True,
+                        help=f"{help}: {engine_words()}.")
 
 
 class Command(click.Command):

@@ -19,7 +19,7 @@ from inference_ledger.graph import concurrency, resolve, summary
 from inference_ledger.catalogs import catalog_facts, engines
 from inference_ledger.core import files, unit_registry
 from inference_ledger.formulas import engine_ledger, serving
-from inference_ledger.cli.options import Command
+from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.graph.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
@@ -136,9 +136,8 @@ def plan_options(f: Callable) -> Callable:
                      "fp8, int8, int4, mxfp4, nvfp4 (default: the checkpoint's, else bf16)."),
         click.option("--kv-dtype", metavar="DTYPE", default="bf16", show_default=True,
                      help="KV-cache format: bf16, fp16, fp8, int8, int4-kv."),
-        click.option("--engine", type=click.Choice(engines.engine_names(), case_sensitive=False),
-                     default=engines.DEFAULT_ENGINE, show_default=True,
-                     help="Serving engine whose memory budget and batching defaults apply (inference_ledger/data/engines.csv)."),
+        engine_option("Serving engine whose memory budget, batching defaults and step traits apply "
+                      "(inference_ledger/data/engines.csv)"),
         click.option("--context", type=click.IntRange(1, 10**9), metavar="TOKENS",
                      help="Tokens per sequence (prompt + output): sets input tokens = context - output tokens."),
     ]

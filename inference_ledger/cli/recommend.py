@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 import click
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
+from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
 from inference_ledger.cli.plan import Quantity, default_help
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
@@ -62,8 +62,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
               "serving by $/month.")
 @click.option("--weight-dtype", default="native,fp8", show_default=True, metavar="LIST", help="Weight formats.")
 @click.option("--kv-dtype", default="bf16", show_default=True, metavar="LIST", help="KV-cache formats.")
-@click.option("--engine", type=click.Choice(engines.engine_names(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
-              show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
+@engine_option("Serving engine whose memory rule, batching defaults and step traits apply (as for `plan`)")
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Plans to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: the targets and the plans, each with its full plan.")
 @click.option("--output", "-o", metavar="PATH", help="Also write the plans as a workbook (.xlsx, live formulas) or .csv.")

@@ -18,7 +18,7 @@ import click
 from inference_ledger.graph import concurrency as concurrency_choice
 from inference_ledger.catalogs import engines
 from inference_ledger.core.args import LedgerInputError
-from inference_ledger.cli.options import (Command, calibrated_line, check_output, load_profile, profile_option,
+from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
 from inference_ledger.cli.plan import AUTO_HELP, Quantity, default_help, option_name, parse_quantity
 from inference_ledger.graph.plan import INPUT_BY_NAME, INPUTS
@@ -123,8 +123,7 @@ def report_skipped(table: Table, output: str) -> None:
               help="Tokens per sequence (input + output); input tokens = context - output tokens.")
 @click.option("--concurrency", default=concurrency_choice.AUTO, show_default=True, metavar="LIST",
               help="Peak concurrent sequences, numbers or auto: " + AUTO_HELP)
-@click.option("--engine", type=click.Choice(engines.engine_names(), case_sensitive=False), default=engines.DEFAULT_ENGINE,
-              show_default=True, help="Serving engine whose memory rule and batching defaults apply (as for `plan`).")
+@engine_option("Serving engine whose memory rule, batching defaults and step traits apply (as for `plan`)")
 @click.option("--output", "-o", required=True, metavar="PATH", help="sweep.xlsx (live formulas) or sweep.csv (values).")
 @click.option("--max-rows", type=click.IntRange(1), default=DEFAULT_MAX_ROWS, show_default=True,
               help="Refuse sweeps with more rows than this (an .xlsx sheet holds 1,048,575).")
