@@ -343,6 +343,7 @@ MISTAKES = [
     # catalogs
     (["models", "--csv"], 2, "No such option"),
     (["gpus", "--csv"], 2, "No such option"),
+    (["engines", "--csv"], 2, "No such option"),
     (["nosuchcommand"], 2, "No such command"),
 ]
 
@@ -405,7 +406,7 @@ def test_every_option_accepts_its_printed_default(name):
         for text in shown:
             p.type.convert(text, p, None)
             checked += 1
-    assert checked or name in ("models", "gpus", "validate")
+    assert checked or name in ("models", "gpus", "engines", "validate")
 
 
 @pytest.mark.parametrize("text, unit, value", [
