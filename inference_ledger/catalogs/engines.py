@@ -56,6 +56,7 @@ class Engine:
     moe_pad_intermediate: int
     chunked_prefill: int
     prefill_first: int
+    kv_admission_reserve: float
     releases: str
     overlap_scheduling: int
     scheduler_seconds_per_sequence: float
@@ -153,7 +154,8 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 cuda_context_bytes=float(r["cuda_context_bytes"]), nccl_nvls_bytes=float(r["nccl_nvls_bytes"]),
                 nccl_p2p_bytes=float(r["nccl_p2p_bytes"]), moe_pad_hidden=int(r["moe_pad_hidden"]),
                 moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]),
-                prefill_first=int(r["prefill_first"]), releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
+                prefill_first=int(r["prefill_first"]),
+                kv_admission_reserve=float(r["kv_admission_reserve"]), releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
                 scheduler_seconds_per_sequence=float(r["scheduler_seconds_per_sequence"]),
                 cuda_graphs=int(r["cuda_graphs"]), cuda_graph_max_batch_by_tp=_by_tp(r["cuda_graph_max_batch_by_tp"]),
                 eager_seconds_per_layer=float(r["eager_seconds_per_layer"]),
@@ -217,6 +219,7 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "moe_pad_intermediate": e.moe_pad_intermediate,
         "chunked_prefill": e.chunks(max_model_len),
         "prefill_first": e.prefills_first(max_model_len),
+        "kv_admission_reserve": e.kv_admission_reserve,
         "overlap_scheduling": e.overlap_scheduling,
         "scheduler_seconds_per_sequence": e.scheduler_seconds_per_sequence,
         "cuda_graphs": e.cuda_graphs,
