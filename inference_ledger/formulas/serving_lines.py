@@ -9,7 +9,7 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 
 from __future__ import annotations
 
-from inference_ledger.formulas import ledger, serving
+from inference_ledger.formulas import ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line
 
@@ -36,6 +36,32 @@ effective_concurrency = derived("effective_concurrency", serving.effective_concu
     "Sequences decoding together: min(requested concurrency, sequences the KV budget holds at full context, "
     "the schedulers' limit), at least 1; the rest queue.",
     kv_limit="max_concurrency", max_num_seqs="max_running_sequences")
+
+
+admission_context_tokens = derived("admission_context_tokens", serving.admission_context,
+    "Context a request is admitted at", "tokens", MEMORY,
+    "S + reserve x T: the KV the scheduler counts a request for when it admits it (1: the whole S + T, TensorRT-LLM's "
+    "GUARANTEED_NO_EVICT; 0: the prompt alone, vLLM, which preempts when the cache runs out).")
+
+
+kv_bytes_per_sequence_admitted = derived("kv_bytes_per_sequence_admitted", ledger.kv_sequence_bytes,
+    "KV per request at admission", "B", MEMORY,
+    "KV of one request at the context it is admitted at (sliding-window layers at most the window).",
+    kv_elements_layer="kv_elements_per_token_layer", context="admission_context_tokens")
+
+
+@line("Requests the KV cache admits", "sequences", MEMORY,
+      "Whole requests at their admission context the KV budget holds: KV budget / KV per request at admission per "
+      "GPU. Equal to the max concurrency where the whole context is reserved.")
+def admitted_sequences(kv_cache_budget_bytes_per_gpu, kv_bytes_per_sequence_admitted, kv_shards):
+    return whatif.max_sequences(kv_cache_budget_bytes_per_gpu, kv_bytes_per_sequence_admitted / kv_shards)
+
+
+decode_requests = derived("decode_requests", serving.effective_concurrency,
+    "Requests admitted (running or preempted)", "sequences", FIT,
+    "min(requested concurrency, requests the KV cache admits, the schedulers' limit), at least 1: the requests past "
+    "their first token. The effective concurrency of them run each step; the rest wait, preempted, to resume.",
+    kv_limit="admitted_sequences", max_num_seqs="max_running_sequences")
 
 
 prompt_per_sequence = derived("prompt_per_sequence", serving.prompt_per_sequence,
@@ -182,8 +208,14 @@ def ttft_service_seconds(kernel_tables, prefill_kernel_seconds, prefill_roofline
     return where(eq(kernel_tables, 1), measured, prefill_roofline_seconds) + prefill_parallel_seconds
 
 
-queue_seconds = derived("queue_seconds", serving.queue_seconds, "Wait for a slot", "s", COMPUTE,
-    "Closed loop at the given concurrency: (concurrency - effective concurrency) / QPS per replica.")
+queue_seconds = derived("queue_seconds", serving.queue_seconds, "Wait for admission", "s", COMPUTE,
+    "Closed loop at the given concurrency: (concurrency - requests admitted) / QPS per replica.")
+
+
+benchmark_tpot_seconds = derived("benchmark_tpot_seconds", serving.benchmark_tpot_seconds,
+    "TPOT a benchmark measures", "s", BANDWIDTH,
+    "TPOT x requests admitted / effective concurrency: the admitted requests share the running set's tokens "
+    "(Little's law); the expected TPOT where every admitted request runs.")
 
 
 binding_limit = derived("binding_limit", serving.binding_limit, "Binding limit", "code", FIT,

@@ -260,7 +260,8 @@ def tokens_per_second(qps_per_replica, output_tokens):
 benchmark_tokens_per_second = derived("benchmark_tokens_per_second", whatif.benchmark_tokens_per_second,
     "Output tokens/s a benchmark measures", "tokens/s", BANDWIDTH,
     "As serving benchmarks print it (generated tokens / duration): N x T over ROUNDUP(N / C) rounds of a request's "
-    "latency (the benchmark's TTFT + (T - 1) x TPOT), at most the steady state; static: the steady state.")
+    "latency (the benchmark's TTFT + (T - 1) x its TPOT), at most the steady state; static: the steady state.",
+    tpot_seconds="benchmark_tpot_seconds")
 
 
 @line("Output tokens/s per GPU", "tokens/s", BANDWIDTH,

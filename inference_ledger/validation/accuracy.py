@@ -168,7 +168,7 @@ def row_inputs(row: LoadRow) -> dict:
 def predicted_metrics(values, replicas) -> dict:
     """The plan's figures in the rows' units: deployment output tokens/s (what the benchmark of the row measures, per
     replica x replicas), TPOT and TTFT in ms."""
-    return {"output_tok_s": values["benchmark_tokens_per_second"] * replicas, "tpot_ms": values["tpot_seconds"] * MS_PER_S,
+    return {"output_tok_s": values["benchmark_tokens_per_second"] * replicas, "tpot_ms": values["benchmark_tpot_seconds"] * MS_PER_S,
             "ttft_ms": values["ttft_seconds"] * MS_PER_S}
 
 
