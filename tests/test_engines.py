@@ -42,7 +42,7 @@ def test_unknown_engine_names_the_known_ones():
 
 VERSION_ID = re.compile(r"(vllm|sglang|trtllm)(-\d+\.\d+)?")
 #: every trait column of engines.csv that a row's trait_sources must cite
-TRAITS = ("chunked_prefill", "prefill_first", "overlap_scheduling", "scheduler_seconds_per_sequence", "cuda_graphs", "cuda_graph_max_batch",
+TRAITS = ("chunked_prefill", "prefill_first", "kv_admission_reserve", "overlap_scheduling", "scheduler_seconds_per_sequence", "cuda_graphs", "cuda_graph_max_batch",
           "eager_seconds_per_layer", "gqa_decode", "fp8_block_gemm", "mla_kernel", "fused_moe", "kernel_table_engine")
 
 

@@ -134,7 +134,7 @@ def benchmark_tpot_seconds(tpot_seconds, decode_requests, effective_concurrency)
     KV cache runs at full context emit B tokens a step (a step of tpot_seconds); D requests share them, so by
     Little's law each request's token takes D / B steps: TPOT x D / B.  D = B where the scheduler reserves the whole
     context at admission (no eviction) or where every request runs."""
-    return tpot_seconds * decode_requests / effective_concurrency
+    return tpot_seconds * (decode_requests / effective_concurrency)
 
 
 def prompt_per_sequence(batching, input_tokens, output_tokens):
