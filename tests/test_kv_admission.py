@@ -6,7 +6,7 @@ import pytest
 
 from inference_ledger.catalogs import engines
 from inference_ledger.catalogs.load_measurements import load_measured_load
-from inference_ledger.formulas import serving
+from inference_ledger.formulas import admission, serving
 from inference_ledger.validation import load_fidelity
 
 QWEN_7B_C500 = "dennislee-a100-80gb-qwen2-7b-bf16-vllm-t4-n500-1024-1024"
@@ -24,7 +24,7 @@ def test_a_vllm_row_above_its_kv_capacity_by_hand():
     * the other 500 - 69 = 431 clients wait for a first token: queue = 431 / QPS (it was 466 / QPS before)."""
     row = next(r for r in load_measured_load() if r.id == QWEN_7B_C500)
     v = load_fidelity.row_values(row)
-    assert v["kv_capacity_tokens"] == 71192 and v["kv_admission_reserve"] == 0
+    assert v["kv_capacity_tokens"] == 71192 and v["kv_admission_reserve"] == 0 and v["kv_admission_policy"] == 0
     assert v["admission_context_tokens"] == 1024
     assert v["effective_concurrency"] == 34 and v["admitted_sequences"] == 69 and v["decode_requests"] == 69
     assert v["benchmark_tpot_seconds"] == pytest.approx(v["tpot_seconds"] * 69 / 34, rel=1e-12)
@@ -37,11 +37,11 @@ def test_a_vllm_row_above_its_kv_capacity_by_hand():
 def test_admission_context_by_hand():
     """1,024 in / 1,024 out: the whole 2,048 reserved at 1 (TensorRT-LLM), the prompt's 1,024 at 0 (vLLM), 1,024 +
     0.098 x 1,024 = 1,124.352 at SGLang's decayed new_token_ratio."""
-    assert serving.admission_context(1024, 1024, 1) == 2048
-    assert serving.admission_context(1024, 1024, 0) == 1024
-    assert serving.admission_context(1024, 1024, 0.098) == pytest.approx(1124.352)
+    assert admission.admission_context(1024, 1024, 1) == 2048
+    assert admission.admission_context(1024, 1024, 0) == 1024
+    assert admission.admission_context(1024, 1024, 0.098) == pytest.approx(1124.352)
     # 69 admitted over 34 running: a benchmark's token every 69 / 34 steps of 14.4 ms = 29.22 ms
-    assert serving.benchmark_tpot_seconds(0.0144, 69, 34) == pytest.approx(0.029224, rel=1e-4)
+    assert admission.benchmark_tpot_seconds(0.0144, 69, 34) == pytest.approx(0.029224, rel=1e-4)
     assert serving.queue_seconds(500, 69, 2.0) == pytest.approx(215.5)
 
 
@@ -62,7 +62,8 @@ def test_tensorrt_llm_rows_keep_guaranteed_no_evict():
     assert len(rows) > 50
     for r in rows:
         v = load_fidelity.row_values(r)
-        assert v["kv_admission_reserve"] == 1, r.id
+        assert v["kv_admission_reserve"] == 1 and v["kv_admission_policy"] == 1, r.id
+        assert admission.admission_words(v["kv_admission_policy"]).startswith("guaranteed no evict"), r.id
         assert v["admitted_sequences"] == v["max_concurrency"], r.id
         assert v["decode_requests"] == v["effective_concurrency"], r.id
         assert v["benchmark_tpot_seconds"] == v["tpot_seconds"], r.id

@@ -45,6 +45,8 @@ LIMIT_KV = Const(1, "LIMIT_KV", "binding-limit code: the KV cache holds fewer se
 LIMIT_MAX_NUM_SEQS = Const(2, "LIMIT_MAX_NUM_SEQS", "binding-limit code: the engine's max_num_seqs caps the batch", "code")
 LIMIT_TPOT = Const(3, "LIMIT_TPOT", "binding-limit code: the batch runs but misses the TPOT target", "code")
 LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compute-bound (more sequences add little)", "code")
+ADMISSION_ON_DEMAND = Const(0, "ADMISSION_ON_DEMAND", "KV-admission code: a request is admitted on its prompt (and a share of its output), running sequences are preempted when the cache runs out (vLLM, SGLang)", "code")
+ADMISSION_NO_EVICT = Const(1, "ADMISSION_NO_EVICT", "KV-admission code: a request is admitted only when its whole S + T fits and is never evicted (TensorRT-LLM GUARANTEED_NO_EVICT)", "code")
 KERNEL_GEMM_POWER = Const(2, "KERNEL_GEMM_POWER", "p of a GEMM's curve t(M) = (a^p + (r M)^p)^(1/p) between its measured floor a and its measured time per token r: fitted on the interior points (M 4-4,096, N and K >= 1,024) of every H100 GEMM table in data/kernels/gemm.csv (median |error| 5%, p 1.5-2.5 within 0.5 point)", "x")
 TINY_SECONDS_SQUARED = Const(1e-18, "TINY_SECONDS_SQUARED", "keeps the kernel-table TPOT inverse finite where every kernel figure is 0 (a GPU without tables); its terms are ~10^-6 s^2 or more", "s^2")
 STEP_RESIDUAL_DIVISOR = Const(2, "STEP_RESIDUAL_DIVISOR", "a request arriving at a random moment waits on average half of the engine step already running (the mean residual of a fixed step)", "x")
@@ -97,6 +99,8 @@ CONSTANTS: tuple[Const, ...] = (
     LIMIT_MAX_NUM_SEQS,
     LIMIT_TPOT,
     LIMIT_COMPUTE,
+    ADMISSION_ON_DEMAND,
+    ADMISSION_NO_EVICT,
     CONC_REQUESTED,
     CONC_KV,
     CONC_ENGINE,

@@ -34,9 +34,9 @@ The model, and where each piece comes from:
   step = GEMM part + attention part, ``gpu_microbench.json`` field ``decode``).
 * **Queueing (closed, at the given concurrency, as the benchmarks run).**  C clients each send the
   next request when the last one finishes.  A request holds a slot for TTFT + (T - 1) x TPOT; B
-  slots give the replica B / (TTFT + (T - 1) x TPOT) requests/s (Little's law).  The C - B clients
-  beyond the slots wait in line: in a closed loop each waits (C - B) / QPS for a slot (Little's law
-  on the queue), which is what a benchmark's TTFT shows once the KV cache is full.
+  slots give the replica B / (TTFT + (T - 1) x TPOT) requests/s (Little's law).  The C - D clients
+  not admitted (D = B unless the engine admits on the prompt: formulas.admission) wait (C - D) / QPS
+  (Little's law on the queue), which is what a benchmark's TTFT shows once the KV cache is full.
 """
 
 from __future__ import annotations
@@ -105,36 +105,6 @@ def kv_sequences(kv_budget_bytes, kv_sequence_bytes_per_gpu):
 def effective_concurrency(concurrency, kv_limit, max_num_seqs):
     """Sequences decoding together: min(requested, KV budget, max_num_seqs), at least 1."""
     return maximum(minimum(concurrency, kv_limit, max_num_seqs), 1)
-
-
-def admission_context(input_tokens, output_tokens, kv_admission_reserve):
-    """Tokens of KV a scheduler counts a request for when it admits it: S + r x T, r the share of the T output tokens
-    it reserves up front (``kv_admission_reserve``, an engine trait of engines.csv).
-
-    TensorRT-LLM's default capacity policy GUARANTEED_NO_EVICT schedules a request only when the blocks of its whole
-    prompt + max_tokens are free (NVIDIA/TensorRT-LLM@fcd3f31682808ae56118ae43c1d7864a3a945e6f:
-    tensorrt_llm/llmapi/llm_args.py, SchedulerConfig.capacity_scheduler_policy): r = 1, S + T.  vLLM's V1 scheduler
-    admits a waiting request when ``allocate_slots`` finds blocks for its prompt tokens and lets the running ones grow;
-    a running request that finds no block preempts the newest (``self.running.pop()``), which recomputes when it
-    resumes (vllm-project/vllm@00024d314514900f361ad072af6931e403b7f589:vllm/v1/core/sched/scheduler.py,
-    Scheduler.schedule): r = 0, S.  SGLang's PrefillAdder counts every running and new request at
-    min(remaining max_new_tokens, CLIP_MAX_NEW_TOKENS) x new_token_ratio, a ratio that decays from 0.7 to
-    0.7 x 0.14 = 0.098 (sgl-project/sglang@00550cd11b35def9d584bf761a1e32729c20a21d:
-    python/sglang/srt/managers/schedule_policy.py, PrefillAdder; SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR in
-    python/sglang/srt/environ.py) and that a retraction raises again.  1,024-token prompts with 1,024 outputs: 2,048
-    tokens at r = 1, 1,024 at r = 0, 1,124.4 at r = 0.098."""
-    return input_tokens + kv_admission_reserve * output_tokens
-
-
-def benchmark_tpot_seconds(tpot_seconds, decode_requests, effective_concurrency):
-    """TPOT as a benchmark measures it when the scheduler admits more requests than it can run at once.
-
-    A request counts as decoding from its first token to its last, (latency - TTFT) / (T - 1) per token
-    (vllm-project/vllm vllm/benchmarks/serve.py, calculate_metrics), preempted spells included.  The B sequences the
-    KV cache runs at full context emit B tokens a step (a step of tpot_seconds); D requests share them, so by
-    Little's law each request's token takes D / B steps: TPOT x D / B.  D = B where the scheduler reserves the whole
-    context at admission (no eviction) or where every request runs."""
-    return tpot_seconds * (decode_requests / effective_concurrency)
 
 
 def prompt_per_sequence(batching, input_tokens, output_tokens):
@@ -220,7 +190,6 @@ def mlp_seconds(num_layers, moe_layers, tokens, floor_seconds, seconds_per_token
     each touched expert's time beyond it)."""
     return (num_layers - moe_layers) * gemm_curve(tokens, floor_seconds, seconds_per_token) \
         + moe_layers * (launch_seconds + experts_per_gpu * expert_extra_seconds)
-
 
 
 def binding_limit(concurrency, kv_limit, max_num_seqs, tpot_ok, compute_bound):
@@ -406,9 +375,8 @@ def cycle_seconds(ttft_service_seconds, output_tokens, tpot_seconds):
 
 
 def queue_seconds(concurrency, decode_requests, qps_per_replica):
-    """Closed-loop wait for admission: (C - D) / QPS (Little's law on the C - D clients whose requests wait for their
-    first token; 0 when all are admitted).  D, the requests admitted (running or preempted and waiting to resume),
-    is the running set B where the scheduler reserves the whole context up front."""
+    """Closed-loop wait for admission: (C - D) / QPS (Little's law on the C - D clients not admitted; 0 when all are;
+    D: the requests admitted, :mod:`inference_ledger.formulas.admission`)."""
     return maximum(concurrency - decode_requests, 0) / qps_per_replica
 
 

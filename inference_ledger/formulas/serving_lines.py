@@ -9,7 +9,7 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 
 from __future__ import annotations
 
-from inference_ledger.formulas import ledger, serving, whatif
+from inference_ledger.formulas import admission, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line
 
@@ -38,7 +38,12 @@ effective_concurrency = derived("effective_concurrency", serving.effective_concu
     kv_limit="max_concurrency", max_num_seqs="max_running_sequences")
 
 
-admission_context_tokens = derived("admission_context_tokens", serving.admission_context,
+kv_admission_policy = derived("kv_admission_policy", admission.kv_admission_policy, "KV admission policy", "code", FIT,
+    "1 guaranteed no evict (the whole S + T reserved at admission: TensorRT-LLM's default), 0 on demand (admitted on "
+    "the prompt, the newest running request preempted when the KV cache runs out: vLLM, SGLang).")
+
+
+admission_context_tokens = derived("admission_context_tokens", admission.admission_context,
     "Context a request is admitted at", "tokens", MEMORY,
     "S + reserve x T: the KV the scheduler counts a request for when it admits it (1: the whole S + T, TensorRT-LLM's "
     "GUARANTEED_NO_EVICT; 0: the prompt alone, vLLM, which preempts when the cache runs out).")
@@ -212,7 +217,7 @@ queue_seconds = derived("queue_seconds", serving.queue_seconds, "Wait for admiss
     "Closed loop at the given concurrency: (concurrency - requests admitted) / QPS per replica.")
 
 
-benchmark_tpot_seconds = derived("benchmark_tpot_seconds", serving.benchmark_tpot_seconds,
+benchmark_tpot_seconds = derived("benchmark_tpot_seconds", admission.benchmark_tpot_seconds,
     "TPOT a benchmark measures", "s", BANDWIDTH,
     "TPOT x requests admitted / effective concurrency: the admitted requests share the running set's tokens "
     "(Little's law); the expected TPOT where every admitted request runs.")
