@@ -78,3 +78,18 @@ def test_below_the_kv_capacity_nothing_moves():
         if v["concurrency"] <= v["effective_concurrency"]:
             assert v["decode_requests"] == v["effective_concurrency"], r.id
             assert v["benchmark_tpot_seconds"] == v["tpot_seconds"], r.id
+
+
+def test_a_long_closed_loop_keeps_littles_law_with_the_benchmark_tpot():
+    """C clients with zero think time: C = QPS x (TTFT + (T - 1) x TPOT) once the run is long (N = 100 C), with the
+    benchmark's TTFT (the wait for admission included) and TPOT (preempted spells included): the C - D clients not
+    admitted plus the D decoding.  Off by the first wave and the prompt's own prefill only (under 1%)."""
+    from inference_ledger.graph import plan
+    from inference_ledger.validation.accuracy import row_inputs
+    row = next(r for r in load_measured_load() if r.id == QWEN_7B_C500)
+    v = plan.evaluate(row_inputs(row) | {"benchmark_requests": 50_000})
+    in_flight = v["qps_per_replica"] * (v["ttft_seconds"] + (v["output_tokens"] - 1) * v["benchmark_tpot_seconds"])
+    assert in_flight == pytest.approx(v["concurrency"], rel=0.01)
+    # without the admitted requests' share of the step (TPOT of the running set alone) the loop loses ~D - B clients
+    short = v["qps_per_replica"] * (v["ttft_seconds"] + (v["output_tokens"] - 1) * v["tpot_seconds"])
+    assert v["concurrency"] - short == pytest.approx(v["decode_requests"] - v["effective_concurrency"], rel=0.1)

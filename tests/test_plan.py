@@ -109,7 +109,13 @@ def test_concurrency_beyond_the_kv_cache_queues():
     v = plan.evaluate(plan.defaults() | {"concurrency": 1000})
     b = v["max_concurrency"]
     assert v["effective_concurrency"] == b < 1000 and v["binding_limit"] == 1      # the KV cache binds
-    assert v["queue_seconds"] == pytest.approx((1000 - b) / v["qps_per_replica"], rel=1e-12)
+    # the default engine (vLLM) admits on the prompt: the requests the KV cache holds at S, beyond the B it runs
+    d = v["decode_requests"]
+    assert b < d == min(1000, v["admitted_sequences"], v["max_running_sequences"])
+    assert v["queue_seconds"] == pytest.approx((1000 - d) / v["qps_per_replica"], rel=1e-12)
+    no_evict = plan.evaluate(plan.defaults() | {"concurrency": 1000, "kv_admission_reserve": 1})
+    assert no_evict["decode_requests"] == b
+    assert no_evict["queue_seconds"] == pytest.approx((1000 - b) / no_evict["qps_per_replica"], rel=1e-12)
     same = plan.evaluate(plan.defaults() | {"concurrency": b})
     assert v["tokens_per_second"] == pytest.approx(same["tokens_per_second"], rel=1e-12)   # the plateau
 
