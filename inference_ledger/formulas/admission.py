@@ -27,10 +27,9 @@ from inference_ledger.core.sheetfuncs import ge, where
 from inference_ledger.core.units import ADMISSION_NO_EVICT, ADMISSION_ON_DEMAND
 
 #: Which KV admission policy the engine runs (the line ``kv_admission_policy``).
-ADMISSION = Codes("kv_admission_policy", [
-    (ADMISSION_ON_DEMAND, "on demand: admitted on the prompt's blocks, running requests preempted when the KV cache "
-                          "runs out"),
-    (ADMISSION_NO_EVICT, "guaranteed no evict: admitted only when the whole prompt + output fits, never evicted")])
+#: (the words fit the cell beside the code; the line's note says what each policy does)
+ADMISSION = Codes("kv_admission_policy", [(ADMISSION_ON_DEMAND, "on demand (preempts)"),
+                                          (ADMISSION_NO_EVICT, "guaranteed no evict")])
 
 
 def kv_admission_policy(kv_admission_reserve):
