@@ -63,7 +63,7 @@ def test_tensorrt_llm_rows_keep_guaranteed_no_evict():
     for r in rows:
         v = load_fidelity.row_values(r)
         assert v["kv_admission_reserve"] == 1 and v["kv_admission_policy"] == 1, r.id
-        assert admission.admission_words(v["kv_admission_policy"]).startswith("guaranteed no evict"), r.id
+        assert admission.ADMISSION.render(v["kv_admission_policy"]).startswith("guaranteed no evict"), r.id
         assert v["admitted_sequences"] == v["max_concurrency"], r.id
         assert v["decode_requests"] == v["effective_concurrency"], r.id
         assert v["benchmark_tpot_seconds"] == v["tpot_seconds"], r.id
