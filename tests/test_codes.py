@@ -44,3 +44,39 @@ def test_each_code_set_reads_the_same_in_python_and_as_a_formula():
             assert codes.render(float(c)) == w
             assert f'"{w}"' in text   # every case's words in the one formula
     assert verdict.words_of(-1) == verdict.INVALID_WORDS and verdict.words_of(3) == "fits, meets targets"
+
+
+def test_every_coded_quantity_is_registered_once_where_it_is_written():
+    from inference_ledger.formulas import admission
+    from inference_ledger.graph import plan
+
+    assert plan.CODES == {"verdict": verdict.VERDICT, "binding_limit": serving.LIMIT, "batching": serving.BATCHING,
+                          "kv_budget_rule": engine_ledger.KV_RULE, "kv_admission_policy": admission.ADMISSION}
+    assert all(q in plan.NAMES for q in plan.CODES)
+
+
+def test_the_text_plan_and_json_read_each_code_as_its_words(capsys):
+    from inference_ledger.cli import run
+
+    with pytest.raises(SystemExit):
+        run(["plan", "--engine", "trtllm"])
+    out = capsys.readouterr().out
+    # the words and the number (never "3 code"); the binding limit of the default plan is compute
+    assert "fits, meets targets (3)" in out and "guaranteed no evict (1)" in out and "continuous (1)" in out
+    assert " code " not in out
+    with pytest.raises(SystemExit):
+        run(["plan", "--engine", "trtllm", "--json"])
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["verdict_words"], doc["kv_admission_policy_words"], doc["kv_budget_rule_words"],
+            doc["batching_words"]) == ("fits, meets targets", "guaranteed no evict", "TensorRT-LLM", "continuous")
+    assert doc["binding_limit_words"] == serving.LIMIT.word(doc["binding_limit"])
+
+
+def test_help_shows_a_yes_no_default_as_the_bare_number_it_takes(capsys):
+    from inference_ledger.cli import run
+
+    with pytest.raises(SystemExit):
+        run(["plan", "--help"])
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "Default: 1." in flat and " 1/0." not in flat and "1/0 without it" not in flat

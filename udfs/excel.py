@@ -37,8 +37,8 @@ from typing import Any, Callable
 import xlwings as xw
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.formulas import kernels, ledger, serving, whatif
-from inference_ledger.graph import plan, resolve, verdict
+from inference_ledger.formulas import kernels, ledger, whatif
+from inference_ledger.graph import plan, resolve
 from inference_ledger.graph import concurrency as choose_concurrency
 from inference_ledger.io import report
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError, echo
@@ -201,8 +201,8 @@ LINE_FUNCTIONS = (
 PLAN_NUMBERS = ("tp", "concurrency", "input_tokens", "output_tokens", "pp", "ep", "dp_attention")
 PLAN_TEXTS = ("weight_dtype", "kv_dtype", "engine", "batching")
 #: Keys of plan --json that are not plan quantities.
-PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", "verdict_words", "binding_limit_words",
-               "batching_words", "concurrency_reason_words", "kernel_source")
+PLAN_LABELS = ("model", "gpu", "weight_dtype", "kv_dtype", "engine", *(f"{q}_words" for q in plan.CODES),
+               "concurrency_reason_words", "kernel_source")
 #: Keys of plan --json for the concurrency the plan runs at (numbers).
 PLAN_CONCURRENCY = ("concurrency_used", "concurrency_reason")
 
@@ -250,11 +250,9 @@ def _evaluated_plan(model, gpu, tp, concurrency, input_tokens, output_tokens, we
                         engine=engine or engines.DEFAULT_ENGINE, numbers=numbers, batching=batching)
     values = choose_concurrency.evaluate(r.inputs, requested)
     d = r.describe()
-    labels = {k: d[k] for k in PLAN_LABELS[:5]} | {"verdict_words": verdict.words_of(values["verdict"]),
-                                                   "binding_limit_words": serving.limit_words(values["binding_limit"]),
-                                                   "batching_words": d["batching"],
-                                                   "concurrency_reason_words": values["concurrency_reason_words"],
-                                                   "kernel_source": kernels.KERNEL_SOURCES[int(values["kernel_tables"])]}
+    labels = {k: d[k] for k in PLAN_LABELS[:5]} | report.code_words({**r.inputs, **values}) | {
+        "concurrency_reason_words": values["concurrency_reason_words"],
+        "kernel_source": kernels.KERNEL_SOURCES[int(values["kernel_tables"])]}
     return values, labels
 
 

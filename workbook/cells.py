@@ -20,7 +20,6 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.graph import plan, resolve, verdict
-from inference_ledger.formulas import admission, engine_ledger, serving
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.refs import bound, name as defined_name, reference
 from inference_ledger.core.expr import Sym
@@ -77,8 +76,7 @@ def unit_text(unit: str, fmt: str, value: float | None = None) -> str:
 
 
 #: The words of every code a person reads (a number to formulas, the words beside it): dual, like the lines.
-CODE_WORDS = {"verdict": verdict.words, **{c.quantity: c.render for c in (serving.LIMIT, engine_ledger.KV_RULE,
-                                                                          serving.BATCHING, admission.ADMISSION)}}
+CODE_WORDS = {q: c.render for q, c in plan.CODES.items()}
 
 
 def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:

@@ -18,11 +18,10 @@ import click
 from inference_ledger.graph import concurrency, resolve, summary
 from inference_ledger.catalogs import catalog_facts, engines
 from inference_ledger.core import files, unit_registry
-from inference_ledger.formulas import engine_ledger, serving
 from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
-from inference_ledger.graph.plan import ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
+from inference_ledger.graph.plan import CODES, ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
 from inference_ledger.io.report import human, plan_json, plan_table
 
 #: Option names that read better than the input names.
@@ -45,7 +44,7 @@ FROM_CATALOG = resolve.FROM_CATALOG
 ENGINE_DEFAULTS = ENGINE
 
 #: Words a code input takes besides its number (kv_budget_rule: 1 vLLM, 2 SGLang, 3 TensorRT-LLM).
-CODE_WORDS: dict[str, dict[str, int]] = {c.quantity: c.by_word for c in (engine_ledger.KV_RULE, serving.BATCHING)}
+CODE_WORDS: dict[str, dict[str, int]] = {q: c.by_word for q, c in CODES.items() if q in INPUT_BY_NAME}
 
 
 def parse_quantity(text: str, unit: str, name: str = "") -> float:
@@ -65,7 +64,7 @@ def parse_quantity(text: str, unit: str, name: str = "") -> float:
 
 def shown_default(x: float, unit: str) -> str:
     """A default as the option itself accepts it: 500ms, 90%, 79.1875GiB, 3.35TB/s, 70B, $2.50/GPU-h."""
-    return f"{x:g}" if unit == "code" else unit_registry.option_text(x, unit)
+    return f"{x:g}" if unit in ("code", "1/0") else unit_registry.option_text(x, unit)   # a bare number, no unit
 
 
 class Quantity(click.ParamType):

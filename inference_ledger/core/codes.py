@@ -16,6 +16,15 @@ import numpy as np
 from .expr import Const, is_sym
 from .sheetfuncs import eq, where
 
+#: Every coded quantity, registered where its :class:`Codes` is written (read it as
+#: ``inference_ledger.graph.plan.CODES``, taken once the plan has imported every module that owns one).
+_REGISTERED: dict[str, "Codes"] = {}
+
+
+def registered() -> dict[str, "Codes"]:
+    """The codes made so far, by quantity."""
+    return dict(_REGISTERED)
+
 
 class Codes:
     """The cases of one coded quantity: (number or named constant, words) in code order; ``default`` is the case
@@ -28,6 +37,7 @@ class Codes:
         self.by_code = {int(c): w for c, w in self.members}
         #: code by word (the words as written)
         self.by_word = {w: int(c) for c, w in self.members}
+        _REGISTERED[quantity] = self
 
     @property
     def words(self) -> tuple[str, ...]:

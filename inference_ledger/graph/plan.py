@@ -25,6 +25,7 @@ from inference_ledger.catalogs import bands, catalog_facts, engines
 from inference_ledger.formulas import (engine_ledger, finance, kernels, ledger, parallel, serving_lines,
                                        step_inverse_lines, step_lines, whatif_lines)
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError
+from inference_ledger.core.codes import Codes, registered
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.refs import reference
 from inference_ledger.core.line import Family, Line, lines_of, shown_with_readers
@@ -216,16 +217,16 @@ INPUTS: tuple[Input, ...] = (
 
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 
-
-#: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, then finance); each is a
-#: function in plan_lines / serving_lines / step_lines / parallel / whatif_lines / finance, or a formula of ledger /
-#: engine_ledger / verdict that is a line itself, shown where the plan uses it.
+#: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, finance): functions of the
+#: line modules, or formulas of ledger / engine_ledger / verdict that are lines themselves, shown where they are used.
 LINES: tuple[Line, ...] = shown_with_readers(
     lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) + lines_of(step_inverse_lines)
     + lines_of(parallel) + lines_of(whatif_lines) + lines_of(finance) + lines_of(band_lines),
     lines_of(ledger) + lines_of(engine_ledger) + lines_of(verdict))
 LINE_BY_NAME: dict[str, Line] = {l.name: l for l in LINES}
 NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in LINES)
+#: Each coded input or line's Codes, registered beside its formula (core.codes): its words everywhere, as options take.
+CODES: dict[str, Codes] = {q: c for q, c in registered().items() if q in NAMES}
 
 
 #: Groups of lines instantiated over a parameter (inference_ledger.core.line.Family): one value per family, nested by

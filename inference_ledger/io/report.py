@@ -16,9 +16,9 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.graph import concurrency, verdict
-from inference_ledger.formulas import finance_forecast, kernels, serving, step_lines
-from inference_ledger.graph.plan import FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
+from inference_ledger.graph import concurrency
+from inference_ledger.formulas import finance_forecast, kernels, step_lines
+from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
@@ -65,15 +65,11 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
             units = {fam.param: unit_of(fam.param)} | {m.name: m.unit for m in fam.members}
             out[fam.name] = {k: {m: _json_value(m, v, units[m]) for m, v in row.items()}
                              for k, row in values[fam.name].items()}
-    if "verdict" in values:
-        out["verdict_words"] = verdict.words_of(values["verdict"])
+    out.update(code_words(values))
     if "concurrency_used" in values:   # the concurrency the plan runs at, and which limit chose it
         out["concurrency_used"] = _json_value("concurrency", values["concurrency_used"])
         out["concurrency_reason"] = _json_value("concurrency_reason", values["concurrency_reason"])
         out["concurrency_reason_words"] = concurrency.reason_words(values["concurrency_reason"])
-    if "binding_limit" in values:
-        out["binding_limit_words"] = serving.limit_words(values["binding_limit"])
-        out["batching_words"] = serving.batching_word(values["batching"])
     if "tpot_seconds" in values and "kernel_tables" in values:
         out.update(step_ops(values, model=model, gpu=gpu, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             engine=engine))
@@ -161,6 +157,18 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
                                step_lines.PREFILL_OPS_COMMON, True)}
 
 
+def code_words(values: Mapping[str, Any]) -> dict[str, str]:
+    """``<name>_words``: the words of every coded quantity in the values (plan.CODES), as JSON and =PLAN give them."""
+    return {f"{q}_words": c.render(_num(values[q])) for q, c in CODES.items()
+            if q in values and _num(values[q]) is not None}
+
+
+def shown(name: str, v: Any, unit: str) -> str:
+    """One value of the text plan: a coded quantity as its words and its number ('compute (4)'), else :func:`human`."""
+    c, x = CODES.get(name), _num(v)
+    return f"{c.render(x)} ({x:g})" if c is not None and x is not None else human(v, unit)
+
+
 def human(v: Any, unit: str) -> str:
     """One value in human units, labelled (GB = 1e9 B and GiB = 2**30 B side by side; inference_ledger.core.unit_registry)."""
     x = _num(v)
@@ -179,7 +187,7 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
             items = [i for i in INPUTS if i.group == group and i.name in values]
             if items:
                 section(f"inputs: {group}")
-                rows.extend((i.label, human(values[i.name], i.unit), i.name) for i in items)
+                rows.extend((i.label, shown(i.name, values[i.name], i.unit), i.name) for i in items)
     if "concurrency_used" in values:
         section("concurrency the plan runs at")
         rows.append(("Concurrency used", human(values["concurrency_used"], "sequences"), "concurrency_used"))
@@ -188,7 +196,7 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
         items = [l for l in LINES if l.ledger == ledger and l.name in values]
         if items:
             section(f"{ledger} ledger")
-            rows.extend((l.label, human(values[l.name], l.unit), l.name) for l in items)
+            rows.extend((l.label, shown(l.name, values[l.name], l.unit), l.name) for l in items)
     for fam in FAMILIES:   # one row per member at each candidate
         if fam.name in values:
             section(f"{fam.label[0].lower()}{fam.label[1:]} ({fam.name})")
@@ -196,7 +204,7 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
                 rows.extend((f"{m.label} at {fam.param.upper()} {k}", human(row[m.name], m.unit),
                              fam.flat_name(k, m.name)) for m in fam.members)
     lw = max(len(r[0]) for r in rows if r[0])
-    vw = max(len(r[1]) for r in rows if r[0])
+    vw = max(len(r[1]) for r in rows if r[0] and r[2] not in CODES)   # a code's longer words run on, not widen all
     lines = [title, "=" * len(title)] if title else []
     for label, value, key in rows:
         if not label:
