@@ -92,7 +92,8 @@ def test_one_segments_band_recomputed_by_hand_from_its_held_out_ratios():
             continue
         measured = float(cells["output_tok_s"]) * (int(cells["gpus"]) if cells["output_tok_s_basis"] == "per_gpu" else 1)
         v = load_fidelity.row_values(row)
-        predicted = float(v["tokens_per_second"]) * int(cells["gpus"]) / int(cells["tp"])
+        # what the row's benchmark run measures (its N requests at its concurrency, at most the steady state)
+        predicted = float(v["benchmark_tokens_per_second"]) * int(cells["gpus"]) / int(cells["tp"])
         ratios.append((measured / predicted, cells["source_group"]))
     assert len(ratios) >= bands.MIN_BAND_ROWS and len({s for _, s in ratios}) >= bands.MIN_BAND_SOURCES
     shipped = {(b.key, b.metric): b for b in bands.load_bands()}

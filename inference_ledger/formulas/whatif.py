@@ -27,7 +27,7 @@ from __future__ import annotations
 from inference_ledger.core.sheetfuncs import ceil, eq, floor, gt, le, literal, log, maximum, minimum, where
 from inference_ledger.core.refs import name
 from inference_ledger.formulas.serving import cycle_seconds
-from inference_ledger.core.units import BATCHING_STATIC, HOURS_PER_MONTH, TP_BASE
+from inference_ledger.core.units import BATCHING_STATIC, HOURS_PER_MONTH, LAST_TTFT_PER_MEAN, TP_BASE
 
 __all__ = [
     "qps_per_replica",
@@ -54,21 +54,32 @@ def qps_per_replica(concurrency, ttft_seconds, output_tokens, tpot_seconds):
     return concurrency / cycle_seconds(ttft_seconds, output_tokens, tpot_seconds)
 
 
-def benchmark_tokens_per_second(batching, tokens_per_second, benchmark_requests, concurrency, output_tokens,
-                                ttft_seconds, tpot_seconds):
-    """Output tokens/s a closed-loop benchmark of N requests at concurrency C measures: N x T over the run, never more
-    than the replica's steady state (``tokens_per_second``).
+def benchmark_seconds(benchmark_requests, concurrency, output_tokens, ttft_seconds, tpot_seconds, ttft_service_seconds):
+    """How long a closed-loop benchmark of N requests at concurrency C runs: until its last request has finished.
 
-    Little's law on the run: C clients each wait a request's latency (the benchmark's mean TTFT, first wave and
-    queueing included, + (T - 1) x TPOT) before sending the next, so fixed-length requests finish in ceil(N / C)
-    rounds of that latency (a run of N <= C requests is one round).  The steady state leaves out the first wave and
-    the queue, which a short run (N near C, or few output tokens) mostly consists of.  vLLM's and SGLang's
-    benchmark_serving print 'Output token throughput' as generated tokens / benchmark duration.  Static batching:
-    the batch itself (its TTFT is the batch's prefill already in the steady state).
-    Llama-70B-like: N = C = 100, T = 100, TTFT 20 s, TPOT 0.1 s: 100 x 100 / (20 + 9.9) = 334 tokens/s."""
+    vLLM's and SGLang's benchmark_serving time the run from the first request sent to the last output (all requests
+    gathered, then the clock read) and print 'Output token throughput' as generated tokens / that duration.  Over
+    several rounds (N > C) Little's law gives it: C clients each wait a request's latency (the benchmark's mean TTFT,
+    first wave and queueing included, + (T - 1) x TPOT) before sending the next, ceil(N / C) rounds of it.  A run of
+    N <= C requests is one round, and it lasts as long as its LAST request: the C prompts arrive together, their first
+    tokens spread from the lone prompt's service time to the last one's, so the last TTFT is as far past the mean as
+    the first is before it (2 x mean - service), and never before the mean.
+    Llama-70B-like, T = 100, TTFT 20 s (lone prompt 1 s), TPOT 0.1 s: N = 1,000 at C = 100, 10 rounds of
+    20 + 9.9 = 299 s; N = C = 100, one round: (2 x 20 - 1) + 9.9 = 48.9 s."""
     rounds = ceil(benchmark_requests / concurrency)
-    run = benchmark_requests * output_tokens / (rounds * cycle_seconds(ttft_seconds, output_tokens, tpot_seconds))
-    return where(eq(batching, BATCHING_STATIC), tokens_per_second, minimum(tokens_per_second, run))
+    last_ttft = maximum(LAST_TTFT_PER_MEAN * ttft_seconds - ttft_service_seconds, ttft_seconds)
+    return where(le(rounds, 1), cycle_seconds(last_ttft, output_tokens, tpot_seconds),
+                 rounds * cycle_seconds(ttft_seconds, output_tokens, tpot_seconds))
+
+
+def benchmark_tokens_per_second(batching, tokens_per_second, benchmark_requests, output_tokens, benchmark_seconds):
+    """Output tokens/s a closed-loop benchmark measures: N x T over its duration (:func:`benchmark_seconds`), never
+    more than the replica's steady state (``tokens_per_second``), which leaves out the first wave and the queue that a
+    short run (N near C, or few output tokens) mostly consists of.  Static batching: the batch itself (its TTFT is the
+    batch's prefill already in the steady state).  N = 1,000, T = 100 over 299 s: 334 tokens/s; N = 100 over
+    48.9 s: 204 tokens/s."""
+    return where(eq(batching, BATCHING_STATIC), tokens_per_second,
+                 minimum(tokens_per_second, benchmark_requests * output_tokens / benchmark_seconds))
 
 
 def monthly_gpu_hours(num_gpus):
