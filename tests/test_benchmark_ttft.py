@@ -159,10 +159,7 @@ def test_a_benchmarks_throughput_is_its_requests_over_rounds_of_their_latency():
       mean TPOT 71.8586 ms): 4 rounds of 66.8116 + 799 x 0.0718586 = 124.2266 s, 500 x 800 / 496.906 = 804.98
       (it printed 744.78: its last round drains);
     * the steady state caps it, and static batching is the steady state."""
-    def f(batching, steady, n, c, t, ttft, tpot, service):
-        return whatif.benchmark_tokens_per_second(batching, steady, n, t,
-                                                  whatif.benchmark_seconds(n, c, t, ttft, tpot, service))
-
+    f = whatif.benchmark_tokens_per_second
     assert whatif.benchmark_seconds(1000, 100, 100, 20.0, 0.1, 1.0) == pytest.approx(299.0, rel=1e-12)
     assert whatif.benchmark_seconds(100, 100, 100, 20.0, 0.1, 1.0) == pytest.approx(48.9, rel=1e-12)
     assert f(1, 1e9, 1000, 100, 100, 20.0, 0.1, 1.0) == pytest.approx(334.448, rel=1e-5)

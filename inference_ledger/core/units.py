@@ -22,7 +22,6 @@ SECONDS_PER_DAY = Const(86400, "SECONDS_PER_DAY", "24 x 3600", "s/day")
 HOURS_PER_MONTH = Const(730, "HOURS_PER_MONTH", "8760 h per year / 12 (the cloud-billing convention)", "h/month")
 DAYS_PER_MONTH = Const(365 / 12, "DAYS_PER_MONTH", "365 / 12", "day/month")
 TOKENS_PER_MILLION = Const(1e6, "TOKENS_PER_MILLION", "prices are quoted per million tokens", "tokens/Mtok")
-LAST_TTFT_PER_MEAN = Const(2, "LAST_TTFT_PER_MEAN", "first tokens of prompts sent together spread evenly from the first to the last: the last is as far past the mean as the first is before it (last = 2 x mean - first)", "x")
 TP_BASE = Const(2, "TP_BASE", "tensor-parallel degrees are powers of two (1, 2, 4, 8): they must divide the attention heads", "x")
 MS_PER_S = Const(1000, "MS_PER_S", "milliseconds per second", "ms/s")
 # engines (inference_ledger.catalogs.engines): how each sizes its KV cache, and what a prefill chunk keeps alive

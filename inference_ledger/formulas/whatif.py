@@ -27,7 +27,7 @@ from __future__ import annotations
 from inference_ledger.core.sheetfuncs import ceil, eq, floor, gt, le, literal, log, maximum, minimum, where
 from inference_ledger.core.refs import name
 from inference_ledger.formulas.serving import cycle_seconds
-from inference_ledger.core.units import BATCHING_STATIC, HOURS_PER_MONTH, LAST_TTFT_PER_MEAN, TP_BASE
+from inference_ledger.core.units import BATCHING_STATIC, HOURS_PER_MONTH, TP_BASE
 
 __all__ = [
     "qps_per_replica",
@@ -63,23 +63,25 @@ def benchmark_seconds(benchmark_requests, concurrency, output_tokens, ttft_secon
     first wave and queueing included, + (T - 1) x TPOT) before sending the next, ceil(N / C) rounds of it.  A run of
     N <= C requests is one round, and it lasts as long as its LAST request: the C prompts arrive together, their first
     tokens spread from the lone prompt's service time to the last one's, so the last TTFT is as far past the mean as
-    the first is before it (2 x mean - service), and never before the mean.
+    the first is before it: the mean + max(mean - service, 0).
     Llama-70B-like, T = 100, TTFT 20 s (lone prompt 1 s), TPOT 0.1 s: N = 1,000 at C = 100, 10 rounds of
-    20 + 9.9 = 299 s; N = C = 100, one round: (2 x 20 - 1) + 9.9 = 48.9 s."""
+    20 + 9.9 = 299 s; N = C = 100, one round: 20 + 19 + 9.9 = 48.9 s."""
     rounds = ceil(benchmark_requests / concurrency)
-    last_ttft = maximum(LAST_TTFT_PER_MEAN * ttft_seconds - ttft_service_seconds, ttft_seconds)
-    return where(le(rounds, 1), cycle_seconds(last_ttft, output_tokens, tpot_seconds),
-                 rounds * cycle_seconds(ttft_seconds, output_tokens, tpot_seconds))
+    spread = where(le(rounds, 1), maximum(ttft_seconds - ttft_service_seconds, 0), 0)
+    return rounds * cycle_seconds(ttft_seconds, output_tokens, tpot_seconds) + spread
 
 
-def benchmark_tokens_per_second(batching, tokens_per_second, benchmark_requests, output_tokens, benchmark_seconds):
+def benchmark_tokens_per_second(batching, tokens_per_second, benchmark_requests, concurrency, output_tokens,
+                                ttft_seconds, tpot_seconds, ttft_service_seconds):
     """Output tokens/s a closed-loop benchmark measures: N x T over its duration (:func:`benchmark_seconds`), never
     more than the replica's steady state (``tokens_per_second``), which leaves out the first wave and the queue that a
     short run (N near C, or few output tokens) mostly consists of.  Static batching: the batch itself (its TTFT is the
     batch's prefill already in the steady state).  N = 1,000, T = 100 over 299 s: 334 tokens/s; N = 100 over
     48.9 s: 204 tokens/s."""
+    duration = benchmark_seconds(benchmark_requests, concurrency, output_tokens, ttft_seconds, tpot_seconds,
+                                 ttft_service_seconds)
     return where(eq(batching, BATCHING_STATIC), tokens_per_second,
-                 minimum(tokens_per_second, benchmark_requests * output_tokens / benchmark_seconds))
+                 minimum(tokens_per_second, benchmark_requests * output_tokens / duration))
 
 
 def monthly_gpu_hours(num_gpus):

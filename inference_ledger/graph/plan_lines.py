@@ -257,16 +257,12 @@ def tokens_per_second(qps_per_replica, output_tokens):
     return qps_per_replica * output_tokens
 
 
-benchmark_seconds = derived("benchmark_seconds", whatif.benchmark_seconds, "Benchmark duration", "s", BANDWIDTH,
-    "How long the benchmark of N requests at concurrency C runs, to its last request: ROUNDUP(N / C) rounds of a "
-    "request's latency (its TTFT + (T - 1) x its TPOT); one round (N <= C) lasts as long as its last request, whose "
-    "TTFT is 2 x the mean - the lone prompt's.", tpot_seconds="benchmark_tpot_seconds")
-
-
 benchmark_tokens_per_second = derived("benchmark_tokens_per_second", whatif.benchmark_tokens_per_second,
     "Output tokens/s a benchmark measures", "tokens/s", BANDWIDTH,
-    "As serving benchmarks print it: N x T generated tokens over the benchmark's duration, at most the steady state; "
-    "static: the steady state.")
+    "As serving benchmarks print it: N x T generated tokens over the run, to its last request: ROUNDUP(N / C) rounds "
+    "of a request's latency (the benchmark's TTFT + (T - 1) x its TPOT), a one-round run (N <= C) longer by TTFT - the "
+    "lone prompt's (its last first token); at most the steady state; static: the steady state.",
+    tpot_seconds="benchmark_tpot_seconds")
 
 
 @line("Output tokens/s per GPU", "tokens/s", BANDWIDTH,
