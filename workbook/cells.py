@@ -75,15 +75,11 @@ def unit_text(unit: str, fmt: str, value: float | None = None) -> str:
     return text
 
 
-#: The words of every code a person reads (a number to formulas, the words beside it): dual, like the lines.
-CODE_WORDS = {q: c.render for q, c in plan.CODES.items()}
-
-
 def code_words(ctx: Ctx, ws, coord: str, name: str, at: str) -> None:
     """The words of the code in ``at`` written into ``coord`` (a live formula), if the code has words."""
-    fn = CODE_WORDS.get(name)
-    if fn is not None:
-        ctx.formula(ws, coord, fn(ctx.at(ws, at)), style.FORMULA)
+    codes = plan.CODES.get(name)   # its words: dual, like the lines (a number to formulas, the words beside it)
+    if codes is not None:
+        ctx.formula(ws, coord, codes.render(ctx.at(ws, at)), style.FORMULA)
 
 
 @functools.lru_cache(maxsize=None)
@@ -205,7 +201,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     ctx.formula(ws, coord, line_expression(ctx, line), style.FORMULA, fmt)
     ctx.put(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
     also = second_view(line.unit, scale(line.name, line.unit, value))
-    if line.unit == "code" and line.name in CODE_WORDS:   # the words where the unit and second view would be
+    if line.unit == "code" and line.name in plan.CODES:   # the words where the unit and second view would be
         code_words(ctx, ws, f"{L(2)}{r}", line.name, coord)
         ws[f"{L(2)}{r}"].alignment = Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")

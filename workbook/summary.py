@@ -186,7 +186,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
 
 
 #: The failures section's sentence when the master check passes.
-NO_FAILURE = "None: every check on the Checks sheet passes."
+NO_FAILURE = "None: all checks pass."
 #: ... when no check fails but the verdict is not "fits, meets targets" (the master check's other half).
 VERDICT_ONLY = "Every check passes, but the master check fails: the verdict is \""
 #: ... when no counted check fails but an input breaks a range or choice rule.

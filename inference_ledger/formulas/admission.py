@@ -38,7 +38,6 @@ def kv_admission_policy(kv_admission_reserve):
     return where(ge(kv_admission_reserve, 1), ADMISSION_NO_EVICT, ADMISSION_ON_DEMAND)
 
 
-
 def admission_context(input_tokens, output_tokens, kv_admission_reserve):
     """Tokens of KV a scheduler counts a request for when it admits it: S + r x T, r the share of the T output tokens
     it reserves up front (``kv_admission_reserve``, an engine trait of engines.csv).
