@@ -26,6 +26,7 @@ modules' order; the test that asks for one waits for it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.abc
 import os
 import shutil
@@ -218,6 +219,9 @@ class _EarlyChild:
 
 _EARLY: dict[tuple[str, str], _EarlyChild] = {}
 
+#: gc.set_threshold for the session: a young collection per 50,000 allocations (the interpreter's default is 700)
+GC_THRESHOLDS = (50_000, 50, 100)
+
 
 def pytest_collection_modifyitems(session, config, items):
     """The modules whose tests need a _PREFETCHED fixture run last (in their order), so that its child has the other
@@ -228,7 +232,16 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_collection_finish(session):
     """Start each child process named in EARLY_CHILDREN by a module with a test in this run that waits for one, and
-    a forked child for each of _PREFETCHED that a test of this run needs."""
+    a forked child for each of _PREFETCHED that a test of this run needs.
+
+    First the objects collection made (modules, test items, loaded catalogs) are moved out of the garbage collector's
+    sight (``gc.freeze``) and a full collection waits for more allocations (``GC_THRESHOLDS``): the suite builds many
+    workbooks of short-lived objects, and each full collection otherwise walks the whole session's heap again (the fast
+    loop ran 135 s here with the interpreter's defaults, 101 s with these). The forked children share the frozen
+    pages rather than copying them as a collection touches them."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ()) if name in _PREFETCHED}
     if needed - set(_PREFETCH):
         from children import Child
