@@ -8,6 +8,7 @@ from inference_ledger.core import unit_registry
 from inference_ledger.cli.plan import parse_quantity, shown_default
 from inference_ledger.io.report import human
 from inference_ledger.workbook import style
+from inference_ledger.workbook.cells import second_view
 
 
 @pytest.mark.parametrize("text, unit, value", [
@@ -75,3 +76,12 @@ def test_excel_formats_come_from_the_registry_with_the_build_currency():
         assert style.number_format("$/month", 1e4) == '"€"#,##0' and style.shown_as("$/month") == "EUR/month"
     finally:
         style.set_currency(before["code"], before["symbol"])
+
+
+@pytest.mark.parametrize("seconds, shown, expected", [
+    (0.0163, "ms", 16.3), (59.0, "ms", 59_000.0), (90.0, "min", 1.5), (7200.0, "h", 2.0), (-90.0, "min", -1.5)])
+def test_a_durations_second_view_is_in_the_unit_a_reader_reads_it_in(seconds, shown, expected):
+    """The workbook's 'Also' column: milliseconds under a minute, then minutes, then hours (90 s is 1.5 min, not
+    90,000 ms), each a conversion by a named constant."""
+    conv, unit = second_view("s", seconds)
+    assert unit == shown and conv(seconds) == pytest.approx(expected)

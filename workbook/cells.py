@@ -24,7 +24,7 @@ from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.refs import bound, name as defined_name, reference
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, gt, isnumber, le, lt, where
-from inference_ledger.core.units import BYTES_PER_GIB, MS_PER_S, VERDICT_MEETS
+from inference_ledger.core.units import BYTES_PER_GIB, MS_PER_S, SECONDS_PER_HOUR, SECONDS_PER_MINUTE, VERDICT_MEETS
 
 from . import style
 from .context import Ctx, xname
@@ -125,7 +125,11 @@ def quantity_format(name: str, unit: str, value) -> str:
 
 def second_view(unit: str, value: float):
     """A second, human view of a base-unit value: (conversion of a Sym or number, unit) or None."""
-    if unit == "s":
+    if unit == "s":   # the unit a reader reads the duration in: ms under a minute, then minutes, then hours
+        if abs(value) >= SECONDS_PER_HOUR:
+            return (lambda x: x / SECONDS_PER_HOUR), "h"
+        if abs(value) >= SECONDS_PER_MINUTE:
+            return (lambda x: x / SECONDS_PER_MINUTE), "min"
         return (lambda x: x * MS_PER_S), "ms"
     if unit == "B" and abs(value) >= 1e6:
         return (lambda x: x / BYTES_PER_GIB), "GiB"

@@ -17,6 +17,7 @@ FLOPS_PER_PARAM = Const(2, "FLOPS_PER_PARAM", "one multiply and one add per weig
 BITS_PER_BYTE = Const(8, "BITS_PER_BYTE", "8 bits in a byte", "bit/B")
 BYTES_PER_GB = Const(1e9, "BYTES_PER_GB", "decimal gigabyte (SI), as marketed", "B/GB")
 BYTES_PER_GIB = Const(2**30, "BYTES_PER_GIB", "binary gibibyte, as CUDA/torch/vLLM report (often labelled 'GB')", "B/GiB")
+SECONDS_PER_MINUTE = Const(60, "SECONDS_PER_MINUTE", "60 seconds in a minute", "s/min")
 SECONDS_PER_HOUR = Const(3600, "SECONDS_PER_HOUR", "60 x 60", "s/h")
 SECONDS_PER_DAY = Const(86400, "SECONDS_PER_DAY", "24 x 3600", "s/day")
 HOURS_PER_MONTH = Const(730, "HOURS_PER_MONTH", "8760 h per year / 12 (the cloud-billing convention)", "h/month")
@@ -69,6 +70,7 @@ CONSTANTS: tuple[Const, ...] = (
     BITS_PER_BYTE,
     BYTES_PER_GB,
     BYTES_PER_GIB,
+    SECONDS_PER_MINUTE,
     SECONDS_PER_HOUR,
     SECONDS_PER_DAY,
     HOURS_PER_MONTH,
