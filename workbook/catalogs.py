@@ -7,12 +7,13 @@ from openpyxl.utils import get_column_letter
 
 
 from . import style
-from .cells import shown
+from .cells import ROW_LINES_MAX, shown
 from .context import Ctx, SheetBuilder
 from .tables import FIELD_ROW, FIRST_ROW, HEADER_ROW, TABLE_ROWS, UNIT_ROW
 
-#: Catalog text columns shown wrapped in a wide column (sources and notes run long).
-WIDE_FIELDS = ("source", "notes", "price_source", "provenance")
+#: A catalog text column holding an entry longer than this (characters) is shown wrapped in a wide column
+#: (sources, quotes, notes and the engines' trait sources run long); a shorter one is as wide as its label.
+LONG_TEXT, WIDE_COLUMN = 60, 48
 
 
 def catalog_sheet(sheet: str) -> SheetBuilder:
@@ -20,7 +21,8 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
         t = ctx.tables[sheet]
         ws = ctx.new_sheet(sheet, t.title, tab="A5A5A5")
         ctx.put(ws, "A3", f"Add a row at the bottom (keep the field ids in row {FIELD_ROW}): it appears in the Plan and "
-                "Scenarios dropdowns. Values in base units (bytes, B/s, FLOP/s); formats show GB, TB/s, TFLOP/s.",
+                "Scenarios dropdowns. Values in base units (bytes, B/s, FLOP/s); formats show GB, TB/s, TFLOP/s. A long "
+                f"source shows its first {ROW_LINES_MAX} lines: the cell holds all of it.",
                 style.NOTE)
         ws.merge_cells("A3:L3")
         ncol = len(t.columns)
@@ -32,8 +34,12 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
             ctx.put(ws, f"{L}{HEADER_ROW}", col.label, style.HEADER)
             sample = next((v for e in t.rows if isinstance(v := t.value(e.id, col.field), (int, float))), None)
             ctx.put(ws, f"{L}{UNIT_ROW}", shown(col.unit, sample), style.NOTE)
-            ws.column_dimensions[L].width = 48 if col.field in WIDE_FIELDS else max(11, min(24, len(col.label) + 2))
         cells = {c.field: get_column_letter(k + 1) for k, c in enumerate(t.columns)}
+        wide = {col.field for col in t.columns
+                if any(isinstance(v := t.value(e.id, col.field), str) and len(v) > LONG_TEXT for e in t.rows)}
+        for j, col in enumerate(t.columns):
+            width = WIDE_COLUMN if col.field in wide else max(11, min(24, len(col.label) + 2))
+            ws.column_dimensions[get_column_letter(j + 1)].width = width
         for i, entry in enumerate(t.rows):
             r = FIRST_ROW + i
             for j, col in enumerate(t.columns):
@@ -45,7 +51,7 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
                     ctx.formula(ws, coord, expr, style.FORMULA, fmt)
                 else:
                     c = ctx.put(ws, coord, value, style.INPUT, fmt)
-                    if col.field in WIDE_FIELDS:
+                    if col.field in wide:
                         c.alignment = Alignment(wrap_text=True, vertical="top")
         ctx.define(t.ids, ws, f"A{FIRST_ROW}:A{end}")
         ctx.define(t.table, ws, f"A{FIRST_ROW}:{last_col}{end}")

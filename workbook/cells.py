@@ -336,6 +336,11 @@ def build_date(tables: Mapping[str, Table]) -> datetime:
     return max(dates) if dates else datetime(2026, 1, 1)
 
 
+#: Lines a row of wrapped text grows to at most: a longer quote or source shows its first lines on screen and
+#: paper (the cell holds all of it), so one catalog row never fills a page.
+ROW_LINES_MAX = 8
+
+
 def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence = ()) -> None:  # noqa: B006
     """Give rows of wrapped text the height their lines need (openpyxl leaves 15 pt, and text overlaps).
 
@@ -370,7 +375,7 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence
             width = sum(ws.column_dimensions[get_column_letter(k)].width or default for k in cols)
             size = (c.font.sz or 11) if c.font else 11
             per_line = max(1.0, width * 11.0 / size * (1.0 if c.font and c.font.b else 1.15))
-            need = max(need, -(-len(text) // int(per_line)))
+            need = min(ROW_LINES_MAX, max(need, -(-len(text) // int(per_line))))
         if need > 1:
             r = row[0].row
             for b in blocks:
