@@ -28,18 +28,16 @@ def catalog_sheet(sheet: str) -> SheetBuilder:
         ncol = len(t.columns)
         last_col = get_column_letter(ncol)
         end = FIRST_ROW + TABLE_ROWS - 1
+        wide = {col.field for col in t.columns
+                if any(isinstance(v := t.value(e.id, col.field), str) and len(v) > LONG_TEXT for e in t.rows)}
         for j, col in enumerate(t.columns):
             L = get_column_letter(j + 1)
             ctx.put(ws, f"{L}{FIELD_ROW}", col.field, style.NOTE)
             ctx.put(ws, f"{L}{HEADER_ROW}", col.label, style.HEADER)
             sample = next((v for e in t.rows if isinstance(v := t.value(e.id, col.field), (int, float))), None)
             ctx.put(ws, f"{L}{UNIT_ROW}", shown(col.unit, sample), style.NOTE)
+            ws.column_dimensions[L].width = WIDE_COLUMN if col.field in wide else max(11, min(24, len(col.label) + 2))
         cells = {c.field: get_column_letter(k + 1) for k, c in enumerate(t.columns)}
-        wide = {col.field for col in t.columns
-                if any(isinstance(v := t.value(e.id, col.field), str) and len(v) > LONG_TEXT for e in t.rows)}
-        for j, col in enumerate(t.columns):
-            width = WIDE_COLUMN if col.field in wide else max(11, min(24, len(col.label) + 2))
-            ws.column_dimensions[get_column_letter(j + 1)].width = width
         for i, entry in enumerate(t.rows):
             r = FIRST_ROW + i
             for j, col in enumerate(t.columns):
