@@ -115,6 +115,19 @@ def test_every_sheet_has_page_setup_footer_and_a_link_home(book):
     assert (int(s.fitToWidth), int(s.fitToHeight)) == (1, 1)
 
 
+#: The printable height of an A4 landscape page (210 mm = 595 pt, less 0.6 in top and bottom margins).
+A4_LANDSCAPE_PRINTABLE_PT = 595 - 2 * 0.6 * 72
+
+
+def test_no_row_is_taller_than_a_quarter_of_a_printed_page(book):
+    """A row of wrapped source text once grew to ~2,000 pt (the Engines sheet printed on 68 pages): a table row a
+    reader scans must stay a fraction of a page on screen and on paper."""
+    wb = opened(book[0])
+    tall = [(ws.title, r, d.height) for ws in wb.worksheets for r, d in ws.row_dimensions.items()
+            if d.height and d.height > A4_LANDSCAPE_PRINTABLE_PT / 4]
+    assert not tall, tall[:5]
+
+
 def _col_points(ws, k: int) -> float:
     from openpyxl.utils import get_column_letter
     d = ws.column_dimensions.get(get_column_letter(k))
