@@ -10,7 +10,9 @@ one-cell book.  The variants are for measurement only (a stripped name breaks th
 On the 2-core development machine (2026-12-03, LibreOffice 7.x, noisy to about +-0.5 s) the unchanged book took
 4.6-5.3 s against 1.3-1.4 s for one cell; stripping every formula changed nothing (4.98 s), and emptying the Kernels
 sheet's 2,280 rows changed nothing either (4.54 s); stripping the print titles (``_xlnm.Print_Titles``, 20 sheets,
-rows and columns both contribute) brought it to 3.0 s, the single largest part found.
+rows and columns both contribute) brought it to 3.0 s, the single largest part found.  2026-12-06, same machine:
+one cell 0.96 s, unchanged 3.85 s, no print titles 2.60 s; stripping the fit-to-page flag (3.85 s) or the whole page
+setup (4.06 s) changes nothing, so LibreOffice's zoom search for "fit N pages wide" is not what the titles cost.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ VARIANTS = {
     "no-validations": _in_sheets(r"<dataValidations.*?</dataValidations>", re.S),
     "no-styles": _in_sheets(r' s="\d+"'),
     "no-formulas": _in_sheets(r"<f>[^<]*</f>"),
+    "no-fit-to-page": _in_sheets(r'<pageSetUpPr[^>]*fitToPage="1"[^>]*/>'),
+    "no-page-setup": _in_sheets(r"<pageSetup [^>]*/>"),
+    "no-row-breaks": _in_sheets(r"<rowBreaks.*?</rowBreaks>", re.S),
 }
 
 
