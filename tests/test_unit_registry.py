@@ -83,5 +83,17 @@ def test_excel_formats_come_from_the_registry_with_the_build_currency():
 def test_a_durations_second_view_is_in_the_unit_a_reader_reads_it_in(seconds, shown, expected):
     """The workbook's 'Also' column: milliseconds under a minute, then minutes, then hours (90 s is 1.5 min, not
     90,000 ms), each a conversion by a named constant."""
-    conv, unit = second_view("s", seconds)
-    assert unit == shown and conv(seconds) == pytest.approx(expected)
+    conv, unit, fmt = second_view("s", seconds)
+    assert unit == shown and conv(seconds) == pytest.approx(expected) and fmt.endswith(f'" {shown}"')
+
+
+def test_every_count_a_plan_shows_has_a_number_format():
+    """A count with no row in unit_formats.csv showed in General: 255.99999111 experts on the Bandwidth sheet (the
+    expected number of distinct experts a DeepSeek-V3 chunk touches). Every unit of a plan input or line has a format
+    but codes (shown with their words) and seconds per byte (fixed decimals by the fallback)."""
+    from inference_ledger.graph import plan
+
+    units = {x.unit for x in (*plan.LINES, *plan.INPUTS)}
+    assert {u for u in units if unit_registry.excel_format(u, 1.0, "$") is None} == {"code", "s/B"}
+    assert style.number_format("experts", 255.99999111253183) == "#,##0.0"   # shows 256.0
+    assert style.number_format("requests", 1000) == "#,##0"

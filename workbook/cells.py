@@ -24,7 +24,8 @@ from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.refs import bound, name as defined_name, reference
 from inference_ledger.core.expr import Sym
 from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, gt, isnumber, le, lt, where
-from inference_ledger.core.units import BYTES_PER_GIB, MS_PER_S, SECONDS_PER_HOUR, SECONDS_PER_MINUTE, VERDICT_MEETS
+from inference_ledger.core import unit_registry
+from inference_ledger.core.units import VERDICT_MEETS, conversion
 
 from . import style
 from .context import Ctx, xname
@@ -124,16 +125,10 @@ def quantity_format(name: str, unit: str, value) -> str:
 
 
 def second_view(unit: str, value: float):
-    """A second, human view of a base-unit value: (conversion of a Sym or number, unit) or None."""
-    if unit == "s":   # the unit a reader reads the duration in: ms under a minute, then minutes, then hours
-        if abs(value) >= SECONDS_PER_HOUR:
-            return (lambda x: x / SECONDS_PER_HOUR), "h"
-        if abs(value) >= SECONDS_PER_MINUTE:
-            return (lambda x: x / SECONDS_PER_MINUTE), "min"
-        return (lambda x: x * MS_PER_S), "ms"
-    if unit == "B" and abs(value) >= 1e6:
-        return (lambda x: x / BYTES_PER_GIB), "GiB"
-    return None
+    """A second, human view of a base-unit value: (conversion of a Sym or number, unit, Excel format) or None, from
+    the unit registry's ``also`` rows (inference_ledger/data/unit_formats.csv)."""
+    view = unit_registry.also(unit, value)
+    return None if view is None else (conversion(unit, view.in_), view.in_, view.format)
 
 
 #: Excel's limits on data-validation texts (characters): input title, input message, error title, error message.
@@ -210,8 +205,8 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
         ws[f"{L(2)}{r}"].alignment = Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")
     elif also:
-        conv, unit = also
-        ctx.formula(ws, f"{L(3)}{r}", conv(ctx.at(ws, coord)), style.FORMULA, style.number_format(unit))
+        conv, _, fmt = also
+        ctx.formula(ws, f"{L(3)}{r}", conv(ctx.at(ws, coord)), style.FORMULA, fmt)
     ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord

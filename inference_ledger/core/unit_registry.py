@@ -44,7 +44,8 @@ class Unit:
 
 @dataclass(frozen=True)
 class Format:
-    """How a base unit shows in a medium (text or excel) while |value| lies within the bounds."""
+    """How a base unit shows in a medium (text, excel, or also: the workbook's second view) while |value| lies within
+    the bounds."""
 
     unit: str
     medium: str
@@ -76,7 +77,7 @@ def formats() -> tuple[Format, ...]:
     """Every row of unit_formats.csv, in file order."""
     return tuple(csvfile.load(Format, FORMATS_CSV, key="unit", make=lambda c: csvfile.as_dataclass(
         Format, c, required=("unit", "format"), in_=c.text("in"), also=c.text("also"),
-        medium=c.choice("medium", ("text", "excel")))))
+        medium=c.choice("medium", ("text", "excel", "also")))))
 
 
 def of_base(base: str) -> tuple[Unit, ...]:
@@ -163,6 +164,12 @@ def option_text(x: float, base: str) -> str:
 
 def _format(base: str, medium: str, value: Optional[float]) -> Optional[Format]:
     return next((f for f in formats() if f.unit == base and f.medium == medium and f.holds(value)), None)
+
+
+def also(base: str, value: Optional[float]) -> Optional[Format]:
+    """The workbook's second view of a base-unit value (its 'Also' column): the row naming the unit ``in_`` it is read
+    in and its Excel ``format`` (90 s: min, '#,##0.00" min"'), or None where the unit has none."""
+    return _format(base, "also", value)
 
 
 def money_text(x: float, unit: str, symbol: str = "$") -> str:

@@ -114,6 +114,18 @@ CONSTANTS: tuple[Const, ...] = (
 )
 
 
+def conversion(base: str, unit: str):
+    """x in ``base`` -> x in ``unit``, by the named constant whose unit is base/unit (divide) or unit/base (multiply):
+    conversion('s', 'min') is x / SECONDS_PER_MINUTE, so a Sym becomes a formula of the named cell. KeyError where
+    no constant converts them."""
+    for c in CONSTANTS:
+        if c.unit == f"{base}/{unit}":
+            return lambda x: x / c
+        if c.unit == f"{unit}/{base}":
+            return lambda x: x * c
+    raise KeyError(f"no named constant converts {base} to {unit} (a unit {base}/{unit} or {unit}/{base})")
+
+
 def gb(x: float) -> float:
     """bytes -> GB (1e9)."""
     return x / BYTES_PER_GB
