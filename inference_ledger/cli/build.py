@@ -34,6 +34,15 @@ def _currency(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+def _input_file(kind: str) -> Callable:
+    """A click callback refusing, before the workbook writer loads, a path that is no regular file within the kind's
+    limit (a FIFO, a device: one line, exit 2, as the reader would refuse it seconds later)."""
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        return value if value is None else files.check_input(value, kind)
+
+    return check
+
+
 #: The options :func:`build_options` adds beyond the plan's: how the workbook is built, not plan inputs.
 BUILD_PARAMETERS = ("scenarios", "forecast_months", "currency", "currency_symbol", "profile")
 
@@ -50,6 +59,7 @@ def build_options(f: Callable) -> Callable:
                      help=f"Months in the Forecast sheet's timeline (default {DEFAULT_MONTHS}; "
                           f"{MONTHS_RANGE[0]}-{MONTHS_RANGE[1]}). The growth per month is --growth.")(f)
     f = click.option("--scenarios", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False),
+                     callback=_input_file("scenarios"),
                      help="Scenario rows for the what-if grid: columns label, model, gpu, weight_dtype, kv_dtype "
                           f"and any plan input name (default: ~20 built-in comparisons); {files.limit_words('scenarios')}.")(f)
     return plan_options(f)
