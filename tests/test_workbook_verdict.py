@@ -58,6 +58,13 @@ def _failures_sentence(wb) -> str:
     return ws[f"B{row + 1}"].value
 
 
+def _failure_lines(wb) -> list:
+    """The Summary's rows under that sentence: each '<k>. <check>' or blank (never a bare number)."""
+    ws = wb["Summary"]
+    row = next(r for r in range(1, 80) if ws[f"B{r}"].value == "Checks that fail")
+    return [ws[f"B{r}"].value or "" for r in range(row + 2, row + 7)]
+
+
 #: What the Summary says of a plan that does not fit: no check fails, yet the master check is 0 (the verdict).
 UNFIT_FAILURES = "Every check passes, but the master check fails: the verdict is \"does not fit\"."
 
@@ -190,6 +197,13 @@ def test_an_input_the_cli_refuses_typed_into_the_workbook_makes_the_verdict_inva
     # the Summary names the failure: a counted check that fails, or the rule an input breaks
     failures = _failures_sentence(got)
     assert failures.endswith(" checks fail (Checks sheet):") or failures == f"A rule is broken: {_cell(got, 'rule_broken').value}.", failures
+    # under it the failing checks by number, the rows past the last blank (a row showed "3." with nothing beside it)
+    lines = _failure_lines(got)
+    listed = [x for x in lines if x]
+    assert listed == [f"{k}. {x.split('. ', 1)[1]}" for k, x in enumerate(listed, start=1)], lines
+    assert lines == listed + [""] * (len(lines) - len(listed)), lines
+    if failures.endswith(" checks fail (Checks sheet):"):
+        assert listed, lines
 
 
 @pytest.mark.libreoffice

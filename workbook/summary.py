@@ -37,6 +37,8 @@ from .tco import SHEET as TCO, scenario_columns
 SHEET = "Summary"
 #: Rows of the failing checks the sheet lists (the rest are counted).
 FAILURES_SHOWN = 5
+#: A number format that shows nothing (a lookup key a formula reads but a reader need not see).
+HIDDEN_NUMBER = ";;;"
 #: Columns: index | label | value | target or also | status, then the charts from G.
 WIDTHS = {"A": 3, "B": 42, "C": 16, "D": 16, "E": 19, "F": 2, "G": 12, "H": 12, "I": 12, "J": 12, "K": 12, "L": 12}
 #: Where the chart data live (beyond the printed columns).
@@ -216,8 +218,11 @@ def _failures(ctx: Ctx, ws, r: int, verdict_cell: str) -> int:
     ws.merge_cells(f"B{r}:E{r}")
     for k in range(1, FAILURES_SHOWN + 1):
         r += 1
-        ctx.put(ws, f"A{r}", k, style.NOTE, '0"."')
-        _wide(ctx, ws, r, iferror(index(ctx.name("check_labels"), match(ctx.at(ws, f"A{r}"), failures)), ""))
+        # the k-th failure's number reads in its sentence, so a row with no failure is blank, not a bare "3."; the
+        # k the lookup matches sits in column A, not shown (;;; shows nothing)
+        ctx.put(ws, f"A{r}", k, style.NOTE, HIDDEN_NUMBER)
+        k_cell = ctx.at(ws, f"A{r}")
+        _wide(ctx, ws, r, iferror(concat(k_cell, ". ", index(ctx.name("check_labels"), match(k_cell, failures))), ""))
     return r
 
 
