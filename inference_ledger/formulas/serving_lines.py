@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import admission, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, total
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -25,10 +25,9 @@ kv_bytes_per_sequence_decode = derived("kv_bytes_per_sequence_decode", ledger.kv
     kv_elements_layer="kv_elements_per_token_layer", context="decode_context_tokens")
 
 
-@line("Sequences the schedulers run at most", "sequences", FIT,
-      "max_num_seqs per scheduler x DP-attention ranks (each rank schedules its own sequences).")
-def max_running_sequences(max_num_seqs, dp_attention):
-    return max_num_seqs * dp_attention
+max_running_sequences = product("max_running_sequences", ("max_num_seqs", "dp_attention"),
+    "Sequences the schedulers run at most", "sequences", FIT,
+    "max_num_seqs per scheduler x DP-attention ranks (each rank schedules its own sequences).")
 
 
 effective_concurrency = derived("effective_concurrency", serving.effective_concurrency,
@@ -81,10 +80,9 @@ def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence, chunked_
     return (effective_concurrency - 1) * prompt_per_sequence * chunked_prefill
 
 
-@line("Tokens per step", "tokens", COMPUTE,
-      "Decode tokens (one per sequence) + prompt tokens mixed in.")
-def step_tokens(effective_concurrency, prefill_tokens_per_step):
-    return effective_concurrency + prefill_tokens_per_step
+step_tokens = total("step_tokens", ("effective_concurrency", "prefill_tokens_per_step"),
+    "Tokens per step", "tokens", COMPUTE,
+    "Decode tokens (one per sequence) + prompt tokens mixed in.")
 
 
 def _extra_expert_bytes(name, distinct_experts, label, doc):
