@@ -10,6 +10,10 @@ numbers or numpy arrays it computes the line; called with :class:`inference_ledg
 references it returns the line's Excel formula (the dual evaluation of
 :mod:`inference_ledger.core.expr`).  A newcomer goes from a name in a cell, the CLI table or
 the JSON to its definition in one hop.
+
+Two declarations make the same plain function without a ``def`` that only forwards: :func:`derived`, a formula
+under the plan's names, and :data:`product` (:data:`total`, :data:`ratio`, :data:`difference`), a line whose whole
+formula is one operation over other quantities.
 """
 
 from __future__ import annotations
@@ -105,17 +109,17 @@ def _line_function(name: str, params: tuple[str, ...], body: Callable[..., Any],
     return fn
 
 
-def _folded(op: Callable[[Any, Any], Any], sign: str) -> Callable[..., Callable[..., Any]]:
+def _folded(kind: str, op: Callable[[Any, Any], Any], sign: str) -> Callable[..., Callable[..., Any]]:
     """The declaration of a line whose whole formula is its operands joined by one operator, left to right."""
 
     def declare(name: str, operands: tuple[str, ...], label: str, unit: str, ledger: str, doc: str, /
                 ) -> Callable[..., Any]:
         if len(operands) < 2 or len(set(operands)) != len(operands):
-            raise TypeError(f"line {name}: {sign} takes two or more different quantities, not {operands!r}")
+            raise TypeError(f"line {name}: a {kind} takes two or more different quantities, not {operands!r}")
         return _line_function(name, tuple(operands), lambda *xs: functools.reduce(op, xs),
                               (label, unit, ledger, doc), sys._getframe(1).f_globals["__name__"])
 
-    declare.__name__ = declare.__qualname__ = {"*": "product", "+": "total", "/": "ratio", "-": "difference"}[sign]
+    declare.__name__ = declare.__qualname__ = kind
     declare.__doc__ = (f"A line that is ``operands`` joined by {sign}, left to right as Python reads ``a {sign} b "
                        f"{sign} c`` (the same number and the same Excel formula as that ``@line`` function), in one "
                        "declaration; bind it to a module variable of the same name, as a :func:`derived` line.")
@@ -129,8 +133,9 @@ def _folded(op: Callable[[Any, Any], Any], sign: str) -> Callable[..., Callable[
 #:                                "GPUs per stage x PP stages: one copy of the model.")
 #:
 #: is ``def gpus_per_replica(gpus_per_stage, pp): return gpus_per_stage * pp`` with its ``@line``.
-product, total, ratio, difference = (_folded(operator.mul, "*"), _folded(operator.add, "+"),
-                                     _folded(operator.truediv, "/"), _folded(operator.sub, "-"))
+product, total, ratio, difference = (_folded("product", operator.mul, "*"), _folded("total", operator.add, "+"),
+                                     _folded("ratio", operator.truediv, "/"),
+                                     _folded("difference", operator.sub, "-"))
 
 
 def lines_of(module: ModuleType) -> tuple[Line, ...]:
