@@ -17,7 +17,8 @@ import pytest
 from inference_ledger.graph import plan
 from inference_ledger.core.args import ARGS, LedgerInputError
 from inference_ledger.core.expr import Sym
-from inference_ledger.core.line import MEMORY, Line, derived, lines_of, shown_with_readers
+from inference_ledger.core.line import (MEMORY, Line, derived, difference, lines_of, product, ratio, shown_with_readers,
+                                        total)
 
 
 # --- _inp: an input's allowed range ---------------------------------------------------------------
@@ -202,6 +203,20 @@ def test_a_derived_line_refuses_an_unknown_parameter_and_a_dropped_one_without_d
         derived("x", _gap, "X", "B", MEMORY, "", part=None)
     with pytest.raises(TypeError, match="read the same quantity"):
         derived("x", _gap, "X", "B", MEMORY, "", total="a", part="a")
+
+
+def test_a_product_line_is_its_operands_multiplied_left_to_right_as_the_function_it_replaces():
+    fn = product("kv_peak", ("kv_per_sequence", "concurrency", "layers"), "KV", "B", MEMORY, "KV x sequences x layers.")
+    assert fn.plan_line.params == ("kv_per_sequence", "concurrency", "layers") and fn.plan_line.doc == fn.__doc__
+    assert fn(3, 4, 5) == 60 and fn(layers=5, concurrency=4, kv_per_sequence=3) == 60
+    assert fn(Sym("a"), Sym("b"), Sym("c")).text == "a*b*c" and fn.__name__ == "kv_peak" and fn.__module__ == __name__
+    assert total("t", ("a", "b", "c"), "T", "B", MEMORY, "")(Sym("a"), Sym("b"), Sym("c")).text == "a+b+c"
+    assert ratio("r", ("a", "b"), "R", "x", MEMORY, "")(6, 4) == 1.5
+    assert difference("d", ("a", "b"), "D", "B", MEMORY, "")(Sym("a"), Sym("b") - Sym("c")).text == "a-(b-c)"
+    with pytest.raises(TypeError, match="two or more different quantities"):
+        product("x", ("a", "a"), "X", "B", MEMORY, "")
+    with pytest.raises(TypeError, match="two or more different quantities"):
+        total("x", ("a",), "X", "B", MEMORY, "")
 
 
 def test_lines_of_finds_derived_lines_once_and_refuses_one_bound_to_another_name():

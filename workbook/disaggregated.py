@@ -111,20 +111,20 @@ def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[st
     """KV transfer, pool sizes, GPUs, TTFT and cost: :func:`inference_ledger.graph.disaggregated.totals` over the
     columns."""
     ctx.put(ws, f"A{r}", "Both pools", style.SECTION)
-    own = {name: r + k for k, (name, _, _) in enumerate(disaggregated.TOTALS, start=1)}
+    p, d1, d = values["prefill"], values["decode1"], values["decode"]
+    numbers = disaggregated.totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
+    own = {name: r + k for k, name in enumerate(numbers, start=1)}
 
     def column(col: str):
         return lambda name: ctx.at(ws, f"{col}{row[name]}") if name in row else ctx.quantity(name)
 
-    p, d1, d = values["prefill"], values["decode1"], values["decode"]
-    numbers = disaggregated.totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
     # a total that reads another total reads its cell (carrying the value the same totals give it)
     formulas = disaggregated.totals(column("B"), column("C"), column("D"), ctx.quantity,
-                                    cell=lambda name: cell(f"B{own[name]}", _num(numbers[name])))
-    for name, label, unit in disaggregated.TOTALS:
-        k, v = own[name], _num(numbers[name])
+                                    cell=lambda name: cell(f"B{own[name]}", _num(numbers[name].value)))
+    for name, (label, unit, formula) in formulas.items():
+        k, v = own[name], _num(numbers[name].value)
         ctx.put(ws, f"A{k}", label)
-        ctx.formula(ws, f"B{k}", formulas[name], style.FORMULA, style.number_format(unit, v))
+        ctx.formula(ws, f"B{k}", formula, style.FORMULA, style.number_format(unit, v))
         ctx.put(ws, f"E{k}", unit_text(unit, ws[f"B{k}"].number_format))   # units once
         ctx.put(ws, f"F{k}", name, style.NOTE)
         ctx.define(name, ws, f"B{k}")

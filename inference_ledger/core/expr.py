@@ -182,6 +182,18 @@ class ExpressionHasNoValue(ValueError):
     """An expression written into a cell without the value it computes (an operand carried none)."""
 
 
+def _operator(op: str, prec: int, left_assoc_only: bool = False) -> tuple[Any, Any]:
+    """The two methods of a binary operator on :class:`Sym`: ``self op o`` and the reflected ``o op self``."""
+
+    def forward(self: "Sym", o: Any) -> "Sym":
+        return _binary(self, op, o, prec, left_assoc_only)
+
+    def reflected(self: "Sym", o: Any) -> "Sym":
+        return _binary(o, op, self, prec, left_assoc_only)
+
+    return forward, reflected
+
+
 class Sym:
     """An Excel expression under construction, and the value it computes when its operands carry values.
 
@@ -208,36 +220,12 @@ class Sym:
         line's value from the plan, a catalog lookup's from the catalog)."""
         return Sym(self.text, self.prec, _plain(value))
 
-    # arithmetic -----------------------------------------------------------------
-    def __add__(self, o):
-        return _binary(self, "+", o, _ADD)
-
-    def __radd__(self, o):
-        return _binary(o, "+", self, _ADD)
-
-    def __sub__(self, o):
-        return _binary(self, "-", o, _ADD, left_assoc_only=True)
-
-    def __rsub__(self, o):
-        return _binary(o, "-", self, _ADD, left_assoc_only=True)
-
-    def __mul__(self, o):
-        return _binary(self, "*", o, _MUL)
-
-    def __rmul__(self, o):
-        return _binary(o, "*", self, _MUL)
-
-    def __truediv__(self, o):
-        return _binary(self, "/", o, _MUL, left_assoc_only=True)
-
-    def __rtruediv__(self, o):
-        return _binary(o, "/", self, _MUL, left_assoc_only=True)
-
-    def __pow__(self, o):
-        return _binary(self, "^", o, _POW)
-
-    def __rpow__(self, o):
-        return _binary(o, "^", self, _POW)
+    # arithmetic: each operator and its reflected form (2 * Sym) -------------------
+    __add__, __radd__ = _operator("+", _ADD)
+    __sub__, __rsub__ = _operator("-", _ADD, left_assoc_only=True)
+    __mul__, __rmul__ = _operator("*", _MUL)
+    __truediv__, __rtruediv__ = _operator("/", _MUL, left_assoc_only=True)
+    __pow__, __rpow__ = _operator("^", _POW)
 
     def __neg__(self):
         # Excel binds unary minus tighter than ^, so always parenthesise the operand.

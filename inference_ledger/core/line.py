@@ -10,11 +10,17 @@ numbers or numpy arrays it computes the line; called with :class:`inference_ledg
 references it returns the line's Excel formula (the dual evaluation of
 :mod:`inference_ledger.core.expr`).  A newcomer goes from a name in a cell, the CLI table or
 the JSON to its definition in one hop.
+
+Two declarations make the same plain function without a ``def`` that only forwards: :func:`derived`, a formula
+under the plan's names, and :data:`product` (:data:`total`, :data:`ratio`, :data:`difference`), a line whose whole
+formula is one operation over other quantities.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -78,24 +84,63 @@ def derived(name: str, formula: Callable[..., Any], label: str, unit: str, ledge
     params = tuple(rename.get(p, p) for p in kept)
     if len(set(params)) != len(params):
         raise TypeError(f"line {name}: two parameters of {formula.__name__} read the same quantity")
+    fn = _line_function(name, params, lambda *args: formula(**dict(zip(kept, args, strict=True))),
+                        (label, unit, ledger, doc), sys._getframe(1).f_globals["__name__"])
+    fn.formula = formula
+    return fn
+
+
+def _line_function(name: str, params: tuple[str, ...], body: Callable[..., Any], about: tuple[str, str, str, str],
+                   module: str) -> Callable[..., Any]:
+    """A plain function of ``params`` (positional or by keyword) that computes ``body(*params)`` and whose
+    ``plan_line`` is the line ``name`` (``about``: its label, unit, ledger and doc), as if defined in ``module``."""
     line_sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
 
     def fn(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = line_sig.bind(*args, **kwargs).args
-        return formula(**dict(zip(kept, args, strict=True)))
+        return body(*args)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = sys._getframe(1).f_globals["__name__"]
-    fn.__doc__ = doc
+    fn.__module__ = module
+    fn.__doc__ = about[3]
     fn.__signature__ = line_sig
-    fn.formula = formula
-    fn.plan_line = Line(name, label, unit, ledger, doc, fn, params)
+    fn.plan_line = Line(name, *about, fn, params)
     return fn
 
 
+def _folded(kind: str, op: Callable[[Any, Any], Any], sign: str) -> Callable[..., Callable[..., Any]]:
+    """The declaration of a line whose whole formula is its operands joined by one operator, left to right."""
+
+    def declare(name: str, operands: tuple[str, ...], label: str, unit: str, ledger: str, doc: str, /
+                ) -> Callable[..., Any]:
+        if len(operands) < 2 or len(set(operands)) != len(operands):
+            raise TypeError(f"line {name}: a {kind} takes two or more different quantities, not {operands!r}")
+        return _line_function(name, tuple(operands), lambda *xs: functools.reduce(op, xs),
+                              (label, unit, ledger, doc), sys._getframe(1).f_globals["__name__"])
+
+    declare.__name__ = declare.__qualname__ = kind
+    declare.__doc__ = (f"A line that is ``operands`` joined by {sign}, left to right as Python reads ``a {sign} b "
+                       f"{sign} c`` (the same number and the same Excel formula as that ``@line`` function), in one "
+                       "declaration; bind it to a module variable of the same name, as a :func:`derived` line.")
+    return declare
+
+
+#: Lines whose whole formula is one operation over other quantities, declared in one statement instead of a
+#: decorated function that only returns it:
+#:
+#:     gpus_per_replica = product("gpus_per_replica", ("gpus_per_stage", "pp"), "GPUs per replica", "GPUs", COST,
+#:                                "GPUs per stage x PP stages: one copy of the model.")
+#:
+#: is ``def gpus_per_replica(gpus_per_stage, pp): return gpus_per_stage * pp`` with its ``@line``.
+product, total, ratio, difference = (_folded("product", operator.mul, "*"), _folded("total", operator.add, "+"),
+                                     _folded("ratio", operator.truediv, "/"),
+                                     _folded("difference", operator.sub, "-"))
+
+
 def lines_of(module: ModuleType) -> tuple[Line, ...]:
-    """The lines a module defines, in definition order (its ``@line`` functions and :func:`derived` lines)."""
+    """The lines a module defines, in definition order (its ``@line`` functions, :func:`derived` lines and lines
+    declared by :data:`product`, :data:`total`, :data:`ratio` or :data:`difference`)."""
     out = []
     for var, f in vars(module).items():
         if callable(f) and getattr(f, "__module__", None) == module.__name__ and hasattr(f, "plan_line"):

@@ -28,20 +28,16 @@ here; TPOT adds ``parallel_seconds_per_step`` and TTFT ``prefill_parallel_second
 from __future__ import annotations
 
 from inference_ledger.core.sheetfuncs import ceil, gt, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line, product, total
 from inference_ledger.core.units import EP_PASSES, GLU_MATRICES
 
 
-@line("GPUs per pipeline stage", "GPUs", COST,
-      "TP x DP-attention ranks: the GPUs that hold one stage's layers (its MoE experts spread over all of them).")
-def gpus_per_stage(tp, dp_attention):
-    return tp * dp_attention
+gpus_per_stage = product("gpus_per_stage", ("tp", "dp_attention"), "GPUs per pipeline stage", "GPUs", COST,
+    "TP x DP-attention ranks: the GPUs that hold one stage's layers (its MoE experts spread over all of them).")
 
 
-@line("GPUs per replica", "GPUs", COST,
-      "GPUs per stage x PP stages: one copy of the model.")
-def gpus_per_replica(gpus_per_stage, pp):
-    return gpus_per_stage * pp
+gpus_per_replica = product("gpus_per_replica", ("gpus_per_stage", "pp"), "GPUs per replica", "GPUs", COST,
+    "GPUs per stage x PP stages: one copy of the model.")
 
 
 @line("Nodes per replica", "nodes", COST,
@@ -58,10 +54,9 @@ def expert_params(moe_layers, num_experts, hidden_size, intermediate_size):
     return moe_layers * num_experts * GLU_MATRICES * hidden_size * intermediate_size
 
 
-@line("Routed-expert weights", "B", MEMORY,
-      "Routed-expert parameters at the weight format (experts are quantized layers).")
-def expert_weights_bytes(expert_params, weight_bytes):
-    return expert_params * weight_bytes
+expert_weights_bytes = product("expert_weights_bytes", ("expert_params", "weight_bytes"),
+    "Routed-expert weights", "B", MEMORY,
+    "Routed-expert parameters at the weight format (experts are quantized layers).")
 
 
 @line("Resident routed-expert weights", "B", MEMORY,
@@ -147,10 +142,10 @@ def pp_handoff_seconds_per_step(pp, scaleout_latency_seconds, step_tokens, dp_at
                                        unquantized_bytes, pp_seconds_per_byte)
 
 
-@line("Parallel communication per decode step", "s", BANDWIDTH,
-      "EP all-to-all + PP hand-off, added to TPOT (not overlapped with compute: an upper bound).")
-def parallel_seconds_per_step(ep_alltoall_seconds_per_step, pp_handoff_seconds_per_step):
-    return ep_alltoall_seconds_per_step + pp_handoff_seconds_per_step
+parallel_seconds_per_step = total("parallel_seconds_per_step", ("ep_alltoall_seconds_per_step",
+                                                                "pp_handoff_seconds_per_step"),
+    "Parallel communication per decode step", "s", BANDWIDTH,
+    "EP all-to-all + PP hand-off, added to TPOT (not overlapped with compute: an upper bound).")
 
 
 @line("Parallel communication in prefill", "s", COMPUTE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import admission, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, total
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -19,16 +19,21 @@ decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
     "S + T/2: step j of the T - 1 decode steps attends over S + j - 1 tokens. TPOT and its floor are priced here.")
 
 
-kv_bytes_per_sequence_decode = derived("kv_bytes_per_sequence_decode", ledger.kv_sequence_bytes,
-    "KV per sequence at the decode context", "B", MEMORY,
-    "KV of one sequence at the mean decode context (sliding-window layers at most the window).",
-    kv_elements_layer="kv_elements_per_token_layer", context="decode_context_tokens")
+def _sequence_kv(name, context, label, doc):
+    """The line of one sequence's KV at a context (sliding-window layers at most the window): the plan's
+    kv_bytes_per_sequence at another context."""
+    return derived(name, ledger.kv_sequence_bytes, label, "B", MEMORY, doc,
+                   kv_elements_layer="kv_elements_per_token_layer", context=context)
 
 
-@line("Sequences the schedulers run at most", "sequences", FIT,
-      "max_num_seqs per scheduler x DP-attention ranks (each rank schedules its own sequences).")
-def max_running_sequences(max_num_seqs, dp_attention):
-    return max_num_seqs * dp_attention
+kv_bytes_per_sequence_decode = _sequence_kv("kv_bytes_per_sequence_decode", "decode_context_tokens",
+    "KV per sequence at the decode context",
+    "KV of one sequence at the mean decode context (sliding-window layers at most the window).")
+
+
+max_running_sequences = product("max_running_sequences", ("max_num_seqs", "dp_attention"),
+    "Sequences the schedulers run at most", "sequences", FIT,
+    "max_num_seqs per scheduler x DP-attention ranks (each rank schedules its own sequences).")
 
 
 effective_concurrency = derived("effective_concurrency", serving.effective_concurrency,
@@ -49,10 +54,9 @@ admission_context_tokens = derived("admission_context_tokens", admission.admissi
     "GUARANTEED_NO_EVICT; 0: the prompt alone, vLLM, which preempts when the cache runs out).")
 
 
-kv_bytes_per_sequence_admitted = derived("kv_bytes_per_sequence_admitted", ledger.kv_sequence_bytes,
-    "KV per request at admission", "B", MEMORY,
-    "KV of one request at the context it is admitted at (sliding-window layers at most the window).",
-    kv_elements_layer="kv_elements_per_token_layer", context="admission_context_tokens")
+kv_bytes_per_sequence_admitted = _sequence_kv("kv_bytes_per_sequence_admitted", "admission_context_tokens",
+    "KV per request at admission",
+    "KV of one request at the context it is admitted at (sliding-window layers at most the window).")
 
 
 @line("Requests the KV cache admits", "sequences", MEMORY,
@@ -81,10 +85,9 @@ def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence, chunked_
     return (effective_concurrency - 1) * prompt_per_sequence * chunked_prefill
 
 
-@line("Tokens per step", "tokens", COMPUTE,
-      "Decode tokens (one per sequence) + prompt tokens mixed in.")
-def step_tokens(effective_concurrency, prefill_tokens_per_step):
-    return effective_concurrency + prefill_tokens_per_step
+step_tokens = total("step_tokens", ("effective_concurrency", "prefill_tokens_per_step"),
+    "Tokens per step", "tokens", COMPUTE,
+    "Decode tokens (one per sequence) + prompt tokens mixed in.")
 
 
 def _extra_expert_bytes(name, distinct_experts, label, doc):

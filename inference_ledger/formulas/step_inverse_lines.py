@@ -9,7 +9,7 @@ from __future__ import annotations
 from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import gt, literal, maximum, where
 from inference_ledger.formulas import serving
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, product
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
 
 # ---------------------------------------------------------------------------------
@@ -120,10 +120,9 @@ def kernel_batch_seconds_per_sequence(kernel_seconds_per_sequence, kernel_second
     return kernel_seconds_per_sequence + kernel_seconds_per_step_token * (1 + prompt_per_sequence * chunked_prefill)
 
 
-@line("Prompt tokens per other sequence in a step", "tokens", COMPUTE,
-      "p of the kernel inverse: prompt tokens each other sequence brings to a step (0 when prompts run whole).")
-def kernel_step_prompt_share(prompt_per_sequence, chunked_prefill):
-    return prompt_per_sequence * chunked_prefill
+kernel_step_prompt_share = product("kernel_step_prompt_share", ("prompt_per_sequence", "chunked_prefill"),
+    "Prompt tokens per other sequence in a step", "tokens", COMPUTE,
+    "p of the kernel inverse: prompt tokens each other sequence brings to a step (0 when prompts run whole).")
 
 
 # The batch B whose step sqrt(W^2 + (F u)^2) + B s meets a budget y0, with u = B c - p tokens per step (c = 1 + p):

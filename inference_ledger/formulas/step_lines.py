@@ -11,7 +11,7 @@ from __future__ import annotations
 from inference_ledger.formulas import serving
 from inference_ledger.formulas.kernels import op_input_names
 from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, ratio, total
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 
 # ---------------------------------------------------------------------------------
@@ -125,19 +125,17 @@ def decode_elementwise_seconds(num_layers, kernel_layer_overhead_seconds, step_o
     return num_layers * kernel_layer_overhead_seconds + step_overhead_seconds
 
 
-@line("Decode step from the kernel tables", "s", BANDWIDTH,
-      "Sum of the step's operations (QKV, O, MLP/experts, LM head, attention, all-reduces, element-wise and per-step "
-      "overhead).")
-def decode_kernel_seconds(decode_qkv_seconds, decode_o_seconds, decode_mlp_seconds, decode_lm_head_seconds,
-                          decode_attention_seconds, decode_allreduce_seconds, decode_elementwise_seconds):
-    return decode_qkv_seconds + decode_o_seconds + decode_mlp_seconds + decode_lm_head_seconds \
-        + decode_attention_seconds + decode_allreduce_seconds + decode_elementwise_seconds
+decode_kernel_seconds = total("decode_kernel_seconds", ("decode_qkv_seconds", "decode_o_seconds", "decode_mlp_seconds",
+                                                        "decode_lm_head_seconds", "decode_attention_seconds",
+                                                        "decode_allreduce_seconds", "decode_elementwise_seconds"),
+    "Decode step from the kernel tables", "s", BANDWIDTH,
+    "Sum of the step's operations (QKV, O, MLP/experts, LM head, attention, all-reduces, element-wise and per-step "
+    "overhead).")
 
 
-@line("Prefill chunk tokens", "tokens", COMPUTE,
-      "Prompt tokens per forward pass: the prompt tokens a TTFT waits for over its chunks.")
-def prefill_chunk_tokens(prefill_batch_tokens, prefill_chunks):
-    return prefill_batch_tokens / prefill_chunks
+prefill_chunk_tokens = ratio("prefill_chunk_tokens", ("prefill_batch_tokens", "prefill_chunks"),
+    "Prefill chunk tokens", "tokens", COMPUTE,
+    "Prompt tokens per forward pass: the prompt tokens a TTFT waits for over its chunks.")
 
 
 prefill_qkv_seconds, prefill_o_seconds = _gemm_lines("prefill", chunked_gemm_seconds, COMPUTE, (
@@ -191,12 +189,11 @@ def prefill_overhead_seconds(prefill_batch_tokens, input_tokens, prefill_chunks,
                               lm_head_kernel_seconds_per_token) + prefill_chunks * decode_elementwise_seconds
 
 
-@line("Prefill from the kernel tables", "s", COMPUTE,
-      "Sum of the prefill's operations.")
-def prefill_kernel_seconds(prefill_qkv_seconds, prefill_o_seconds, prefill_mlp_seconds, prefill_attention_seconds,
-                           prefill_allreduce_seconds, prefill_overhead_seconds):
-    return prefill_qkv_seconds + prefill_o_seconds + prefill_mlp_seconds + prefill_attention_seconds \
-        + prefill_allreduce_seconds + prefill_overhead_seconds
+prefill_kernel_seconds = total("prefill_kernel_seconds", ("prefill_qkv_seconds", "prefill_o_seconds",
+                                                          "prefill_mlp_seconds", "prefill_attention_seconds",
+                                                          "prefill_allreduce_seconds", "prefill_overhead_seconds"),
+    "Prefill from the kernel tables", "s", COMPUTE,
+    "Sum of the prefill's operations.")
 
 
 prefill_stall_seconds = derived("prefill_stall_seconds", serving.prefill_stall_seconds,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line
+from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line, product
 
 
 @line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
@@ -182,16 +182,14 @@ replicas_for_qps = derived("replicas_for_qps", ledger.replicas_needed, "Replicas
     required_tokens_per_second="target_qps", tokens_per_second_per_replica="qps_per_replica")
 
 
-@line("GPUs for the target QPS", "GPUs", COST,
-      "Replicas x GPUs per replica.")
-def gpus_for_qps(replicas_for_qps, gpus_per_replica):
-    return replicas_for_qps * gpus_per_replica
+gpus_for_qps = product("gpus_for_qps", ("replicas_for_qps", "gpus_per_replica"),
+    "GPUs for the target QPS", "GPUs", COST,
+    "Replicas x GPUs per replica.")
 
 
-@line("QPS the replicas sustain", "requests/s", COST,
-      "Replicas x QPS per replica.")
-def qps_capacity(replicas_for_qps, qps_per_replica):
-    return replicas_for_qps * qps_per_replica
+qps_capacity = product("qps_capacity", ("replicas_for_qps", "qps_per_replica"),
+    "QPS the replicas sustain", "requests/s", COST,
+    "Replicas x QPS per replica.")
 
 
 @line("QPS headroom", "fraction", COST,

@@ -22,7 +22,7 @@ evaluates both pools for a choice, and :func:`cheapest` searches the layouts of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 from inference_ledger.catalogs import engines
 from inference_ledger.formulas import ledger, serving
@@ -130,58 +130,53 @@ def decode_pool(model, gpu, layout: Mapping[str, int], numbers: Mapping[str, Any
     return d0, _pool(model, gpu, layout, numbers | {"concurrency": best}, **choice)
 
 
-#: The totals of both pools: (name, label, unit), in order; :func:`totals` computes them.  The workbook's
-#: Disaggregated sheet writes one row each (defined name = name), ``Pools.numbers`` holds them by name.
-TOTALS = (
-    ("kv_senders", "GPUs sending a prompt's KV", "GPUs"),
-    ("kv_transfer_bytes", "KV transfer per request", "B"),
-    ("kv_transfer_seconds", "KV transfer time", "s"),
-    ("disagg_ttft_seconds", "TTFT (prefill + KV transfer)", "s"),
-    ("prefill_requests_per_second", "Requests/s per prefill instance", "requests/s"),
-    ("decode_requests_per_second", "Requests/s per decode instance", "requests/s"),
-    ("prefill_input_tokens_per_second_per_gpu", "Prefill input tokens/s per GPU", "tokens/s"),
-    ("decode_output_tokens_per_second_per_gpu", "Decode output tokens/s per GPU", "tokens/s"),
-    ("prefill_instances", "Prefill instances (x of xPyD)", "instances"),
-    ("decode_instances", "Decode instances (y of xPyD)", "instances"),
-    ("disagg_gpus", "GPUs, both pools", "GPUs"),
-    ("disagg_monthly_cost", "Monthly GPU cost, both pools", "$/month"),
-    ("disagg_meets_targets", "Meets TTFT and TPOT targets", "1/0"),
-)
+class Total(NamedTuple):
+    """One total of both pools: its label and unit, stated where :func:`totals` computes it, and its value."""
+
+    label: str
+    unit: str
+    value: Any
 
 
 def totals(p: Callable[[str], Any], d1: Callable[[str], Any], d: Callable[[str], Any], at: Callable[[str], Any],
-           cell: Optional[Callable[[str], Any]] = None) -> dict[str, Any]:
-    """Every total of :data:`TOTALS`, from the prefill pool ``p``, the decode pool at batch 1 ``d1`` and at its
-    serving batch ``d``, and the shared inputs ``at`` (each a quantity by name: numbers, or Sym references
-    for the workbook's cells).  A total the next ones use is read as the number itself, or through ``cell``
-    (its own cell on the sheet)."""
-    out: dict[str, Any] = {}
-    ref = cell or out.__getitem__
+           cell: Optional[Callable[[str], Any]] = None) -> dict[str, Total]:
+    """Every total of both pools by name, in order, from the prefill pool ``p``, the decode pool at batch 1 ``d1``
+    and at its serving batch ``d``, and the shared inputs ``at`` (each a quantity by name: numbers, or Sym
+    references for the workbook's cells).  A total the next ones use is read as the number itself, or through
+    ``cell`` (its own cell on the sheet).  The workbook's Disaggregated sheet writes one row each (defined name =
+    name, with its label and unit), ``Pools.numbers`` holds their values by name."""
+    out: dict[str, Total] = {}
 
-    def put(name, value):
-        out[name] = value
-        return ref(name)
+    def put(name, label, unit, value):
+        out[name] = Total(label, unit, value)
+        return cell(name) if cell else value
 
-    senders = put("kv_senders", ledger.kv_shards(at("kv_heads"), p("tp"), at("mla_latent_dim")) * p("pp"))
-    kv_bytes = put("kv_transfer_bytes", kv_transfer_bytes(p("kv_bytes_per_token"), at("input_tokens")))
-    kv_seconds = put("kv_transfer_seconds", kv_transfer_seconds(kv_bytes, senders, at("scaleout_bw"),
-                                                                at("scaleout_latency_seconds")))
-    ttft = put("disagg_ttft_seconds", p("ttft_service_seconds") + kv_seconds)
-    rate_p = put("prefill_requests_per_second",
+    senders = put("kv_senders", "GPUs sending a prompt's KV", "GPUs",
+                  ledger.kv_shards(at("kv_heads"), p("tp"), at("mla_latent_dim")) * p("pp"))
+    kv_bytes = put("kv_transfer_bytes", "KV transfer per request", "B",
+                   kv_transfer_bytes(p("kv_bytes_per_token"), at("input_tokens")))
+    kv_seconds = put("kv_transfer_seconds", "KV transfer time", "s",
+                     kv_transfer_seconds(kv_bytes, senders, at("scaleout_bw"), at("scaleout_latency_seconds")))
+    ttft = put("disagg_ttft_seconds", "TTFT (prefill + KV transfer)", "s", p("ttft_service_seconds") + kv_seconds)
+    rate_p = put("prefill_requests_per_second", "Requests/s per prefill instance", "requests/s",
                  prefill_requests_per_second(p("dp_attention"), p("pp"), p("ttft_service_seconds")))
-    rate_d = put("decode_requests_per_second",
+    rate_d = put("decode_requests_per_second", "Requests/s per decode instance", "requests/s",
                  decode_requests_per_second(d("concurrency"), at("output_tokens"), d("tpot_seconds")))
-    put("prefill_input_tokens_per_second_per_gpu", rate_p * at("input_tokens") / p("gpus_per_replica"))
-    put("decode_output_tokens_per_second_per_gpu", rate_d * at("output_tokens") / d("gpus_per_replica"))
-    n_p = put("prefill_instances", instances(at("target_qps"), rate_p))
-    n_d = put("decode_instances", instances(at("target_qps"), rate_d))
-    gpus = put("disagg_gpus", n_p * p("gpus_per_replica") + n_d * d("gpus_per_replica"))
-    put("disagg_monthly_cost", ledger.monthly_cost(at("price_per_gpu_hour"), gpus))
+    put("prefill_input_tokens_per_second_per_gpu", "Prefill input tokens/s per GPU", "tokens/s",
+        rate_p * at("input_tokens") / p("gpus_per_replica"))
+    put("decode_output_tokens_per_second_per_gpu", "Decode output tokens/s per GPU", "tokens/s",
+        rate_d * at("output_tokens") / d("gpus_per_replica"))
+    n_p = put("prefill_instances", "Prefill instances (x of xPyD)", "instances", instances(at("target_qps"), rate_p))
+    n_d = put("decode_instances", "Decode instances (y of xPyD)", "instances", instances(at("target_qps"), rate_d))
+    gpus = put("disagg_gpus", "GPUs, both pools", "GPUs", n_p * p("gpus_per_replica") + n_d * d("gpus_per_replica"))
+    put("disagg_monthly_cost", "Monthly GPU cost, both pools", "$/month",
+        ledger.monthly_cost(at("price_per_gpu_hour"), gpus))
     # the plan's own target tests and rule, over the two pools: the decode pool holds a batch of one and the
     # prefill pool a prompt per DP rank
     held = where(and_(ge(d1("serving_concurrency"), 1), ge(p("max_concurrency"), p("dp_attention"))), 1, 0)
-    put("disagg_meets_targets", concurrency.meets(plan_lines.ttft_ok(ttft, at("ttft_target")),
-                                                  plan_lines.tpot_ok(d("tpot_seconds"), at("tpot_target")), held))
+    put("disagg_meets_targets", "Meets TTFT and TPOT targets", "1/0",
+        concurrency.meets(plan_lines.ttft_ok(ttft, at("ttft_target")),
+                          plan_lines.tpot_ok(d("tpot_seconds"), at("tpot_target")), held))
     return out
 
 
@@ -192,7 +187,7 @@ NUMBERS_KEY = {"disagg_ttft_seconds": "ttft_seconds", "disagg_gpus": "gpus", "di
 
 def _totals(p: Mapping[str, Any], d1: Mapping[str, Any], d: Mapping[str, Any]) -> dict[str, float]:
     values = totals(p.__getitem__, d1.__getitem__, d.__getitem__, d.__getitem__)
-    return {NUMBERS_KEY.get(k, k): float(v) for k, v in values.items()}
+    return {NUMBERS_KEY.get(k, k): float(t.value) for k, t in values.items()}
 
 
 def cheapest(model: str, gpu: str, layouts: Sequence[Mapping[str, int]], *, weight_dtype: Optional[str] = None,

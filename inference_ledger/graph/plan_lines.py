@@ -3,18 +3,19 @@
 Each is one line of the plan (see :mod:`inference_ledger.core.line`): its name is the line's name, its
 parameters are the inputs and lines it uses.  A line that is a formula of :mod:`inference_ledger.formulas.ledger`
 (the paper's formulas) or :mod:`inference_ledger.formulas.engine_ledger` (what the serving engine adds) under the
-plan's names is declared with ``derived`` (no wrapper that forwards); one that combines formulas or does arithmetic
-over other lines is an ``@line`` function; a formula that already has the line's name and parameters carries its own
-``@line`` where it is written (``kv_elements_per_token_layer``, ``prefill_flops``, ``required_tokens_per_second``,
-``decode_overhead_seconds``, ``verdict``).  The same function computes the number and writes the cell formula.  The
-what-if lines (inverses, QPS) are in :mod:`inference_ledger.formulas.whatif_lines`.
+plan's names is declared with ``derived`` (no wrapper that forwards); one that is a product, sum, ratio or difference
+of other lines with ``product``, ``total``, ``ratio`` or ``difference``; one that combines formulas or does other
+arithmetic over other lines is an ``@line`` function; a formula that already has the line's name and parameters
+carries its own ``@line`` where it is written (``kv_elements_per_token_layer``, ``prefill_flops``,
+``required_tokens_per_second``, ``decode_overhead_seconds``, ``verdict``).  The same function computes the number and
+writes the cell formula.  The what-if lines (inverses, QPS) are in :mod:`inference_ledger.formulas.whatif_lines`.
 """
 
 from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, parallel, serving
 from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, derived, line
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, derived, difference, line, product, ratio, total
 from inference_ledger.formulas import whatif
 
 
@@ -60,10 +61,9 @@ non_torch_bytes_per_gpu = derived("non_torch_bytes_per_gpu", engine_ledger.non_t
     "CUDA context, plus NCCL buffers when TP > 1.")
 
 
-@line("Workspace per GPU", "B", MEMORY,
-      "Activation peak + non-torch memory: what the engine keeps beside weights and KV.")
-def workspace_bytes_per_gpu(activation_peak_bytes_per_gpu, non_torch_bytes_per_gpu):
-    return activation_peak_bytes_per_gpu + non_torch_bytes_per_gpu
+workspace_bytes_per_gpu = total("workspace_bytes_per_gpu", ("activation_peak_bytes_per_gpu", "non_torch_bytes_per_gpu"),
+    "Workspace per GPU", "B", MEMORY,
+    "Activation peak + non-torch memory: what the engine keeps beside weights and KV.")
 
 
 kv_budget_rule_adjustment_bytes_per_gpu = derived(
@@ -84,10 +84,9 @@ def kv_cache_budget_bytes_per_gpu(usable_bytes_per_gpu, weights_bytes_per_gpu, w
         + kv_budget_rule_adjustment_bytes_per_gpu
 
 
-@line("KV per token", "B/token", MEMORY,
-      "Seed: 2 x L x K x H x bytes; every layer counted (engines size their KV pool this way).")
-def kv_bytes_per_token(kv_elements_per_token_layer, kv_bytes, num_layers):
-    return kv_elements_per_token_layer * kv_bytes * num_layers
+kv_bytes_per_token = product("kv_bytes_per_token", ("kv_elements_per_token_layer", "kv_bytes", "num_layers"),
+    "KV per token", "B/token", MEMORY,
+    "Seed: 2 x L x K x H x bytes; every layer counted (engines size their KV pool this way).")
 
 
 @line("KV split across GPUs", "x", MEMORY,
@@ -102,10 +101,8 @@ kv_bytes_per_token_per_gpu = derived("kv_bytes_per_token_per_gpu", ledger.per_gp
     "KV per token divided by the KV split.", total="kv_bytes_per_token", shards="kv_shards")
 
 
-@line("Context per sequence", "tokens", MEMORY,
-      "Peak context a sequence holds: input + output tokens.")
-def context_tokens(input_tokens, output_tokens):
-    return input_tokens + output_tokens
+context_tokens = total("context_tokens", ("input_tokens", "output_tokens"), "Context per sequence", "tokens", MEMORY,
+    "Peak context a sequence holds: input + output tokens.")
 
 
 kv_bytes_per_sequence = derived("kv_bytes_per_sequence", ledger.kv_sequence_bytes,
@@ -114,10 +111,9 @@ kv_bytes_per_sequence = derived("kv_bytes_per_sequence", ledger.kv_sequence_byte
     kv_elements_layer="kv_elements_per_token_layer", context="context_tokens")
 
 
-@line("KV at peak concurrency", "B", MEMORY,
-      "Planned for the peak number of concurrent sequences at full context, not the average.")
-def kv_bytes_peak(kv_bytes_per_sequence, concurrency):
-    return kv_bytes_per_sequence * concurrency
+kv_bytes_peak = product("kv_bytes_peak", ("kv_bytes_per_sequence", "concurrency"),
+    "KV at peak concurrency", "B", MEMORY,
+    "Planned for the peak number of concurrent sequences at full context, not the average.")
 
 
 kv_bytes_per_gpu = derived("kv_bytes_per_gpu", ledger.per_gpu, "KV per GPU at peak", "B", MEMORY,
@@ -136,11 +132,10 @@ usable_bytes_per_gpu = derived("usable_bytes_per_gpu", ledger.usable_bytes, "Usa
     "GPU memory x gpu_memory_utilization: what the engine lets itself use.")
 
 
-@line("Headroom per GPU", "B", MEMORY,
-      "What the engine's KV budget has left after the peak KV (negative = does not fit); under vLLM's rule "
-      "this is usable memory - total.")
-def headroom_bytes_per_gpu(kv_cache_budget_bytes_per_gpu, kv_bytes_per_gpu):
-    return kv_cache_budget_bytes_per_gpu - kv_bytes_per_gpu
+headroom_bytes_per_gpu = difference("headroom_bytes_per_gpu", ("kv_cache_budget_bytes_per_gpu", "kv_bytes_per_gpu"),
+    "Headroom per GPU", "B", MEMORY,
+    "What the engine's KV budget has left after the peak KV (negative = does not fit); under vLLM's rule "
+    "this is usable memory - total.")
 
 
 @line("Total memory, all GPUs", "B", MEMORY,
@@ -198,11 +193,11 @@ def decode_flops_per_step_per_gpu(active_params, effective_concurrency, gpus_per
     return ledger.forward_flops(active_params, effective_concurrency) / gpus_per_replica
 
 
-@line("Bytes read per decode step per GPU", "B", BANDWIDTH,
-      "Weights a pure-decode step reads (MoE: every distinct expert of the decoding sequences' tokens; prompt chunks "
-      "only add to a step) + every decoding sequence's KV at the decode context.")
-def decode_bytes_per_step_per_gpu(decode_weight_bytes_per_gpu, step_kv_bytes_per_gpu):
-    return decode_weight_bytes_per_gpu + step_kv_bytes_per_gpu
+decode_bytes_per_step_per_gpu = total("decode_bytes_per_step_per_gpu", ("decode_weight_bytes_per_gpu",
+                                                                        "step_kv_bytes_per_gpu"),
+    "Bytes read per decode step per GPU", "B", BANDWIDTH,
+    "Weights a pure-decode step reads (MoE: every distinct expert of the decoding sequences' tokens; prompt chunks "
+    "only add to a step) + every decoding sequence's KV at the decode context.")
 
 
 tpot_floor_seconds = derived("tpot_floor_seconds", ledger.decode_step_seconds, "TPOT floor", "s", BANDWIDTH,
@@ -236,14 +231,12 @@ def decode_eager_wait_seconds(eager_host_seconds_per_step, decode_gpu_seconds):
     return maximum(eager_host_seconds_per_step - decode_gpu_seconds, 0)
 
 
-@line("TPOT expected", "s", BANDWIDTH,
-      "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
-      "the step's kernels + the wait for eager dispatch (no CUDA graph) + EP/PP communication + whole-prompt prefill "
-      "stalls + the scheduler CPU time a non-overlapping engine makes the GPU wait for.")
-def tpot_seconds(decode_gpu_seconds, decode_eager_wait_seconds, parallel_seconds_per_step, prefill_stall_seconds,
-                 scheduler_seconds_per_step):
-    return decode_gpu_seconds + decode_eager_wait_seconds + parallel_seconds_per_step + prefill_stall_seconds \
-        + scheduler_seconds_per_step
+tpot_seconds = total("tpot_seconds", ("decode_gpu_seconds", "decode_eager_wait_seconds", "parallel_seconds_per_step",
+                                      "prefill_stall_seconds", "scheduler_seconds_per_step"),
+    "TPOT expected", "s", BANDWIDTH,
+    "The mean step a sequence sees (steady state), at the effective concurrency with its share of prompt chunks: "
+    "the step's kernels + the wait for eager dispatch (no CUDA graph) + EP/PP communication + whole-prompt prefill "
+    "stalls + the scheduler CPU time a non-overlapping engine makes the GPU wait for.")
 
 
 ttft_seconds = derived("ttft_seconds", serving.benchmark_ttft_seconds, "TTFT expected", "s", COMPUTE,
@@ -251,10 +244,9 @@ ttft_seconds = derived("ttft_seconds", serving.benchmark_ttft_seconds, "TTFT exp
     "then the lockstep groups of the steady state), never shorter than one step, + the wait for a slot.")
 
 
-@line("Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
-      "QPS per replica x output tokens: the effective concurrency's T tokens per request cycle (steady state).")
-def tokens_per_second(qps_per_replica, output_tokens):
-    return qps_per_replica * output_tokens
+tokens_per_second = product("tokens_per_second", ("qps_per_replica", "output_tokens"),
+    "Output tokens/s (one replica)", "tokens/s", BANDWIDTH,
+    "QPS per replica x output tokens: the effective concurrency's T tokens per request cycle (steady state).")
 
 
 benchmark_tokens_per_second = derived("benchmark_tokens_per_second", whatif.benchmark_tokens_per_second,
@@ -265,10 +257,9 @@ benchmark_tokens_per_second = derived("benchmark_tokens_per_second", whatif.benc
     tpot_seconds="benchmark_tpot_seconds")
 
 
-@line("Output tokens/s per GPU", "tokens/s", BANDWIDTH,
-      "Replica throughput over its GPUs.")
-def tokens_per_second_per_gpu(tokens_per_second, gpus_per_replica):
-    return tokens_per_second / gpus_per_replica
+tokens_per_second_per_gpu = ratio("tokens_per_second_per_gpu", ("tokens_per_second", "gpus_per_replica"),
+    "Output tokens/s per GPU", "tokens/s", BANDWIDTH,
+    "Replica throughput over its GPUs.")
 
 
 @line("Request latency", "s", BANDWIDTH,
@@ -291,10 +282,8 @@ replicas_needed = derived("replicas_needed", ledger.replicas_needed, "Replicas f
     tokens_per_second_per_replica="tokens_per_second")
 
 
-@line("GPUs for the forecast", "GPUs", COST,
-      "Replicas x GPUs per replica.")
-def gpus_total(replicas_needed, gpus_per_replica):
-    return replicas_needed * gpus_per_replica
+gpus_total = product("gpus_total", ("replicas_needed", "gpus_per_replica"), "GPUs for the forecast", "GPUs", COST,
+    "Replicas x GPUs per replica.")
 
 
 monthly_cost = derived("monthly_cost", ledger.monthly_cost, "Monthly GPU cost", "$/month", COST,
