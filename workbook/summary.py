@@ -176,7 +176,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
         unless_unfit("", line("ttft_seconds", lambda x: x * MS_PER_S)), fmt("ms"))
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
-        words("tpot_ok", "meets the target", "misses the target"), named("tpot_ok"))
+        unless_unfit("", words("tpot_ok", "meets the target", "misses the target")), named("tpot_ok"))
     if "tpot_seconds_low" in v:
         row("TPOT, band low / high", unless_unfit("", line("tpot_seconds_low", lambda x: x * MS_PER_S)), fmt("ms"),
             unless_unfit("", line("tpot_seconds_high", lambda x: x * MS_PER_S)), fmt("ms"))
