@@ -10,7 +10,7 @@ import functools
 import math
 import os
 from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from openpyxl.formatting.rule import ColorScaleRule, DataBarRule, FormulaRule
@@ -124,11 +124,19 @@ def quantity_format(name: str, unit: str, value) -> str:
     return style.number_format(unit, scale(name, unit, value))
 
 
-def second_view(unit: str, value: float):
-    """A second, human view of a base-unit value: (conversion of a Sym or number, unit, Excel format) or None, from
-    the unit registry's ``also`` rows (inference_ledger/data/unit_formats.csv)."""
+class View(NamedTuple):
+    """The 'Also' column's view of a value: its conversion (of a Sym or number), the unit and the Excel format."""
+
+    convert: Callable[[Any], Any]
+    unit: str
+    format: str
+
+
+def second_view(unit: str, value: float) -> View | None:
+    """A second, human view of a base-unit value, or None, from the unit registry's ``also`` rows
+    (inference_ledger/data/unit_formats.csv)."""
     view = unit_registry.also(unit, value)
-    return None if view is None else (conversion(unit, view.in_), view.in_, view.format)
+    return None if view is None else View(conversion(unit, view.in_), view.in_, view.format)
 
 
 #: Excel's limits on data-validation texts (characters): input title, input message, error title, error message.
@@ -205,8 +213,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
         ws[f"{L(2)}{r}"].alignment = Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")
     elif also:
-        conv, _, fmt = also
-        ctx.formula(ws, f"{L(3)}{r}", conv(ctx.at(ws, coord)), style.FORMULA, fmt)
+        ctx.formula(ws, f"{L(3)}{r}", also.convert(ctx.at(ws, coord)), style.FORMULA, also.format)
     ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord

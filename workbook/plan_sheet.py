@@ -276,7 +276,7 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         ctx.put(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:
-            ctx.formula(ws, f"{L(3)}{r}", also[0](ctx.at(ws, f"{L(1)}{r}")), style.FORMULA, also[2])
+            ctx.formula(ws, f"{L(3)}{r}", also.convert(ctx.at(ws, f"{L(1)}{r}")), style.FORMULA, also.format)
         ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))
     return r
