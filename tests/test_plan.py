@@ -70,7 +70,8 @@ def test_default_plan_steady_state_by_hand():
 
 def test_prompts_that_outrun_the_token_budget_wait_for_room():
     """64 clients, 4,096 in / 16 out: the prompts need 64 x 4,096 / 8,128 = 32.25 steps of room per cycle, a request
-    decodes 15: the 17.25 steps beyond the decode steps are spent waiting for room (in the benchmark's TTFT)."""
+    decodes 15: the 17.25 steps beyond the decode steps are spent waiting for room (in the benchmark's TTFT and in the
+    time a slot is held)."""
     v = plan.evaluate(plan.defaults() | SEED_70B | {"concurrency": 64, "input_tokens": 4096, "output_tokens": 16})
     assert v["effective_concurrency"] == 64 and v["chunked_prefill"] == 1 and v["max_num_batched_tokens"] == 8192
     assert v["prefill_room_tokens"] == 8192 - 64
@@ -78,7 +79,10 @@ def test_prompts_that_outrun_the_token_budget_wait_for_room():
     wait = (64 * 4096 / 8128 - 15) * tpot
     assert v["prefill_bound_ttft_seconds"] == pytest.approx(wait, rel=1e-12)
     assert v["steady_ttft_seconds"] == pytest.approx(max(wait, v["lockstep_ttft_seconds"]), rel=1e-12)
-    assert v["qps_per_replica"] == pytest.approx(64 / (v["ttft_service_seconds"] + 15 * tpot), rel=1e-12)
+    # a step takes at most its room of prompt tokens (vLLM's token budget), and the wait is in the slot's time: a
+    # cycle is the lone prompt's service + 32.25 steps, so requests complete at the room's pace, not faster
+    assert v["prefill_tokens_per_step"] == 8128 and v["step_tokens"] == 8192
+    assert v["qps_per_replica"] == pytest.approx(64 / (v["ttft_service_seconds"] + 64 * 4096 / 8128 * tpot), rel=1e-12)
     # a one-prompt-per-step lockstep: 8,128 / 4,096 = 1.98 prompts arrive and are prefilled together
     assert v["lockstep_prompts"] == pytest.approx(8128 / 4096, rel=1e-12)
 

@@ -10,7 +10,7 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger.formulas import admission, ledger, serving, whatif
-from inference_ledger.core.sheetfuncs import ceil, eq, maximum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, total
 
 
@@ -79,10 +79,11 @@ prompt_per_sequence = derived("prompt_per_sequence", serving.prompt_per_sequence
 
 
 @line("Prompt tokens per decode step", "tokens", COMPUTE,
-      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T; 0 when the engine "
-      "runs each prompt whole in its own iteration (chunked_prefill 0: the prefill stalls the step instead).")
-def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence, chunked_prefill):
-    return (effective_concurrency - 1) * prompt_per_sequence * chunked_prefill
+      "The other sequences' prompts mixed into a step a sequence sees, in chunks: (B - 1) x S / T, at most the step's "
+      "prompt-token room (the rest wait: prefill_bound_ttft_seconds); 0 when the engine runs each prompt whole in its "
+      "own iteration (chunked_prefill 0: the prefill stalls the step instead).")
+def prefill_tokens_per_step(effective_concurrency, prompt_per_sequence, chunked_prefill, prefill_room_tokens):
+    return minimum((effective_concurrency - 1) * prompt_per_sequence, prefill_room_tokens) * chunked_prefill
 
 
 step_tokens = total("step_tokens", ("effective_concurrency", "prefill_tokens_per_step"),

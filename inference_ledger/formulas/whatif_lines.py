@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line, product
+from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line, product, total
 
 
 @line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
@@ -172,9 +172,15 @@ def serving_concurrency(max_concurrency, tpot_max_batch, max_running_sequences):
     return minimum(max_concurrency, tpot_max_batch, max_running_sequences)
 
 
+ttft_slot_seconds = total("ttft_slot_seconds", ("ttft_service_seconds", "prefill_bound_ttft_seconds"),
+    "TTFT a slot holds", "s", BANDWIDTH,
+    "A lone prompt's service time + the wait for prefill room where the prompts outrun a chunking engine's token "
+    "budget (each step takes at most its room of prompt tokens); no queueing.")
+
+
 qps_per_replica = derived("qps_per_replica", whatif.qps_per_replica, "QPS per replica", "requests/s", BANDWIDTH,
-    "Little's law over the slots: effective concurrency / (TTFT without queueing + (output tokens - 1) x TPOT).",
-    concurrency="effective_concurrency", ttft_seconds="ttft_service_seconds")
+    "Little's law over the slots: effective concurrency / (the TTFT a slot holds + (output tokens - 1) x TPOT).",
+    concurrency="effective_concurrency", ttft_seconds="ttft_slot_seconds")
 
 
 replicas_for_qps = derived("replicas_for_qps", ledger.replicas_needed, "Replicas for the target QPS", "replicas", COST,
