@@ -113,6 +113,9 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
     assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said
     assert "No own-or-rent answer: the plan does not fit." in said
+    # nor does a step that no replica runs meet or miss the TPOT target, and the failures name the fit alone
+    assert not re.search(r"TPOT [\d.,]+ ms (meets|misses)|(TTFT|TPOT) over target", said), said
+    assert re.search(r"TPOT [\d.,]+ ms for one sequence, but the plan does not fit\.", said), said
     # ... and every load chart's title (a cell on Load, read by the chart) says no replica runs its curves
     titles = _chart_titles(path)
     assert len(titles) == 3 and all(t == "does not fit: no replica runs these curves (Plan)" for t in titles), titles

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from inference_ledger.formulas import serving
 from inference_ledger.graph import verdict
-from inference_ledger.core.sheetfuncs import and_, ceil, concat, eq, ge, text, where
+from inference_ledger.core.sheetfuncs import ceil, concat, eq, ge, text, where
 from inference_ledger.core.units import BYTES_PER_GB, MS_PER_S
 
 #: The choice ids a sentence names (the workbook's defined names of the dropdowns).
@@ -118,8 +118,10 @@ def _ttft_benchmark(q, cur):
 
 
 def _tpot(q, cur):
-    return concat("TPOT ", ms(q.tpot_seconds), where(eq(q.tpot_ok, 1), " meets", " misses"), " the ",
-                  ms(q.tpot_target), " target.")
+    # a plan that does not fit still has a step (one sequence's weights and KV read), but no target to meet or miss
+    return concat("TPOT ", ms(q.tpot_seconds),
+                  where(eq(q.verdict, verdict.DOES_NOT_FIT), " for one sequence, but the plan does not fit.",
+                        concat(where(eq(q.tpot_ok, 1), " meets", " misses"), " the ", ms(q.tpot_target), " target.")))
 
 
 def _band(q, cur):
@@ -135,10 +137,12 @@ def _limit(q, cur):
 
 def _fails(q, cur):
     return where(eq(q.fits * q.kv_fits * q.ttft_ok * q.tpot_ok, 1), "Nothing fails: memory, concurrency, TTFT, TPOT.",
-                 concat("Fails:", where(eq(q.fits, 0), " the KV cache is over the engine's budget.", ""),
-                        where(and_(eq(q.fits, 1), eq(q.kv_fits, 0)), " fewer sequences fit than asked.", ""),
-                        where(eq(q.ttft_ok, 0), " TTFT over target.", ""),
-                        where(eq(q.tpot_ok, 0), " TPOT over target.", "")))
+                 concat("Fails:", where(eq(q.fits, 0), " the KV cache is over the engine's budget.",
+                                        where(eq(q.kv_fits, 0), " fewer sequences fit than asked.", "")),
+                        # a plan that does not start misses no target: no replica runs
+                        where(eq(q.verdict, verdict.DOES_NOT_FIT), "",
+                              concat(where(eq(q.ttft_ok, 0), " TTFT over target.", ""),
+                                     where(eq(q.tpot_ok, 0), " TPOT over target.", "")))))
 
 
 #: The sentences, in reading order: (key, label, definition(quantities, currency symbol)).
