@@ -129,6 +129,26 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     for label in ("TTFT at the target QPS / target", "TPOT / target"):
         assert ws[f"E{rows[label]}"].value == "does not fit", label
     assert isinstance(ws[f"C{rows['TPOT / target']}"].value, float)
+    # ... and is red, never the green of a met target (the DeepSeek-V3 plans' TPOT would meet it)
+    for label in ("TTFT at the target QPS / target", "TPOT / target"):
+        assert _status_fill(path, cached, f"E{rows[label]}") == "RED", label
+
+
+def _status_fill(path, cached, coord: str) -> str:
+    """Which of the Summary's pass/fail fills a status cell shows: its conditional-format rules evaluated on the
+    cached values of the names they read (a mail preview shows what they evaluate to in Excel)."""
+    from inference_ledger.workbook import style
+
+    ws = load_workbook(path)["Summary"]
+    fills = {style.GREEN[0]: "GREEN", style.RED[0]: "RED"}
+    for cf in ws.conditional_formatting:
+        if coord in str(cf.sqref):
+            for rule in cf.rules:
+                text = re.sub(r"\b([a-z_]+)\b", lambda m: repr(_cell(cached, m[1]).value), rule.formula[0])
+                text = re.sub(r"(?<![<>])=", "==", text).replace("AND(", "_and(").replace("IF(", "_if(")
+                if eval(text, {"_and": lambda *a: all(a), "_if": lambda c, a, b: a if c else b}):
+                    return fills[rule.dxf.fill.fgColor.rgb[-6:]]
+    return "none"
 
 
 @pytest.mark.libreoffice
@@ -332,3 +352,13 @@ def test_an_average_above_the_peak_is_flagged(default_book, soffice, tmp_path):
     assert checks[f"C{row}"].value == 0
     fresh = load_workbook(default_book, data_only=True)
     assert fresh["Plan"][flag.coordinate].value in (None, "")   # 1,000,000 a day is 11.6/s: no flag
+
+
+def test_a_met_target_is_green_on_a_plan_that_fits(workbooks):
+    path, _ = workbooks()
+    cached = load_workbook(path, data_only=True)
+    ws = cached["Summary"]
+    rows = {ws[f"B{r}"].value: r for r in range(1, ws.max_row + 1) if isinstance(ws[f"B{r}"].value, str)}
+    for label in ("TTFT at the target QPS / target", "TPOT / target"):
+        assert ws[f"E{rows[label]}"].value == "meets the target"
+        assert _status_fill(path, cached, f"E{rows[label]}") == "GREEN", label

@@ -23,7 +23,7 @@ from inference_ledger.formulas import finance_forecast, serving
 from inference_ledger.graph import plan, summary, verdict
 from inference_ledger.core.refs import reference
 from inference_ledger.core.expr import NOVALUE, Sym
-from inference_ledger.core.sheetfuncs import ceil, concat, eq, gt, where
+from inference_ledger.core.sheetfuncs import and_, ceil, concat, eq, gt, one_zero, where
 from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
 
@@ -106,9 +106,11 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
     return r
 
 
-def _status(ws, coord: str, ok: str) -> None:
-    """Pass/fail colours on a status cell, from a 1/0 condition."""
-    for cond, c in ((eq(reference(ok), 1), style.GREEN), (eq(reference(ok), 0), style.RED)):
+def _status(ws, coord: str, ok: str, runs: Any = None) -> None:
+    """Pass/fail colours on a status cell, from a 1/0 condition; with ``runs`` (the verdict code), green only where a
+    replica runs: a plan that does not fit meets no target, whatever its ``ok`` says."""
+    good = eq(reference(ok), 1) if runs is None else and_(eq(reference(ok), 1), gt(runs, verdict.DOES_NOT_FIT))
+    for cond, c in ((good, style.GREEN), (eq(one_zero(good), 0), style.RED)):
         ws.conditional_formatting.add(coord, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                            bgColor=c[0]),
                                                          font=Font(color=c[1], bold=True)))
@@ -122,7 +124,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
     header(ctx, ws, r, 2, ["Quantity", "Plan", "Target or also", "Status"])
     fmt = style.number_format
 
-    def row(label, value, vfmt=None, also=None, afmt=None, status=None, ok=None):
+    def row(label, value, vfmt=None, also=None, afmt=None, status=None, ok=None, runs=None):
         nonlocal r
         r += 1
         ctx.put(ws, f"B{r}", label)
@@ -133,7 +135,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
         if status is not None:
             ctx.formula(ws, f"E{r}", status, style.FORMULA)
             if ok is not None:
-                _status(ws, f"E{r}", ok)
+                _status(ws, f"E{r}", ok, runs)
 
     def line(k, transform=None):
         return n(k) if transform is None else transform(n(k))
@@ -171,12 +173,14 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
     # the target is checked at the target QPS (arrivals one by one); a benchmark's clients start together
     row("TTFT at the target QPS / target", unless_unfit("", line("ttft_open_seconds", lambda x: x * MS_PER_S)),
         fmt("ms"), line("ttft_target", lambda x: x * MS_PER_S), fmt("ms"),
-        unless_unfit("", words("ttft_ok", "meets the target", "misses the target")), named("ttft_ok"))
+        unless_unfit("", words("ttft_ok", "meets the target", "misses the target")), named("ttft_ok"),
+        runs=verdict_code(ctx))
     row("TTFT a benchmark would report, clients started together",
         unless_unfit("", line("ttft_seconds", lambda x: x * MS_PER_S)), fmt("ms"))
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
-        unless_unfit("", words("tpot_ok", "meets the target", "misses the target")), named("tpot_ok"))
+        unless_unfit("", words("tpot_ok", "meets the target", "misses the target")), named("tpot_ok"),
+        runs=verdict_code(ctx))
     if "tpot_seconds_low" in v:
         row("TPOT, band low / high", unless_unfit("", line("tpot_seconds_low", lambda x: x * MS_PER_S)), fmt("ms"),
             unless_unfit("", line("tpot_seconds_high", lambda x: x * MS_PER_S)), fmt("ms"))
