@@ -113,6 +113,18 @@ def test_amd_all_reduce_equals_the_published_tables():
     assert kernels.allreduce_seconds("mi355x", "vllm", 8, 384 * KB)[0] == pytest.approx(13.1 * US, rel=1e-9)
 
 
+def test_an_all_reduce_beyond_the_largest_measured_message_adds_bandwidth_time_not_latency():
+    """vllm-project/vllm#39080 measures MI355X TP8 up to 1.5 MB (768 KB 16.0 us, 1.5 MB 24.2 us): a 4 MB message
+    (a 560-token step of a 3,584-wide model in BF16) pays 24.2 us + its 2.5 MB more at the last step's 8.2 us per
+    768 KB, 49.5 us, not the 24.2 x 4 / 1.5 = 61.5 us that scaling the whole 1.5 MB time (its 6 us latency
+    included) would give."""
+    t, _ = kernels.allreduce_seconds("mi355x", "vllm", 8, 4_000_000)
+    assert t == pytest.approx((24.2 + (4_000_000 - 1_572_864) * (24.2 - 16.0) / (1_572_864 - 786_432)) * US, rel=1e-9)
+    assert t == pytest.approx(49.507 * US, rel=1e-4)
+    # within the measured sizes nothing moves: 1.5 MB is the table's 24.2 us
+    assert kernels.allreduce_seconds("mi355x", "vllm", 8, 1_572_864)[0] == pytest.approx(24.2 * US, rel=1e-9)
+
+
 def test_one_mi300x_decode_step_by_hand_from_the_tables():
     # Llama-3.1-70B, FP8 weights and KV, TP 4 on MI300X under vLLM, one static sequence: 80 layers of QKV
     # (2,560 x 8,192), O (8,192 x 2,048), gate/up (14,336 x 8,192) and down (8,192 x 7,168) from aiter's FP8 tables,
@@ -143,9 +155,10 @@ def test_one_mi300x_decode_step_by_hand_from_the_tables():
     assert v["decode_attention_kernel_seconds_per_kv_token"] == pytest.approx(per_kv, rel=1e-12)
     att = per_kv * (1024 + 256 / 2)
     # all-reduce of 8,192 x 2 bytes: the floor is the table at 1 KB (below its 2 KB point: 7.18 us), the time per
-    # byte from 1 KB to 64 MB (above the 16 MB point, 230.48 us, in proportion: x 4)
+    # byte from 1 KB to 64 MB (above the 16 MB point, 230.48 us, the 48 MB more at the 8 -> 16 MB step's time per
+    # byte, (230.48 - 118.31) us per 8 MB)
     a_ar = 7.18 * US
-    r_ar = (4 * 230.48 * US - a_ar) / (64 * MB)
+    r_ar = ((230.48 + 6 * (230.48 - 118.31)) * US - a_ar) / (64 * MB)
     ar = a_ar + r_ar * 8192 * 2
     lm = v["decode_lm_head_seconds"]
     rest = 80 * r.inputs["kernel_layer_overhead_seconds"] + r.inputs["step_overhead_seconds"]

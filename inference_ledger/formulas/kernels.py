@@ -25,8 +25,9 @@ have no AMD table: the roofline prices the whole step.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
-the latency grows in proportion to the size (the last measured point's time per unit of work).  The plan's step is
-never below the roofline floor (bytes / HBM bandwidth, FLOPs / dense peak: ``tpot_floor_seconds``).
+the latency grows in proportion to the size (the last measured point's time per unit of work), except an
+all-reduce's, which adds the bytes past its largest measured message at the last step's time per byte (latency +
+bytes / bandwidth: :func:`allreduce_seconds`).  The plan's step is never below the roofline floor (bytes / HBM bandwidth, FLOPs / dense peak: ``tpot_floor_seconds``).
 
 **Per-operation figures.**  Each operation of a plan line is a curve over its size x (tokens of a GEMM, KV tokens
 a decode attention reads, prompt length squared for a prefill attention, bytes of an all-reduce) with ``a`` its
@@ -133,6 +134,19 @@ def prefill_attention_seconds(gpu_id: str, engine: str, kv_dtype: str, prompt: f
     return t, tab.source
 
 
+def _message_seconds(tab: Table, message_bytes: float) -> float:
+    """A collective's latency at a message size: the table's log-log interpolation within the measured sizes;
+    beyond the largest, latency + bytes / bandwidth (Hockney's alpha-beta model) continued from the last measured
+    step: t(largest) + the bytes past it at the marginal time per byte of the two largest sizes.  The proportional
+    rule of the other tables (time x size / largest size) would carry the fixed latency, still a share of the
+    largest measured message, over into every byte beyond it."""
+    sizes, secs = tab.axes[0], tab.seconds
+    if message_bytes <= sizes[-1] or len(sizes) < 2:
+        return interpolate(tab, message_bytes)
+    per_byte = max(float(secs[-1] - secs[-2]) / float(sizes[-1] - sizes[-2]), 0.0)
+    return float(secs[-1]) + (message_bytes - float(sizes[-1])) * per_byte
+
+
 def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: float) -> tuple[float, str]:
     """One all-reduce of ``message_bytes`` over ``gpus`` GPUs: the faster of NCCL and the engine's custom
     all-reduce (engines switch to NCCL above the custom kernel's size limit), else (a GPU measured with another
@@ -148,7 +162,7 @@ def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: floa
         by_g = t[(gpu_id, lib)]
         gg = min(by_g, key=lambda x: abs(math.log(x / g)))
         tab = by_g[gg]
-        s = interpolate(tab, message_bytes)
+        s = _message_seconds(tab, message_bytes)
         if best is None or s < best[0]:
             best = (s, tab.source + (f" (the {gg}-GPU curve)" if gg != g else ""))
     if best is None:
