@@ -191,3 +191,28 @@ def test_a_wave_over_several_chunks_pays_each_further_chunks_floors_by_hand():
     assert step_lines.prefill_chunk_fixed_seconds(0.061, 0.033, 1) == pytest.approx(0.028, rel=1e-12)
     assert wave(16) == pytest.approx(0.31025, rel=1e-12)
     assert wave(8) == pytest.approx(0.292, rel=1e-12)
+
+
+def test_mxfp4_experts_on_hopper_read_the_w4a16_moe_table_and_the_rest_stays_bf16():
+    """gpt-oss' MXFP4 checkpoint quantizes the experts only (its modules_to_not_convert: attention, router,
+    embeddings, LM head): a token's quantized weights are 36 MoE layers x 4 experts x 3 matrices x 2,880 x 2,880 =
+    3,583,180,800, its experts' and nothing else.  On an H200 (no FP4 tensor cores) the experts are priced from the
+    w4a16_mxfp4 fused-MoE table and QKV from the BF16 GEMM table at (N, K) = ((64 + 2 x 8) x 64 / 4, 2,880); a B200
+    (FP4 tensor cores, native kernels no table measures) keeps the roofline."""
+    v = resolve.resolve("gpt-oss-120b", "h200", engine="vllm", numbers=dict(tp=4)).inputs
+    assert v["active_quantized_params"] == 36 * 4 * 3 * 2880 * 2880
+    assert kernels.experts_only(v)
+    assert not kernels.experts_only(resolve.resolve("qwen3-235b-a22b", "h200", weight_dtype="fp8",
+                                                    numbers=dict(tp=4)).inputs)   # attention in FP8 too
+    assert v["kernel_tables"] == 1 and v["moe_kernel_table"] == 1
+    # (1280, 2880) is between the table's shapes: the BF16 lookup there, and not the FP8 one
+    bf16 = kernels.gemm_seconds("h200", "vllm", "bfloat16", 1, 1280, 2880)[0]
+    assert v["qkv_kernel_floor_seconds"] == pytest.approx(bf16, rel=1e-9)
+    assert bf16 != pytest.approx(kernels.gemm_seconds("h200", "vllm", "fp8", 1, 1280, 2880)[0], rel=1e-3)
+    code, out, err = cli("plan", "--model", "gpt-oss-120b", "--gpu", "h200", "--tp", "4", "--json")
+    assert code == 0, err
+    ops = json.loads(out)["decode_ops"]
+    assert "moe/vllm" in ops["mlp"]["source"] and "bfloat16" in ops["qkv"]["source"]
+    b200 = resolve.resolve("gpt-oss-120b", "b200", engine="vllm", numbers=dict(tp=2)).inputs
+    assert b200["kernel_tables"] == 0
+

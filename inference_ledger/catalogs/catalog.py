@@ -340,6 +340,15 @@ def get_gpu(name: str) -> Gpu:
     return _find("GPU", load_gpus(), name, lambda g: (g.id, g.name, *g.aliases))
 
 
+def fp4_tensor_cores(gpu_id: Optional[str]) -> bool:
+    """Whether a catalog GPU multiplies FP4 natively (an FP4 dense rate in gpus.csv: Blackwell, MI355X); False for
+    a GPU not in the catalog."""
+    try:
+        return bool(get_gpu(gpu_id).fp4_flops) if gpu_id else False
+    except UnknownId:
+        return False
+
+
 def get_model(name: str) -> Model:
     """A model by id, alias, name or Hugging Face repo: 'llama-3.1-70b', 'meta-llama/Llama-3.1-70B'."""
     return _find("model", load_models(), name, lambda m: (m.id, m.name, m.hf_repo, *m.aliases))

@@ -51,7 +51,8 @@ import numpy as np
 from inference_ledger.formulas import kernels_fused
 from inference_ledger.formulas.ledger import kv_elements_per_token_layer, kv_shards
 from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _gemm, _smallest, _rows,
-                                                     gemm_dtype, gemm_seconds, interpolate, kv_table_dtype,
+                                                     gemm_dtype, gemm_seconds, has_gemm_table, interpolate,
+                                                     kv_table_dtype,
                                                      latency_tables)
 
 MEASURED, FALLBACK = "measured tables", "roofline fallback"
@@ -263,19 +264,44 @@ def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[floa
             "lm_head": [(float(v["vocab_size"]) / tp, hidden)]}
 
 
+#: the weight matrices of one expert: gate, up and down (gpt-oss fuses gate and up: 2 x intermediate x hidden)
+EXPERT_MATRICES = 3
+
+
+def experts_only(v: Mapping[str, Any]) -> bool:
+    """Whether the weight format quantizes a MoE model's routed experts and nothing else: a token's quantized
+    weights are no more than its experts' (gpt-oss' MXFP4 checkpoints list attention, router, embeddings and LM head
+    in ``modules_to_not_convert``: inference_ledger/catalogs/hfconfig.py counts ``active_quantized_params`` so)."""
+    experts = float(v["moe_layers"]) * float(v["experts_per_token"]) * EXPERT_MATRICES \
+        * float(v["hidden_size"]) * float(v["intermediate_size"])
+    quantized = float(v.get("active_quantized_params", 0))
+    return float(v.get("num_experts", 0)) > 0 and 0 < quantized <= experts * (1 + 1e-9)
+
+
 def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str, heads: Optional[float],
                        weight_dtype: Optional[str], kv_dtype: str,
-                       table_version: Optional[str] = None) -> tuple[dict[str, float], dict[str, str]]:
+                       table_version: Optional[str] = None,
+                       fp4_tensor_cores: bool = False) -> tuple[dict[str, float], dict[str, str]]:
     """The kernel plan inputs (``kernel_tables`` and each operation's floor and time per unit) for a deployment,
     with the source of each operation; a GPU without tables (or a weight format without a GEMM table) keeps
     ``kernel_tables`` 0 and the plan prices the step on the roofline with the sourced efficiencies.  ``engine`` is
     the kernel-table engine (an engines.csv id or family; ``none``: no tables) and ``table_version`` the engine
-    version whose tables it reads where several are measured (engines.csv kernel_table_version; None: the newest)."""
+    version whose tables it reads where several are measured (engines.csv kernel_table_version; None: the newest).
+
+    A format that quantizes a MoE model's experts only (:func:`experts_only`: gpt-oss' MXFP4) on a GPU without FP4
+    tensor cores (``fp4_tensor_cores`` False: Hopper, Ampere) runs its experts as 4-bit weights with BF16
+    activations (vLLM's MXFP4 backends below SM100 are Marlin and Triton W4A16 kernels:
+    vllm/model_executor/layers/quantization/mxfp4.py) and its other layers in BF16: the w4a16_mxfp4 MoE table and
+    the BF16 GEMM table price it.  On a GPU with FP4 tensor cores the engines run native FP4 kernels that no table
+    here measures: the roofline prices the step."""
     if str(engine).lower() == "none":
         return {"kernel_tables": 0}, {op: FALLBACK for op in OPS}
     out: dict[str, float] = {}
     src: dict[str, str] = {}
     dt = gemm_dtype(weight_dtype or "bf16")
+    if dt is not None and has_tables(gpu_id) and not has_gemm_table(gpu_id, engine, weight_dtype or "bf16") \
+            and not fp4_tensor_cores and experts_only(v):
+        dt = gemm_dtype("bf16")   # the format's GEMMs are the experts' (the MoE table); the rest stays BF16
     h = float(heads) if heads else float(v["hidden_size"]) / float(v["head_dim"])
     tp = float(v["tp"])
     mla = None

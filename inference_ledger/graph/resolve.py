@@ -203,7 +203,7 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
     wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
     kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
     figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.kernel_table_engine, heads, wd, kd,
-                                            eng.kernel_table_version)
+                                            eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id))
     out.update(figures)
     return out
 

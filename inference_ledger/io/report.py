@@ -122,7 +122,8 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
             heads = None
         eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
         _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
-                                                kv_dtype or "bf16", eng.kernel_table_version)
+                                                kv_dtype or "bf16", eng.kernel_table_version,
+                                                catalog.fp4_tensor_cores(gpu))
     fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
              "eager_launch": "what dispatching the layers eager (no CUDA graph) adds beyond the kernels: data/engines.csv "
                              "cuda_graphs, cuda_graph_max_batch_by_tp, eager_seconds_per_layer / _moe_layer "
