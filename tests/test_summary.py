@@ -199,3 +199,19 @@ def test_codes_read_as_words_and_only_pass_fail_cells_are_coloured(book):
     checks = wb["Checks"]
     results = [c for c in checks["C"][5:30] if isinstance(c.value, str) and c.value.startswith("=")]
     assert results and all(c.number_format == '[=1]"pass";[=0]"FAIL";General' for c in results)
+
+
+@pytest.mark.parametrize("args, fleet", [
+    ((), "For the target QPS: 12 GPUs in 2 servers, "),                       # 3 replicas of 4 H100s, 8 a server
+    (("--model", "llama-3.1-8b", "--tp", "1", "--target-qps", "1"), "For the target QPS: 1 GPU in 1 server, "),
+])
+def test_the_fleet_sentence_counts_in_words_that_agree_with_the_count(args, fleet):
+    """'1 replicas in 1 servers' was what a one-replica plan read; a count of one takes the singular."""
+    from test_cli_rules import cli
+
+    code, out, err = cli("plan", *args)
+    assert code == 0, err
+    said = out.split("\n\n")[0]     # the sentences, before the table (whose unit column names units, not counts)
+    assert fleet in said, said
+    counts = [ln for ln in said.splitlines() if not ln.startswith("Band")]   # a band is a range: '1 to 2 GPUs'
+    assert not re.search(r"\b1 (GPUs|servers|replicas)\b", "\n".join(counts))

@@ -23,7 +23,7 @@ from inference_ledger.formulas import finance_forecast, serving
 from inference_ledger.graph import plan, summary, verdict
 from inference_ledger.core.refs import reference
 from inference_ledger.core.expr import NOVALUE, Sym
-from inference_ledger.core.sheetfuncs import and_, ceil, concat, eq, gt, one_zero, where
+from inference_ledger.core.sheetfuncs import and_, concat, eq, gt, one_zero, where
 from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
 
@@ -155,8 +155,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
     row("Headroom per GPU", line("headroom_bytes_per_gpu"), fmt("B"))
     row("GPUs for the target QPS / replicas", unless_unfit("gpus_for_qps"), "#,##0",
         unless_unfit("replicas_for_qps"), "#,##0")
-    servers = ceil(n("gpus_for_qps") / n("gpus_per_server"))
-    row("Servers / GPUs per server", unless_unfit("", servers), "#,##0", line("gpus_per_server"), "#,##0")
+    row("Servers / GPUs per server", unless_unfit("servers_for_qps"), "#,##0", line("gpus_per_server"), "#,##0")
     row("Monthly cost: on demand / owned", unless_unfit("monthly_cost_qps"), fmt("$/month"),
         unless_unfit("owned_monthly_cost_qps"), fmt("$/month"))
     if "gpus_for_qps_low" in v:  # the error bands (inference_ledger/graph/band_lines.py): low / high

@@ -9,7 +9,7 @@ workspace and KV budget as members), so every cell formula stays short enough to
 from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
-from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import ceil, eq, floor, le, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line, product, total
 
 
@@ -191,6 +191,12 @@ replicas_for_qps = derived("replicas_for_qps", ledger.replicas_needed, "Replicas
 gpus_for_qps = product("gpus_for_qps", ("replicas_for_qps", "gpus_per_replica"),
     "GPUs for the target QPS", "GPUs", COST,
     "Replicas x GPUs per replica.")
+
+
+@line("Servers for the target QPS", "servers", COST,
+      "GPUs for the target QPS over GPUs per server, rounded up to whole servers.")
+def servers_for_qps(gpus_for_qps, gpus_per_server):
+    return ceil(gpus_for_qps / gpus_per_server)
 
 
 qps_capacity = product("qps_capacity", ("replicas_for_qps", "qps_per_replica"),

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from inference_ledger.formulas import serving
 from inference_ledger.graph import verdict
-from inference_ledger.core.sheetfuncs import ceil, concat, eq, ge, text, where
+from inference_ledger.core.sheetfuncs import concat, eq, ge, text, where
 from inference_ledger.core.units import BYTES_PER_GB, MS_PER_S
 
 #: The choice ids a sentence names (the workbook's defined names of the dropdowns).
@@ -58,9 +58,14 @@ def seconds(x):
     return concat(text(x, "#,##0.00"), " s")
 
 
+def _counted(n, one: str, many: str):
+    """A whole count and its noun: '1 replica', '3 replicas'."""
+    return concat(count(n), where(eq(n, 1), one, many))
+
+
 def _question(q, cur):
     return concat(q.model_id, " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
-                  q.engine_id, "), ", count(q.gpus_per_replica), " GPUs per replica.")
+                  q.engine_id, "), ", _counted(q.gpus_per_replica, " GPU", " GPUs"), " per replica.")
 
 
 def _targets(q, cur):
@@ -80,9 +85,10 @@ def _memory(q, cur):
 
 def _fleet(q, cur):
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No fleet: one replica does not fit on this GPU.",
-                 concat("For the target QPS: ", count(q.gpus_for_qps), " GPUs (", count(q.replicas_for_qps),
-                        " replicas) in ", count(ceil(q.gpus_for_qps / q.gpus_per_server)), " servers, ",
-                        pct(q.qps_headroom), " QPS headroom."))
+                 # the replicas are the GPUs over the first sentence's GPUs per replica (and a key number)
+                 concat("For the target QPS: ", _counted(q.gpus_for_qps, " GPU", " GPUs"), " in ",
+                        _counted(q.servers_for_qps, " server", " servers"), ", ", pct(q.qps_headroom),
+                        " QPS headroom."))
 
 
 def _cost(q, cur):
