@@ -28,6 +28,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
+from inference_ledger.core.sheetfuncs import ceil
+
 MEMORY, COMPUTE, BANDWIDTH, COST, FIT, FINANCE = "memory", "compute", "bandwidth", "cost", "fit", "finance"
 ACCURACY = "accuracy"  # the error bands of the headline figures (inference_ledger/graph/band_lines.py)
 
@@ -109,20 +111,25 @@ def _line_function(name: str, params: tuple[str, ...], body: Callable[..., Any],
     return fn
 
 
-def _folded(kind: str, op: Callable[[Any, Any], Any], sign: str) -> Callable[..., Callable[..., Any]]:
-    """The declaration of a line whose whole formula is its operands joined by one operator, left to right."""
+def _folded(kind: str, op: Callable[[Any, Any], Any], sign: str,
+            finish: Optional[Callable[[Any], Any]] = None) -> Callable[..., Callable[..., Any]]:
+    """The declaration of a line whose whole formula is its operands joined by one operator, left to right (then
+    ``finish`` applied to the result, where given)."""
 
     def declare(name: str, operands: tuple[str, ...], label: str, unit: str, ledger: str, doc: str, /
                 ) -> Callable[..., Any]:
         if len(operands) < 2 or len(set(operands)) != len(operands):
             raise TypeError(f"line {name}: a {kind} takes two or more different quantities, not {operands!r}")
-        return _line_function(name, tuple(operands), lambda *xs: functools.reduce(op, xs),
-                              (label, unit, ledger, doc), sys._getframe(1).f_globals["__name__"])
+        body = (lambda *xs: functools.reduce(op, xs)) if finish is None \
+            else (lambda *xs: finish(functools.reduce(op, xs)))
+        return _line_function(name, tuple(operands), body, (label, unit, ledger, doc),
+                              sys._getframe(1).f_globals["__name__"])
 
     declare.__name__ = declare.__qualname__ = kind
     declare.__doc__ = (f"A line that is ``operands`` joined by {sign}, left to right as Python reads ``a {sign} b "
-                       f"{sign} c`` (the same number and the same Excel formula as that ``@line`` function), in one "
-                       "declaration; bind it to a module variable of the same name, as a :func:`derived` line.")
+                       f"{sign} c``{'' if finish is None else f', then {finish.__name__}()'} (the same number and the "
+                       "same Excel formula as that ``@line`` function), in one declaration; bind it to a module "
+                       "variable of the same name, as a :func:`derived` line.")
     return declare
 
 
@@ -136,11 +143,13 @@ def _folded(kind: str, op: Callable[[Any, Any], Any], sign: str) -> Callable[...
 product, total, ratio, difference = (_folded("product", operator.mul, "*"), _folded("total", operator.add, "+"),
                                      _folded("ratio", operator.truediv, "/"),
                                      _folded("difference", operator.sub, "-"))
+#: A ratio rounded up to a whole number (servers for some GPUs, forward passes for some tokens): ``ceil(a / b)``.
+ratio_up = _folded("ratio_up", operator.truediv, "/", ceil)
 
 
 def lines_of(module: ModuleType) -> tuple[Line, ...]:
     """The lines a module defines, in definition order (its ``@line`` functions, :func:`derived` lines and lines
-    declared by :data:`product`, :data:`total`, :data:`ratio` or :data:`difference`)."""
+    declared by :data:`product`, :data:`total`, :data:`ratio`, :data:`difference` or :data:`ratio_up`)."""
     out = []
     for var, f in vars(module).items():
         if callable(f) and getattr(f, "__module__", None) == module.__name__ and hasattr(f, "plan_line"):

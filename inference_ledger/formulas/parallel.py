@@ -27,8 +27,8 @@ here; TPOT adds ``parallel_seconds_per_step`` and TTFT ``prefill_parallel_second
 
 from __future__ import annotations
 
-from inference_ledger.core.sheetfuncs import ceil, gt, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line, product, total
+from inference_ledger.core.sheetfuncs import gt, maximum, where
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line, product, ratio_up, total
 from inference_ledger.core.units import EP_PASSES, GLU_MATRICES
 
 
@@ -40,11 +40,9 @@ gpus_per_replica = product("gpus_per_replica", ("gpus_per_stage", "pp"), "GPUs p
     "GPUs per stage x PP stages: one copy of the model.")
 
 
-@line("Nodes per replica", "nodes", COST,
-      "Whole nodes of gpus_per_node GPUs (the NVLink/xGMI domain) one replica occupies.")
-def nodes_per_replica(gpus_per_replica, gpus_per_node):
-    """Whole nodes a replica occupies."""
-    return ceil(gpus_per_replica / gpus_per_node)
+nodes_per_replica = ratio_up("nodes_per_replica", ("gpus_per_replica", "gpus_per_node"),
+    "Nodes per replica", "nodes", COST,
+    "Whole nodes of gpus_per_node GPUs (the NVLink/xGMI domain) one replica occupies.")
 
 
 @line("Routed-expert parameters", "params", MEMORY,

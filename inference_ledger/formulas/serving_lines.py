@@ -10,8 +10,8 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger.formulas import admission, ledger, serving, whatif
-from inference_ledger.core.sheetfuncs import ceil, eq, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, total
+from inference_ledger.core.sheetfuncs import eq, maximum, minimum, where
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio_up, total
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -173,10 +173,9 @@ prefill_batch_tokens = derived("prefill_batch_tokens", serving.prefill_batch_tok
     "Continuous: the request's own prompt S; static: the whole batch's B x S.")
 
 
-@line("Prefill chunks", "chunks", COMPUTE,
-      "Forward passes the prompt tokens take at max_num_batched_tokens per pass.")
-def prefill_chunks(prefill_batch_tokens, max_num_batched_tokens):
-    return ceil(prefill_batch_tokens / max_num_batched_tokens)
+prefill_chunks = ratio_up("prefill_chunks", ("prefill_batch_tokens", "max_num_batched_tokens"),
+    "Prefill chunks", "chunks", COMPUTE,
+    "Forward passes the prompt tokens take at max_num_batched_tokens per pass.")
 
 
 @line("Distinct experts per layer per prefill chunk", "experts", BANDWIDTH,

@@ -9,8 +9,8 @@ workspace and KV budget as members), so every cell formula stays short enough to
 from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, serving, whatif
-from inference_ledger.core.sheetfuncs import ceil, eq, floor, le, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line, product, total
+from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, minimum, where
+from inference_ledger.core.line import BANDWIDTH, COST, FIT, MEMORY, Family, derived, line, product, ratio_up, total
 
 
 @line("KV tokens per sequence at this concurrency", "tokens", MEMORY,
@@ -193,10 +193,9 @@ gpus_for_qps = product("gpus_for_qps", ("replicas_for_qps", "gpus_per_replica"),
     "Replicas x GPUs per replica.")
 
 
-@line("Servers for the target QPS", "servers", COST,
-      "GPUs for the target QPS over GPUs per server, rounded up to whole servers.")
-def servers_for_qps(gpus_for_qps, gpus_per_server):
-    return ceil(gpus_for_qps / gpus_per_server)
+servers_for_qps = ratio_up("servers_for_qps", ("gpus_for_qps", "gpus_per_server"),
+    "Servers for the target QPS", "servers", COST,
+    "GPUs for the target QPS over GPUs per server, rounded up to whole servers.")
 
 
 qps_capacity = product("qps_capacity", ("replicas_for_qps", "qps_per_replica"),
