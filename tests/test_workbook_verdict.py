@@ -145,8 +145,10 @@ def _status_fill(path, cached, coord: str) -> str:
         if coord in str(cf.sqref):
             for rule in cf.rules:
                 text = re.sub(r"\b([a-z_]+)\b", lambda m: repr(_cell(cached, m[1]).value), rule.formula[0])
-                text = re.sub(r"(?<![<>])=", "==", text).replace("AND(", "_and(").replace("IF(", "_if(")
-                if eval(text, {"_and": lambda *a: all(a), "_if": lambda c, a, b: a if c else b}):
+                text = re.sub(r"(?<![<>])=", "==", text).replace("AND(", "_and(").replace("OR(", "_or(")
+                text = text.replace("IF(", "_if(")
+                fns = {"_and": lambda *a: all(a), "_or": lambda *a: any(a), "_if": lambda c, a, b: a if c else b}
+                if eval(text, fns):
                     return fills[rule.dxf.fill.fgColor.rgb[-6:]]
     return "none"
 

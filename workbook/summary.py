@@ -23,7 +23,7 @@ from inference_ledger.formulas import finance_forecast, serving
 from inference_ledger.graph import plan, summary, verdict
 from inference_ledger.core.refs import reference
 from inference_ledger.core.expr import NOVALUE, Sym
-from inference_ledger.core.sheetfuncs import and_, concat, eq, gt, one_zero, where
+from inference_ledger.core.sheetfuncs import and_, concat, eq, gt, le, or_, where
 from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
 
@@ -109,8 +109,10 @@ def _alternative(ctx: Ctx, wb, ws, r: int) -> int:
 def _status(ws, coord: str, ok: str, runs: Any = None) -> None:
     """Pass/fail colours on a status cell, from a 1/0 condition; with ``runs`` (the verdict code), green only where a
     replica runs: a plan that does not fit meets no target, whatever its ``ok`` says."""
-    good = eq(reference(ok), 1) if runs is None else and_(eq(reference(ok), 1), gt(runs, verdict.DOES_NOT_FIT))
-    for cond, c in ((good, style.GREEN), (eq(one_zero(good), 0), style.RED)):
+    good, bad = eq(reference(ok), 1), eq(reference(ok), 0)
+    if runs is not None:
+        good, bad = and_(good, gt(runs, verdict.DOES_NOT_FIT)), or_(bad, le(runs, verdict.DOES_NOT_FIT))
+    for cond, c in ((good, style.GREEN), (bad, style.RED)):
         ws.conditional_formatting.add(coord, FormulaRule(formula=[cond.text], fill=PatternFill("solid", fgColor=c[0],
                                                                                            bgColor=c[0]),
                                                          font=Font(color=c[1], bold=True)))

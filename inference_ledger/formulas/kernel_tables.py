@@ -6,7 +6,8 @@ NVIDIA aiconfigurator-core's measured SILICON database distilled per GPU x engin
 blank cell is a point not measured.  Between grid points a
 latency is interpolated log-log (linear in log latency over log size, along each axis in turn); below the grid the
 smallest point holds (a kernel never gets faster than its floor); above it the latency grows in proportion to the size
-(the last measured point's time per unit of work; the all-reduce lookup continues its last step instead).  The GEMM lookup is here (:func:`gemm_seconds`; AMD's tuned shapes:
+(the last measured point's time per unit of work; the all-reduce lookup continues its last step instead).  The GEMM
+lookup is here (:func:`gemm_seconds`; AMD's tuned shapes:
 :mod:`inference_ledger.formulas.kernels`); the other lookups by operation are :mod:`inference_ledger.formulas.kernels`
 and :mod:`inference_ledger.formulas.kernels_fused`.
 """

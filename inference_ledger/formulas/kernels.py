@@ -27,7 +27,8 @@ have no AMD table: the roofline prices the whole step.
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
 the latency grows in proportion to the size (the last measured point's time per unit of work), except an
 all-reduce's, which adds the bytes past its largest measured message at the last step's time per byte (latency +
-bytes / bandwidth: :func:`allreduce_seconds`).  The plan's step is never below the roofline floor (bytes / HBM bandwidth, FLOPs / dense peak: ``tpot_floor_seconds``).
+bytes / bandwidth: :func:`allreduce_seconds`).  The plan's step is never below the roofline floor (bytes / HBM
+bandwidth, FLOPs / dense peak: ``tpot_floor_seconds``).
 
 **Per-operation figures.**  Each operation of a plan line is a curve over its size x (tokens of a GEMM, KV tokens
 a decode attention reads, prompt length squared for a prefill attention, bytes of an all-reduce) with ``a`` its
