@@ -47,6 +47,11 @@ class Table:
     seconds: np.ndarray
     source: str
 
+    @functools.cached_property
+    def log_seconds(self) -> np.ndarray:
+        """The latencies' logarithms (what :func:`interpolate` blends), taken once per table."""
+        return np.log(self.seconds)
+
 
 def _family(engine: str) -> str:
     e = str(engine).lower()
@@ -131,7 +136,7 @@ def interpolate(table: Table, *point: float) -> float:
         i, f, s = _axis(grid, float(x))
         idx.append((i, f))
         scale *= s
-    logt = np.log(table.seconds)
+    logt = table.log_seconds
     total = 0.0
     for corner in range(2 ** len(idx)):
         w, sel = 1.0, []
@@ -244,9 +249,12 @@ def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
     return None if key is None else _gemm()[key]
 
 
+@functools.lru_cache(maxsize=None)
 def gemm_seconds(gpu_id: str, engine: str, dtype: str, m: float, n: float, k: float) -> tuple[float, str]:
     """Measured latency of one GEMM (M tokens x K -> N) and its source; KeyError when the GPU has no table.  On a
-    table of tuned shapes (AMD) a shape it holds is read on its own curve over M, any other along N x K."""
+    table of tuned shapes (AMD) a shape it holds is read on its own curve over M, any other along N x K.  Memoised:
+    the tables are shipped data, and a workbook's Kernels grid asks for the same GEMM many times (each KV format,
+    the plan's and the scenarios' rows)."""
     key = _gemm_key(gpu_id, engine, dtype)
     if key is None:
         raise KeyError(f"no GEMM table for {gpu_id} {dtype}")
