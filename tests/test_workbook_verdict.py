@@ -109,6 +109,9 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     assert _verdict_words(cached) == "does not fit"
     assert _all_pass(cached) == []
     assert _failures_sentence(cached) == UNFIT_FAILURES   # never "None" beside a master check of 0
+    # the Plan's target rows: a replica that does not start meets no target ("no", red), though one sequence's
+    # TPOT (12 ms for DeepSeek-V3 on H100 against 50 ms) would
+    assert _cell(cached, "ttft_ok").value == 0 and _cell(cached, "tpot_ok").value == 0
     # no sentence prices what needs a fleet: no bill, so no buy-or-rent answer and no TTFT at the target QPS
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
     assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said
@@ -161,6 +164,7 @@ def test_a_plan_that_does_not_fit_recalculates_without_error_cells(not_fitting, 
     assert _errors(got) == []
     assert _cell(got, "verdict").value == 0 and _verdict_words(got) == "does not fit"
     assert _cell(got, "master_check").value == 0
+    assert _cell(got, "ttft_ok").value == 0 and _cell(got, "tpot_ok").value == 0   # LibreOffice's own AND
     assert _all_pass(got) == []   # no banner, legend or note claims it
     assert all(ws["A2"].value.startswith("MASTER CHECK FAILS") for ws in got.worksheets)
     # the Summary's failures sentence reads the master check's own cells, as LibreOffice computes them

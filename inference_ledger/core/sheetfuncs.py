@@ -174,7 +174,7 @@ def _logical(name: str, arrays, scalars):
         if is_sym(*cs):
             return _call(name, *cs, fn=f)
         if any(isinstance(c, np.ndarray) for c in cs):
-            return arrays([np.asarray(c, dtype=bool) for c in cs])
+            return arrays(np.broadcast_arrays(*(np.asarray(c, dtype=bool) for c in cs)))   # shapes broadcast
         return scalars(bool(c) for c in cs)
 
     f.__name__ = name.lower() + "_"

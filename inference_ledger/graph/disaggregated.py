@@ -175,8 +175,8 @@ def totals(p: Callable[[str], Any], d1: Callable[[str], Any], d: Callable[[str],
     # prefill pool a prompt per DP rank
     held = where(and_(ge(d1("serving_concurrency"), 1), ge(p("max_concurrency"), p("dp_attention"))), 1, 0)
     put("disagg_meets_targets", "Meets TTFT and TPOT targets", "1/0",
-        concurrency.meets(plan_lines.ttft_ok(ttft, at("ttft_target")),
-                          plan_lines.tpot_ok(d("tpot_seconds"), at("tpot_target")), held))
+        concurrency.meets(plan_lines.ttft_ok(ttft, at("ttft_target"), p("max_concurrency")),
+                          plan_lines.tpot_ok(d("tpot_seconds"), at("tpot_target"), d("max_concurrency")), held))
     return out
 
 

@@ -14,7 +14,7 @@ writes the cell formula.  The what-if lines (inverses, QPS) are in :mod:`inferen
 from __future__ import annotations
 
 from inference_ledger.formulas import engine_ledger, ledger, parallel, serving
-from inference_ledger.core.sheetfuncs import eq, floor, le, maximum, where
+from inference_ledger.core.sheetfuncs import and_, eq, floor, ge, le, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, FIT, MEMORY, derived, difference, line, product, ratio, total
 from inference_ledger.formulas import whatif
 
@@ -303,14 +303,17 @@ def kv_fits(concurrency, max_concurrency):
 
 
 @line("TTFT meets target", "1/0", FIT,
-      "1 when the TTFT a service sees at its target QPS (open arrivals: the prompt's prefill + half a running step) "
-      "<= target; a benchmark's first wave (ttft_seconds) is not what the promise is about.")
-def ttft_ok(ttft_open_seconds, ttft_target):
-    return where(le(ttft_open_seconds, ttft_target), 1, 0)
+      "1 when a replica runs (the KV budget holds one sequence) and the TTFT a service sees at its target QPS (open "
+      "arrivals: the prompt's prefill + half a running step) <= target; a benchmark's first wave (ttft_seconds) is "
+      "not what the promise is about.")
+def ttft_ok(ttft_open_seconds, ttft_target, max_concurrency):
+    """A plan that does not start meets no target, whatever one sequence's TTFT would be."""
+    return where(and_(le(ttft_open_seconds, ttft_target), ge(max_concurrency, 1)), 1, 0)
 
 
 @line("TPOT meets target", "1/0", FIT,
-      "1 when expected TPOT <= target.")
-def tpot_ok(tpot_seconds, tpot_target):
-    return where(le(tpot_seconds, tpot_target), 1, 0)
+      "1 when a replica runs (the KV budget holds one sequence) and expected TPOT <= target.")
+def tpot_ok(tpot_seconds, tpot_target, max_concurrency):
+    """A plan that does not start meets no target, whatever one sequence's TPOT would be."""
+    return where(and_(le(tpot_seconds, tpot_target), ge(max_concurrency, 1)), 1, 0)
 
