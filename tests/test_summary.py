@@ -201,17 +201,20 @@ def test_codes_read_as_words_and_only_pass_fail_cells_are_coloured(book):
     assert results and all(c.number_format == '[=1]"pass";[=0]"FAIL";General' for c in results)
 
 
-@pytest.mark.parametrize("args, fleet", [
-    ((), "For the target QPS: 12 GPUs in 2 servers, "),                       # 3 replicas of 4 H100s, 8 a server
-    (("--model", "llama-3.1-8b", "--tp", "1", "--target-qps", "1"), "For the target QPS: 1 GPU in 1 server, "),
+@pytest.mark.parametrize("args, fleet, band", [
+    ((), "For the target QPS: 12 GPUs in 2 servers, ",                       # 3 replicas of 4 H100s, 8 a server
+     r"fall inside\): 12 to \d+ GPUs\.\nMonthly cost over the band: \$[\d,]+ to \$[\d,]+ on demand\.$"),
+    (("--model", "llama-3.1-8b", "--tp", "1", "--target-qps", "1"), "For the target QPS: 1 GPU in 1 server, ",
+     r"fall inside\): 1 GPU at either end\.\nMonthly cost over the band: \$[\d,]+ on demand at either end\.$"),
 ])
-def test_the_fleet_sentence_counts_in_words_that_agree_with_the_count(args, fleet):
-    """'1 replicas in 1 servers' was what a one-replica plan read; a count of one takes the singular."""
+def test_the_fleet_sentence_counts_in_words_that_agree_with_the_count(args, fleet, band):
+    """'1 replicas in 1 servers' was what a one-replica plan read; a count of one takes the singular, and a band
+    whose ends meet says its count once ('1 to 1 GPUs, $2,759 to $2,759' before)."""
     from test_cli_rules import cli
 
     code, out, err = cli("plan", *args)
     assert code == 0, err
     said = out.split("\n\n")[0]     # the sentences, before the table (whose unit column names units, not counts)
     assert fleet in said, said
-    counts = [ln for ln in said.splitlines() if not ln.startswith("Band")]   # a band is a range: '1 to 2 GPUs'
-    assert not re.search(r"\b1 (GPUs|servers|replicas)\b", "\n".join(counts))
+    assert not re.search(r"\b1 (GPUs|servers|replicas)\b", said), said
+    assert re.search(band, said, re.M), said

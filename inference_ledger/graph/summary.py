@@ -131,10 +131,20 @@ def _tpot(q, cur):
 
 
 def _band(q, cur):
+    # a band whose ends meet (the fleet rounds to the same count at both) says its count once
+    lo, hi = q.gpus_for_qps_low, q.gpus_for_qps_high
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No band: the plan does not fit.",
-                 concat("Band (about 80% of new measurements fall inside): ", count(q.gpus_for_qps_low), " to ",
-                        count(q.gpus_for_qps_high), " GPUs, ", money(q.monthly_cost_qps_low, cur), " to ",
-                        money(q.monthly_cost_qps_high, cur), " per month."))
+                 concat("Band (about 80% of new measurements fall inside): ", count(lo),
+                        where(eq(lo, hi), concat(where(eq(hi, 1), " GPU", " GPUs"), " at either end."),
+                              concat(" to ", count(hi), " GPUs."))))
+
+
+def _band_cost(q, cur):
+    lo, hi = q.monthly_cost_qps_low, q.monthly_cost_qps_high
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No cost band: the plan does not fit.",
+                 concat("Monthly cost over the band: ", money(lo, cur),
+                        where(eq(lo, hi), "", concat(" to ", money(hi, cur))), " on demand",
+                        where(eq(lo, hi), " at either end.", ".")))
 
 
 def _limit(q, cur):
@@ -164,6 +174,7 @@ SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("ttft_benchmark", "TTFT a benchmark reports", _ttft_benchmark),
     ("tpot", "Time per output token", _tpot),
     ("band", "How far to trust it", _band),
+    ("band_cost", "Its monthly cost", _band_cost),
     ("limit", "What limits it", _limit),
     ("fails", "What fails", _fails),
 )
