@@ -100,6 +100,24 @@ def test_cli_json_lists_the_same_plans(capsys):
     assert doc["plans"][0]["plan"]["fits"] is True
 
 
+def test_a_placeholder_price_is_marked_where_it_ranks_a_plan(capsys):
+    """MI355X has no public list price in the catalog (its price_source says "placeholder, edit me"): its monthly
+    cost is marked and a note names it, in text and JSON; a price the user gives is nobody's placeholder."""
+    assert "placeholder, edit me" in catalog.get_gpu("mi355x").price_source
+    assert not catalog.get_gpu("h100-sxm").price_placeholder
+    args = ("recommend", "--model", "llama-3.1-8b", "--qps", "20", "--gpu", "mi355x,h100-sxm", "--top", "4")
+    code, out, err = _cli(capsys, *args)
+    assert code == 0, err
+    table, note = out.split("\n\nwhy:")[0].rsplit("\n", 1)
+    costs = {ln.split()[0]: ln.split()[-1] for ln in table.splitlines()[1:]}
+    assert costs and all(c.endswith("*") == (g == "mi355x") for g, c in costs.items()), costs
+    assert note.startswith("* a placeholder price (the catalog has no public list price for mi355x)"), note
+    doc = json.loads(_cli(capsys, *args, "--json")[1])
+    assert {p["gpu"]: p["price_placeholder"] for p in doc["plans"]} == {"mi355x": True, "h100-sxm": False}
+    code, out, err = _cli(capsys, *args, "--price-per-gpu-hour", "3")
+    assert code == 0 and "*" not in out and "placeholder" not in out, out
+
+
 def test_cli_no_plan_meets_is_one_line(capsys):
     code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-405b", "--qps", "20", "--tpot", "0.001",
                           "--gpu", "l4")

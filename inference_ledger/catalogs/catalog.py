@@ -52,6 +52,10 @@ class UnknownId(LedgerInputError):
 # ----------------------------------------------------------------------------------------
 
 
+#: How gpus.csv's price_source starts where no public on-demand list price was found.
+PLACEHOLDER_PRICE = "placeholder"
+
+
 @dataclass(frozen=True)
 class Gpu:
     """One accelerator, base units; FLOP/s are dense (None where the chip has no such unit)."""
@@ -79,6 +83,12 @@ class Gpu:
     gpus_per_node_source: str = ""
     scaleout_bw: float = 50e9          # scale-out network per GPU per direction, B/s
     scaleout_source: str = ""
+
+    @property
+    def price_placeholder(self) -> bool:
+        """Whether the catalog's hourly price is a placeholder (no public list price found: gpus.csv's price_source
+        starts with :data:`PLACEHOLDER_PRICE`), so a bill or a ranking by cost on it says nothing about this GPU."""
+        return self.price_source.startswith(PLACEHOLDER_PRICE)
 
 
 @dataclass(frozen=True)
@@ -338,6 +348,16 @@ def _find(kind: str, items: Iterable[Any], name: Any, names_of) -> Any:
 def get_gpu(name: str) -> Gpu:
     """A GPU by id, alias or name (case-insensitive): 'h100-sxm', 'H100', 'H100 SXM5 80GB'."""
     return _find("GPU", load_gpus(), name, lambda g: (g.id, g.name, *g.aliases))
+
+
+def placeholder_price(gpu_id: Optional[str], price_per_gpu_hour: float) -> bool:
+    """Whether a plan's hourly price is its catalog GPU's placeholder (:attr:`Gpu.price_placeholder`): a price the
+    user gave, or a GPU not in the catalog, is not."""
+    try:
+        g = get_gpu(gpu_id) if gpu_id else None
+    except UnknownId:
+        return False
+    return bool(g and g.price_placeholder and float(price_per_gpu_hour) == g.price_per_gpu_hour)
 
 
 def fp4_tensor_cores(gpu_id: Optional[str]) -> bool:

@@ -47,7 +47,7 @@ def gpu_line(g: catalog.Gpu, id_width: int = 10, name_width: int = 34) -> str:
         if v:
             flops += f" / {label} {value_in(v, 'TFLOP/s'):,.0f}"
     tdp = f", {g.tdp_w:,.0f} W" if g.tdp_w else ""
-    price = (f", ${g.price_per_gpu_hour:,.2f}/GPU-h ({'placeholder' if 'placeholder' in g.price_source else g.price_date})"
+    price = (f", ${g.price_per_gpu_hour:,.2f}/GPU-h ({'placeholder' if g.price_placeholder else g.price_date})"
              if g.price_per_gpu_hour is not None else "")
     return (f"{g.id:<{id_width}} {g.name:<{name_width}} {value_in(g.memory_bytes, 'GB'):,.0f} GB "
             f"({value_in(g.memory_runtime_bytes, 'GiB'):,.2f} GiB runtime), {value_in(g.hbm_bw, 'TB/s'):,.3g} TB/s, "

@@ -28,6 +28,10 @@ from inference_ledger.graph.recommend import (DEFAULT_MAX_GPUS, TARGETS, Recomme
 from inference_ledger.io.report import human, plan_json
 
 
+#: Beside a monthly cost priced at a placeholder (catalog.Gpu.price_placeholder), and before the note that says so.
+PLACEHOLDER_MARK = "*"
+
+
 def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
     head = (["model"] if multi_model else []) + ["GPU", "GPUs", "layout", "weights", "KV", "replicas", "batch",
                                                   "QPS/replica", "headroom", "TTFT", "TPOT", "$/month"]
@@ -37,11 +41,16 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
         rows.append(([s["model"]] if multi_model else []) + [
             s["gpu"], str(s["gpus"]), s["layout"], s["weight_dtype"], s["kv_dtype"], str(s["replicas"]),
             str(s["concurrency"]), f"{s['qps_per_replica']:.2f}", f"{s['qps_headroom'] * 100:.0f}%",
-            human(s["ttft_seconds"], "s"), human(s["tpot_seconds"], "s"), f"${s['monthly_cost']:,.0f}"])
+            human(s["ttft_seconds"], "s"), human(s["tpot_seconds"], "s"),
+            f"${s['monthly_cost']:,.0f}" + (PLACEHOLDER_MARK if s["price_placeholder"] else "")])
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     fmt = "  ".join("{:<%d}" % w if k < len(head) - 8 else "{:>%d}" % w for k, w in enumerate(widths))
     why = [f"  {k + 1}. {summary(r)['why']}" for k, r in enumerate(found[:top])]
-    return "\n".join([*(fmt.format(*row) for row in [head, *rows]), "", "why:", *why])
+    marked = sorted({summary(r)["gpu"] for r in found[:top] if summary(r)["price_placeholder"]})
+    note = [f"{PLACEHOLDER_MARK} a placeholder price (the catalog has no public list price for {', '.join(marked)}): "
+            "a rank by cost means nothing until you give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv."
+            ] if marked else []
+    return "\n".join([*(fmt.format(*row) for row in [head, *rows]), *note, "", "why:", *why])
 
 
 @click.command("recommend", cls=Command)

@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from inference_ledger.graph import concurrency, plan, resolve, verdict
-from inference_ledger.catalogs import engines
+from inference_ledger.catalogs import catalog, engines
 from inference_ledger.catalogs.catalog import Gpu, Model
 from inference_ledger.graph.sweep import SweepSpec, Table, build_sweep, evaluate_block, family_candidates
 
@@ -186,4 +186,5 @@ def summary(r: Recommendation) -> dict[str, Any]:
             "concurrency": int(v["concurrency"]), "qps_per_replica": v["qps_per_replica"],
             "qps_capacity": v["qps_capacity"], "qps_headroom": v["qps_headroom"], "ttft_seconds": v["ttft_seconds"],
             "tpot_seconds": v["tpot_seconds"], "price_per_gpu_hour": v["price_per_gpu_hour"],
+            "price_placeholder": catalog.placeholder_price(r.labels.get("gpu"), v["price_per_gpu_hour"]),
             "monthly_gpu_hours": v["monthly_gpu_hours_qps"], "monthly_cost": v["monthly_cost_qps"], "why": r.why}
