@@ -248,3 +248,18 @@ def test_a_bare_plan_is_the_default_deployment_the_workbook_opens_on(capsys, wor
     assert wb[dest[0]][dest[1].replace("$", "")].value == pytest.approx(bare["total_bytes_per_gpu"], rel=1e-9)
     generic = plan_json(capsys, "--params", "7e9")
     assert generic["model"] is None and generic["active_params"] == 7e9
+
+
+def test_a_placeholder_price_is_said_under_the_sentences(capsys):
+    """MI355X's catalog price is a placeholder (its price_source says so): `plan` says every cost rests on it; H100's
+    is a listed price, and a price given on the command line is the user's."""
+    args = ("--model", "llama-3.1-8b", "--gpu", "mi355x", "--tp", "1")
+    code, out, err = cli(capsys, "plan", *args)
+    assert code == 0, err
+    said = out.split("\n\n")[1]   # under the sentences, before the table
+    assert said == ("Price: $2.50 per GPU-hour is a placeholder (the catalog has no public list price for mi355x): "
+                    "every cost above rests on it; give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv."), said
+    code, out, _ = cli(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm")
+    assert code == 0 and "placeholder" not in out
+    code, out, _ = cli(capsys, "plan", *args, "--price-per-gpu-hour", "3")
+    assert code == 0 and "placeholder" not in out

@@ -119,6 +119,21 @@ def test_an_estimated_price_is_flagged_on_the_checks_sheet():
     assert finding("h200") == 0  # no public server price: an estimate
 
 
+def test_a_placeholder_hourly_price_is_flagged_on_the_checks_sheet():
+    """MI355X's hourly price is the catalog's placeholder (gpus.csv says so in its price_source); a price typed over
+    it on the Plan is the user's.  The cell's formula reads the GPUs sheet, so a workbook mailed on still knows."""
+    def finding(**options):
+        rows = check_rows(make_context(**options))
+        return [(v, formula) for g, label, _w, formula, v in rows if "public list price" in label][0]
+
+    assert finding(gpu="h100-sxm")[0] == 1
+    value, formula = finding(gpu="mi355x", model="llama-3.1-8b", tp=1)
+    assert value == 0 and formula.value == 0, formula.text
+    assert 'LEFT(INDEX(GPU_TABLE,MATCH(gpu_id,GPU_IDS,0),MATCH("price_source",GPU_FIELDS,0)),LEN("placeholder"))' \
+        in formula.text
+    assert finding(gpu="mi355x", model="llama-3.1-8b", tp=1, price_per_gpu_hour=3.0)[0] == 1
+
+
 @pytest.fixture(scope="module")
 def built(workbooks):
     return workbooks()

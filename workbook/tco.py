@@ -20,11 +20,12 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
+from inference_ledger.catalogs import catalog
 from inference_ledger.formulas import finance, finance_forecast
 from inference_ledger.graph import plan
 from inference_ledger.core.refs import cell, name as defined_name
 from inference_ledger.core.expr import Sym
-from inference_ledger.core.sheetfuncs import concat, eq, ge, isnumber, one_zero, where
+from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, isnumber, one_zero, starts_with, where
 from inference_ledger.core.refs import match
 from inference_ledger.core.units import VERDICT_MEETS
 from inference_ledger.graph.verdict import DOES_NOT_FIT
@@ -41,10 +42,13 @@ ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
 UTILIZATIONS = tuple(k / 10 for k in range(2, 11))
 def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
-    """Rows for the Checks sheet: the chosen GPU has a cost row (counted) and a public price (a finding)."""
+    """Rows for the Checks sheet: the chosen GPU has a cost row (counted), a public server price and a public hourly
+    price (findings)."""
     t = ctx.tables["GPU costs"]
     has = any(e.id == ctx.choice["gpu"] for e in t.rows)
     public = int(has and t.entry(ctx.choice["gpu"]).price_public == 1)
+    gpus = ctx.tables["GPUs"]
+    listed = int(not catalog.placeholder_price(ctx.choice["gpu"], ctx.inputs["price_per_gpu_hour"]))
     gpu = defined_name("gpu_id", ctx.choice["gpu"])
     return [
         ("Integrity", "GPU is in the GPU costs catalog", "The chosen GPU has a server price and power row.",
@@ -52,6 +56,12 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
         ("Findings (not in the master check)", "Server price of the chosen GPU is a public figure",
          "0 = the GPU costs row has no public price (an estimate: see its price source); edit it or override it on Plan.",
          one_zero(eq(t.index_match(gpu, "price_public"), 1)), public),
+        ("Findings (not in the master check)", "Hourly price of the chosen GPU is a public list price",
+         "0 = the GPUs sheet's price is a placeholder (no public on-demand list price found): every bill on it is one "
+         "too; type your price in the Plan's override.",
+         # the catalog's placeholder, unless the Plan's price was typed over it (catalog.placeholder_price)
+         where(and_(starts_with(gpus.index_match(gpu, "price_source"), catalog.PLACEHOLDER_PRICE),
+                    eq(ctx.quantity("price_per_gpu_hour"), gpus.index_match(gpu, "price_per_gpu_hour"))), 0, 1), listed),
     ]
 
 

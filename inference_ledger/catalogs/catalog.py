@@ -29,6 +29,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.core.sheetfuncs import starts_with
 from inference_ledger.catalogs.hfconfig import Architecture, load_config, parse
 from inference_ledger.formulas.ledger import bytes_per_element
 
@@ -88,7 +89,7 @@ class Gpu:
     def price_placeholder(self) -> bool:
         """Whether the catalog's hourly price is a placeholder (no public list price found: gpus.csv's price_source
         starts with :data:`PLACEHOLDER_PRICE`), so a bill or a ranking by cost on it says nothing about this GPU."""
-        return self.price_source.startswith(PLACEHOLDER_PRICE)
+        return bool(starts_with(self.price_source, PLACEHOLDER_PRICE))
 
 
 @dataclass(frozen=True)

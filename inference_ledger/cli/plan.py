@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from inference_ledger.graph import concurrency, resolve, summary
-from inference_ledger.catalogs import catalog_facts, engines
+from inference_ledger.catalogs import catalog, catalog_facts, engines
 from inference_ledger.core import files, unit_registry
 from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
@@ -194,6 +194,12 @@ def prefill_options(f: Callable) -> Callable:
                              "between them over the scale-out network, pool sizes for --target-qps.")(f)
 
 
+def placeholder_words(gpu: str, price: float) -> str:
+    """What `plan` says under its sentences when the hourly price is the catalog's placeholder."""
+    return (f"Price: ${price:,.2f} per GPU-hour is a placeholder (the catalog has no public list price for {gpu}): "
+            "every cost above rests on it; give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv.")
+
+
 @click.command("plan", cls=Command)
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (base units, snake_case keys) instead of the table.")
@@ -226,6 +232,7 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         return
     inputs, desc = plan_from_options(**options)
     values = concurrency.evaluate(inputs, options.get("concurrency"))
+    placeholder = catalog.placeholder_price(desc["gpu"], inputs["price_per_gpu_hour"])
     if as_json:
         doc = plan_json(values, model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
                         kv_dtype=desc["kv_dtype"], engine=desc["engine"])
@@ -235,6 +242,8 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
     else:
         # the answer first, in the sentences the email and the workbook's Summary say; then every line
         click.echo(summary.summary_text(summary.quantities({**inputs, **values}, desc)) + "\n")
+        if placeholder:
+            click.echo(placeholder_words(desc["gpu"], inputs["price_per_gpu_hour"]) + "\n")
         click.echo(plan_table(values, title=title(values, desc)))
         if profile is not None:
             click.echo(calibrated_line(profile))

@@ -45,7 +45,7 @@ PORTABLE_FUNCTIONS = frozenset(
     {"MAX", "MIN", "ROUNDUP", "INT", "IF", "AND", "OR", "LOG", "INDEX", "MATCH",
      "SUM", "SUMPRODUCT", "SUMIFS", "IFERROR", "ROUNDDOWN", "CEILING", "ABS",
      "COUNTA", "COUNTIFS", "ISNUMBER", "NOT", "ROUND", "TEXT", "COUNT", "MEDIAN",
-     "AVERAGE", "POWER", "ISBLANK", "LEN", "MOD"}
+     "AVERAGE", "POWER", "ISBLANK", "LEN", "LEFT", "MOD"}
 )
 
 # Operator precedence of the rendered Excel text (higher binds tighter).

@@ -37,6 +37,7 @@ __all__ = [
     "abs_",
     "isnumber",
     "isblank",
+    "starts_with",
     "concat",
     "text",
     "one_zero",
@@ -217,6 +218,16 @@ def isnumber(x):
 def isblank(x):
     """ISBLANK(x): True for an empty cell (None in Python)."""
     return _is("ISBLANK", lambda v: v is None, x)
+
+
+def starts_with(x, prefix: str):
+    """LEFT(x, LEN(prefix)) = prefix: whether a text starts with a prefix (no count in the formula: LEN counts it).
+    A spreadsheet's = compares texts without regard to case, and so does the Python side."""
+    if is_sym(x):
+        quoted = _as_sym(prefix).text
+        return Sym(f"LEFT({_as_sym(x).text},LEN({quoted}))={quoted}", _CMP,
+                   _apply(lambda v: starts_with(v, prefix), _as_sym(x).value))
+    return str(x).lower().startswith(prefix.lower())
 
 
 def concat(*parts):
