@@ -10,6 +10,7 @@ that placed them.
 from __future__ import annotations
 
 import email
+import math
 import re
 import zipfile
 from email import policy
@@ -17,6 +18,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from openpyxl.utils import get_column_letter
 
 from inference_ledger.graph import summary
 from inference_ledger.core.expr import Sym
@@ -113,6 +115,21 @@ def test_every_sheet_has_page_setup_footer_and_a_link_home(book):
             assert "'Summary'!A1" in links, ws.title
     s = wb["Summary"].page_setup
     assert (int(s.fitToWidth), int(s.fitToHeight)) == (1, 1)
+
+
+def test_no_sheet_prints_wider_than_the_columns_it_fills(book):
+    """A sheet prints as many pages across as its filled columns need at PAGE_WIDTH characters a page: the Start
+    sheet (A:D = 34 + 30 + 100 + 8.43 characters) printed three pages wide, its text cut at each page's edge,
+    because a pass had created 35 empty cells of row 3 while reading them."""
+    from inference_ledger.workbook.printing import DEFAULT_WIDTH, PAGE_WIDTH
+
+    wb = opened(book[0])
+    for ws in wb.worksheets:
+        last = max(c.column for row in ws.iter_rows() for c in row if c.value is not None)
+        width = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH)
+                    if not ws.column_dimensions[get_column_letter(k)].hidden else 0 for k in range(1, last + 1))
+        assert int(ws.page_setup.fitToWidth) <= max(1, math.ceil(width / PAGE_WIDTH)), (ws.title, width, last)
+    assert int(wb["Start"].page_setup.fitToWidth) == 1
 
 
 #: The printable height of an A4 landscape page (210 mm = 595 pt, less 0.6 in top and bottom margins).

@@ -245,8 +245,11 @@ def fit_columns(ws, ctx: Ctx) -> None:
 def wrap_purpose(ws) -> None:
     """The one-line purpose under the title (row 3) wraps in a merged block of readable width."""
     c = ws["A3"]
+    # read row 3 without ws.cell(), which would create the cells it reads: 38 empty cells widened the used range
+    # (max_column), so a sheet without a print area (Start) was set to print three pages wide and cut its text
+    cells = ws._cells
     if not isinstance(c.value, str) or (3, 1) in _merged_cells(ws) or any(
-            ws.cell(3, k).value is not None for k in range(2, 40)):
+            cells[(3, k)].value is not None for k in range(2, 40) if (3, k) in cells):
         return
     end, run = 1, column_width(ws, 1)
     while run < PURPOSE_WIDTH and end < 40:
