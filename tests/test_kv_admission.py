@@ -47,7 +47,7 @@ def test_admission_context_by_hand():
 
 def test_engines_reserve_by_family():
     for e in engines.load_engines():
-        expected = {"trtllm": 1, "vllm": 0}.get(e.family)
+        expected = {"trtllm": 1, "vllm": 0, "atom": 0}.get(e.family)   # ATOM: block_manager.can_allocate(prompt)
         if expected is None:
             assert 0 < e.kv_admission_reserve < 1, e.id             # SGLang: new_token_ratio's floor
         else:
