@@ -43,13 +43,13 @@ GPUS = {"h100_sxm": ("h100-sxm",), "h200_sxm": ("h200",), "a100_sxm": ("a100-80g
         "b200_sxm": ("b200",)}
 ENGINES = ("vllm", "sglang", "trtllm")
 GEMM_NK = (512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 16384, 51200, 65536)
-GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block")
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
 DECODE_CTX = (128, 1024, 4096, 16384, 65536)
 DECODE_BATCH = (1, 4, 16, 64, 256, 1024)
 PREFILL_ISL = (128, 512, 1024, 2048, 4096, 8192, 16384)
 HEAD_DIMS = (64, 128)
 MOE_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "w4a16_mxfp4", "nvfp4")
 MOE_LAYOUTS = ((1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (1, 4), (1, 8))   # (MoE TP, MoE EP) within one node
 MOE_DISTRIBUTION = "power_law_1.01"
 MLA_HEADS = (8, 16, 32, 64, 128)   # heads per GPU of DeepSeek-V3 / Kimi-K2 (128 / 64 heads) at TP 1 .. 8

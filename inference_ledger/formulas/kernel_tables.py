@@ -224,10 +224,11 @@ def _weight_size_table(rs: list) -> Table:
 
 
 def gemm_dtype(weight_dtype: str) -> Optional[str]:
-    """The GEMM table's dtype for a weight format (None: no table, e.g. INT4, NVFP4).  MXFP4 is measured on MI355X
-    only (aiter's a4w4 GEMMs); another GPU has no such table and prices the step on the roofline."""
+    """The GEMM table's dtype for a weight format (None: no table, e.g. INT4).  MXFP4 is measured on MI355X only
+    (aiter's a4w4 GEMMs), NVFP4 on B200 only (aiconfigurator's nvfp4 GEMMs); another GPU has no such table and
+    prices the step on the roofline."""
     return {"bf16": "bfloat16", "fp16": "bfloat16", "fp32": "bfloat16", "fp8": "fp8", "int8": "fp8",
-            "mxfp4": "mxfp4"}.get(weight_dtype)
+            "mxfp4": "mxfp4", "nvfp4": "nvfp4"}.get(weight_dtype)
 
 
 def _gemm_key(gpu_id: str, engine: str, dtype: str) -> Optional[tuple[str, str, str]]:

@@ -293,8 +293,8 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
     tensor cores (``fp4_tensor_cores`` False: Hopper, Ampere) runs its experts as 4-bit weights with BF16
     activations (vLLM's MXFP4 backends below SM100 are Marlin and Triton W4A16 kernels:
     vllm/model_executor/layers/quantization/mxfp4.py) and its other layers in BF16: the w4a16_mxfp4 MoE table and
-    the BF16 GEMM table price it.  On a GPU with FP4 tensor cores the engines run native FP4 kernels that no table
-    here measures: the roofline prices the step."""
+    the BF16 GEMM table price it.  On a GPU with FP4 tensor cores the engines run native MXFP4 kernels that no table
+    here measures: the roofline prices the step (NVFP4 has its own measured tables on B200)."""
     if str(engine).lower() == "none":
         return {"kernel_tables": 0}, {op: FALLBACK for op in OPS}
     out: dict[str, float] = {}

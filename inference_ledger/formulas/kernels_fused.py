@@ -60,9 +60,10 @@ def _mla(which: str) -> dict[tuple, dict[int, Table]]:
 
 def moe_dtypes(weight_dtype: str) -> tuple[str, ...]:
     """The MoE table's dtypes for a weight format (FP8: per-tensor and block-scaled, the faster taken; MXFP4:
-    aiconfigurator's weight-only kernel on NVIDIA, aiter's a4w4 on AMD)."""
+    aiconfigurator's weight-only kernel on NVIDIA, aiter's a4w4 on AMD; NVFP4: the native FP4 kernels measured on
+    B200)."""
     return {"bf16": ("bfloat16",), "fp16": ("bfloat16",), "fp32": ("bfloat16",), "fp8": ("fp8", "fp8_block"),
-            "int8": ("fp8", "fp8_block"), "mxfp4": ("w4a16_mxfp4", "mxfp4")}.get(weight_dtype, ())
+            "int8": ("fp8", "fp8_block"), "mxfp4": ("w4a16_mxfp4", "mxfp4"), "nvfp4": ("nvfp4",)}.get(weight_dtype, ())
 
 
 def moe_layout(tp: float, ep: float) -> tuple[int, int]:
@@ -167,8 +168,8 @@ def mla_tables(gpu_id: str, engine: str, kv_dtype: str, weight_dtype: str,
 
 
 #: weight bytes per element of the MoE tables' dtypes and of the plan's weight formats
-MOE_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "w4a16_mxfp4": 0.5, "bf16": 2.0, "fp16": 2.0,
-             "int8": 1.0, "mxfp4": 0.5}
+MOE_BYTES = {"bfloat16": 2.0, "fp8": 1.0, "fp8_block": 1.0, "w4a16_mxfp4": 0.5, "nvfp4": 0.5, "bf16": 2.0,
+             "fp16": 2.0, "int8": 1.0, "mxfp4": 0.5}
 
 
 def _slice_bytes(hidden: float, inter: float, tp: float, dtype: str) -> float:
