@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 PACKAGE = "aiconfigurator-core 0.12.0"
 #: package GPU folder -> inference_ledger/data/gpus.csv ids it measures
 GPUS = {"h100_sxm": ("h100-sxm",), "h200_sxm": ("h200",), "a100_sxm": ("a100-80gb", "a100-40gb"),
-        "b200_sxm": ("b200",)}
+        "b200_sxm": ("b200",), "gb200": ("gb200",)}
 ENGINES = ("vllm", "sglang", "trtllm")
 GEMM_NK = (512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 16384, 51200, 65536)
 GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
