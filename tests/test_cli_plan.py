@@ -258,7 +258,8 @@ def test_a_placeholder_price_is_said_under_the_sentences(capsys):
     assert code == 0, err
     said = out.split("\n\n")[1]   # under the sentences, before the table
     assert said == ("Price: $2.50 per GPU-hour is a placeholder (the catalog has no public list price for mi355x): "
-                    "every cost above rests on it; give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv."), said
+                    "every cost above rests on it; give --price-per-gpu-hour or edit "
+                    "inference_ledger/data/gpus.csv."), said
     code, out, _ = cli(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm")
     assert code == 0 and "placeholder" not in out
     code, out, _ = cli(capsys, "plan", *args, "--price-per-gpu-hour", "3")

@@ -68,8 +68,8 @@ def test_ids_are_family_or_family_major_minor_and_every_trait_cites_its_source()
 @pytest.mark.parametrize("name, row", [("vllm-0.10", "vllm-0.9"), ("vllm-0.11", "vllm-0.9"), ("vllm-0.13", "vllm-0.12"),
                                        ("vllm-0.5", "vllm-0.4"), ("vllm-v0", "vllm-0.7"), ("vllm-0.19", "vllm"),
                                        ("sglang-0.5", "sglang"), ("trtllm-1.1", "trtllm-1.0"), ("trt-llm", "trtllm"),
-                                       ("trtllm-0.12", "trtllm-0.9"), ("TensorRT-LLM", "trtllm"), ("SGLang 0.4", "sglang-0.4"),
-                                       ("ATOM", "atom")])
+                                       ("trtllm-0.12", "trtllm-0.9"), ("TensorRT-LLM", "trtllm"),
+                                       ("SGLang 0.4", "sglang-0.4"), ("ATOM", "atom")])
 def test_every_release_of_a_row_resolves_to_it(name, row):
     assert engines.get_engine(name).id == row
 

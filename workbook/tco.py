@@ -61,7 +61,8 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
          "too; type your price in the Plan's override.",
          # the catalog's placeholder, unless the Plan's price was typed over it (catalog.placeholder_price)
          where(and_(starts_with(gpus.index_match(gpu, "price_source"), catalog.PLACEHOLDER_PRICE),
-                    eq(ctx.quantity("price_per_gpu_hour"), gpus.index_match(gpu, "price_per_gpu_hour"))), 0, 1), listed),
+                    eq(ctx.quantity("price_per_gpu_hour"), gpus.index_match(gpu, "price_per_gpu_hour"))), 0, 1),
+         listed),
     ]
 
 

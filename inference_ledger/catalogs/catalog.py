@@ -55,6 +55,8 @@ class UnknownId(LedgerInputError):
 
 #: How gpus.csv's price_source starts where no public on-demand list price was found.
 PLACEHOLDER_PRICE = "placeholder"
+#: What the commands tell a user whose bill rests on a placeholder price.
+PLACEHOLDER_REMEDY = "give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv"
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ def prefill_options(f: Callable) -> Callable:
 def placeholder_words(gpu: str, price: float) -> str:
     """What `plan` says under its sentences when the hourly price is the catalog's placeholder."""
     return (f"Price: ${price:,.2f} per GPU-hour is a placeholder (the catalog has no public list price for {gpu}): "
-            "every cost above rests on it; give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv.")
+            f"every cost above rests on it; {catalog.PLACEHOLDER_REMEDY}.")
 
 
 @click.command("plan", cls=Command)

@@ -48,8 +48,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
     why = [f"  {k + 1}. {summary(r)['why']}" for k, r in enumerate(found[:top])]
     marked = sorted({summary(r)["gpu"] for r in found[:top] if summary(r)["price_placeholder"]})
     note = [f"{PLACEHOLDER_MARK} a placeholder price (the catalog has no public list price for {', '.join(marked)}): "
-            "a rank by cost means nothing until you give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv."
-            ] if marked else []
+            f"a rank by cost means nothing until you {catalog.PLACEHOLDER_REMEDY}."] if marked else []
     return "\n".join([*(fmt.format(*row) for row in [head, *rows]), *note, "", "why:", *why])
 
 
