@@ -112,6 +112,11 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     # the Plan's target rows: a replica that does not start meets no target ("no", red), though one sequence's
     # TPOT (12 ms for DeepSeek-V3 on H100 against 50 ms) would
     assert _cell(cached, "ttft_ok").value == 0 and _cell(cached, "tpot_ok").value == 0
+    # ... and its headline gives no benchmark TTFT and no throughput (no replica runs), one sequence's TPOT
+    plan_ws = cached["Plan"]
+    headline = {plan_ws[f"A{r}"].value: plan_ws[f"B{r}"].value for r in range(20, 40)}
+    assert headline["TTFT expected"] == headline["Output tokens/s per GPU"] == "does not fit", headline
+    assert isinstance(headline["TPOT expected"], float), headline
     # no sentence prices what needs a fleet: no bill, so no buy-or-rent answer and no TTFT at the target QPS
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
     assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said

@@ -239,6 +239,14 @@ def is_bill(name: str) -> bool:
     return bool(ln) and (ln.unit.startswith("$") or ln.unit in BILL_UNITS) and plan.depends_on(ln, "max_concurrency")
 
 
+#: Figures of a running replica (a benchmark's TTFT, tokens/s, the bands): the Plan shows the verdict's words there
+#: when the plan does not start, as for a bill and as the Summary's key numbers do (TPOT stays: one sequence's step).
+REPLICA_FIGURES = frozenset({"ttft_seconds", "ttft_seconds_low", "ttft_seconds_high", "tokens_per_second",
+                             "tokens_per_second_low", "tokens_per_second_high", "tokens_per_second_per_gpu",
+                             "tpot_seconds_low", "tpot_seconds_high"})
+needs_a_replica = lambda name: is_bill(name) or name in REPLICA_FIGURES  # noqa: E731  (a bill or a replica figure)
+
+
 def billed(names) -> set[str]:
     """The bills among these lines and every one of them that reads a bill: each shows the verdict's words when its
     row does not start (an IF evaluates only the branch taken, so no cell reads a text)."""

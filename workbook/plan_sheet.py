@@ -13,11 +13,11 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 
 from inference_ledger.graph import concurrency, plan, verdict
 from inference_ledger.core.expr import NOVALUE
-from inference_ledger.core.sheetfuncs import eq, isblank, where
+from inference_ledger.core.sheetfuncs import eq, ge, isblank, where
 from inference_ledger.core.units import CONSTANTS
 
 from . import checks, style
-from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header, is_bill,
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header, needs_a_replica,
                     line_expression, line_row, list_validation, named, numeric_validation, py_value, quantity_format,
                     scale, second_view, section, shown, verdict_code, verdict_rules, verdict_words)
 from .context import Ctx
@@ -219,7 +219,7 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
         for col, line in (("B", lo), ("D", hi)):
             value = py_value(ctx.values[line])
             expr = ctx.quantity(line)
-            if is_bill(line):   # no bill, so no band, for a plan that does not start
+            if needs_a_replica(line):   # no replica, so no band, for a plan that does not start
                 expr = bill(verdict_code(ctx), expr)
             ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, quantity_format(line, q.unit, value))
         ctx.put(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
@@ -269,14 +269,17 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         ctx.put(ws, f"{L(0)}{r}", q.label)
         value = py_value(ctx.values[name])
         fmt = quantity_format(name, q.unit, value)
-        if is_bill(name):   # a plan that does not start has no bill: the verdict's words instead
+        if needs_a_replica(name):   # a plan that does not start has no bill, no throughput: the verdict's words
             ctx.formula(ws, f"{L(1)}{r}", bill(verdict_code(ctx), ctx.quantity(name)), style.FORMULA, fmt)
         else:
             ctx.formula(ws, f"{L(1)}{r}", ctx.quantity(name), style.FORMULA, fmt)
         ctx.put(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:
-            ctx.formula(ws, f"{L(3)}{r}", also.convert(ctx.at(ws, f"{L(1)}{r}")), style.FORMULA, also.format)
+            view = also.convert(ctx.at(ws, f"{L(1)}{r}"))
+            if needs_a_replica(name):   # the value cell holds the verdict's words then: no second view of them
+                view = where(ge(verdict_code(ctx), verdict.BELOW_CONCURRENCY), view, "")
+            ctx.formula(ws, f"{L(3)}{r}", view, style.FORMULA, also.format)
         ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))
     return r
