@@ -104,7 +104,7 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     proc, path = not_fitting[key]
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "does not fit" in proc.stdout
-    cached = load_workbook(path, data_only=True)  # what a mail preview shows before any recalculation
+    cached = opened(path, data_only=True)  # what a mail preview shows before any recalculation (read only)
     assert _cell(cached, "verdict").value == 0 and _cell(cached, "master_check").value == 0
     assert _verdict_words(cached) == "does not fit"
     assert _all_pass(cached) == []
@@ -147,7 +147,7 @@ def _status_fill(path, cached, coord: str) -> str:
     cached values of the names they read (a mail preview shows what they evaluate to in Excel)."""
     from inference_ledger.workbook import style
 
-    ws = load_workbook(path)["Summary"]
+    ws = opened(path)["Summary"]   # read only: one parse per file, however many cells are asked about
     fills = {style.GREEN[0]: "GREEN", style.RED[0]: "RED"}
     for cf in ws.conditional_formatting:
         if coord in str(cf.sqref):
