@@ -353,3 +353,28 @@ def test_engine_refusing_to_start_does_not_fit():
     assert v["kv_cache_budget_bytes_per_gpu"] < 0
     assert v["kv_capacity_tokens"] == 0
     assert v["fits"] == 0
+
+
+@pytest.mark.parametrize("engine, gpu, vendor", [("trtllm", "mi300x", "NVIDIA"), ("trtllm-0.9", "mi355x", "NVIDIA"),
+                                                 ("atom", "h100-sxm", "AMD")])
+def test_an_engine_is_refused_on_a_gpu_it_does_not_run_on(engine, gpu, vendor):
+    """TensorRT-LLM is NVIDIA's, ATOM is ROCm's (engines.csv gpu_vendors, each with its source): `plan` refuses the pair
+    in one line naming --engine (exit 2), and sweeps skip it."""
+    proc = subprocess.run([sys.executable, "-m", "inference_ledger", "plan", "--gpu", gpu, "--engine", engine],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "--engine" in proc.stderr and f"runs on {vendor} GPUs only" in proc.stderr, proc.stderr
+    assert engines.get_engine("vllm").gpu_vendors == engines.get_engine("sglang").gpu_vendors == "any"
+    resolve(None, "mi300x", engine="vllm")   # vLLM and SGLang run on both vendors
+    resolve(None, "h100-sxm", engine="sglang")
+
+
+def test_a_scenario_row_without_an_engine_keeps_the_builds_unless_it_does_not_run_on_its_gpu():
+    """`build --engine trtllm` with the built-in scenarios: the MI300X row runs vLLM (its engine cell says so), the
+    NVIDIA rows TensorRT-LLM; a build once stopped on that row."""
+    from inference_ledger.workbook.scenarios_sheet import inherited_engine
+
+    assert inherited_engine("trtllm", "mi300x") == engines.DEFAULT_ENGINE == "vllm"
+    assert inherited_engine("trtllm", "h100-sxm") == "trtllm"
+    assert inherited_engine("atom", "mi355x") == "atom" and inherited_engine("atom", "h200") == "vllm"
+    assert inherited_engine("sglang", "mi300x") == "sglang"

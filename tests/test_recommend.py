@@ -118,6 +118,14 @@ def test_a_placeholder_price_is_marked_where_it_ranks_a_plan(capsys):
     assert code == 0 and "*" not in out and "placeholder" not in out, out
 
 
+def test_recommend_lists_no_gpu_its_engine_does_not_run_on(capsys):
+    """TensorRT-LLM runs on NVIDIA GPUs only: recommended under it, no AMD GPU appears (they once ranked first)."""
+    code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-8b", "--qps", "20", "--engine", "trtllm",
+                          "--gpu", "mi300x,h100-sxm", "--json")
+    assert code == 0, err
+    assert {p["gpu"] for p in json.loads(out)["plans"]} == {"h100-sxm"}
+
+
 def test_cli_no_plan_meets_is_one_line(capsys):
     code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-405b", "--qps", "20", "--tpot", "0.001",
                           "--gpu", "l4")

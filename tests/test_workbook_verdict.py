@@ -201,6 +201,8 @@ TYPED = {
     "L03 concurrency -5": ("concurrency", -5, "concurrency must be a whole number >= 1"),
     "L04 concurrency 0": ("concurrency", 0, "concurrency must be a whole number >= 1"),
     "unknown model": ("model_id", "no-such-model", "model_id must be an id of the Models sheet"),
+    # ATOM typed onto the default H100: `plan --engine atom --gpu h100` refuses it (ATOM runs on AMD GPUs only)
+    "atom on an NVIDIA GPU": ("engine_id", "atom", "Engine runs on the GPU's vendor"),
     # L05: typed into the Override beside the catalog's 0 experts of the dense 70B
     "L05 experts on a dense model": ("experts_per_token", 4, "Experts per token"),
 }

@@ -28,7 +28,7 @@ from inference_ledger.formulas import ledger
 from inference_ledger.graph import plan, rules
 from inference_ledger.core.expr import Const
 from inference_ledger.core.sheetfuncs import abs_, and_, eq, floor, ge, gt, isnumber, le, lt, mod, one_zero, or_
-from inference_ledger.core.refs import count_if
+from inference_ledger.core.refs import count_if, name as defined_name
 from inference_ledger.core.units import SECONDS_PER_DAY
 
 from .cells import SELECTOR_NAMES
@@ -178,6 +178,17 @@ def _check_namespace(ctx: Ctx):
     return refs, vals
 
 
+def engine_vendor_check(ctx: Ctx) -> tuple[str, str, str, Any, int]:
+    """The resolver's engine rule (rules.engine_runs_on) over the Engines and GPUs sheets: a counted check, so an
+    engine typed onto a GPU it does not run on makes the verdict "invalid input", as `plan` refuses it."""
+    eng = defined_name(SELECTOR_NAMES["engine"], ctx.choice["engine"])
+    gpu = defined_name(SELECTOR_NAMES["gpu"], ctx.choice["gpu"])
+    ok = one_zero(rules.engine_runs_on(ctx.tables["Engines"].index_match(eng, "gpu_vendors"),
+                                       ctx.tables["GPUs"].index_match(gpu, "vendor")))
+    return ("Integrity", rules.ENGINE_VENDOR_LABEL, "TensorRT-LLM runs on NVIDIA GPUs only and ATOM on AMD ones (the "
+            "Engines sheet's gpu_vendors); vLLM and SGLang on any.", ok, int(ok.value))
+
+
 def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
     """(group, label, doc, formula Sym, value) of every check, in sheet order."""
     refs, vals = _check_namespace(ctx)
@@ -191,6 +202,7 @@ def check_rows(ctx: Ctx) -> list[tuple[str, str, str, Any, Any]]:
         rows.append(("Findings (not in the master check)", chk.label, chk.doc, one_zero(chk(refs)),
                      int(one_zero(chk(vals)))))
     rows += finance_checks(ctx)
+    rows.append(engine_vendor_check(ctx))
     for sheet, field in POSITIVE_FIELDS:
         t = ctx.tables[sheet]
         if not t.has(field):

@@ -27,7 +27,7 @@ class Scenario:
     weight_dtype: str
     kv_dtype: str
     inputs: dict[str, float] = field(default_factory=dict)  # plan input name -> value
-    engine: str = ""  # serving engine id or alias; "" = the build's engine
+    engine: str = ""  # serving engine id or alias; "" = the build's engine (vLLM where that one does not run)
     where: str = ""   # "file.csv line 3" for a row read from a CSV (named in its refusals)
 
 

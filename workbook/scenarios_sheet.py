@@ -14,6 +14,7 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.properties import Outline
 
+from inference_ledger.catalogs import engines
 from inference_ledger.graph import plan, resolve, verdict
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.refs import cell
@@ -27,6 +28,16 @@ from .scenarios import Scenario
 from .tables import ENGINE_LOOKUPS, KERNEL_INPUTS, SELECTORS, lookup
 
 
+def inherited_engine(build_engine: str, gpu: str) -> str:
+    """The engine of a row that names none: the build's, unless it does not run on the row's GPU (TensorRT-LLM on an
+    AMD row of the built-in list): then the default engine, which runs on any, and the row's engine cell says so."""
+    try:
+        off = resolve.engine_problem(engines.get_engine(build_engine), resolve.find_gpu(gpu)) if gpu else None
+    except LedgerInputError:
+        return build_engine   # an unknown GPU: the resolver refuses it in its own words
+    return engines.DEFAULT_ENGINE if off else build_engine
+
+
 def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, float], set[str]]:
     """(choices, inputs, names whose value is the row's own) of one scenario row, through the resolver.
 
@@ -38,8 +49,8 @@ def scenario_inputs(ctx: Ctx, sc: Scenario) -> tuple[dict[str, str], dict[str, f
               and k not in KERNEL_INPUTS and (k not in ctx.engine_inputs or k in ctx.explicit)}
     try:
         r = resolve.resolve(sc.model, sc.gpu, weight_dtype=sc.weight_dtype or None, kv_dtype=sc.kv_dtype or "bf16",
-                            engine=sc.engine or ctx.engine, extra_models=ctx.tables["Models"].rows,
-                            numbers=follow | sc.inputs)
+                            engine=sc.engine or inherited_engine(ctx.engine, sc.gpu),
+                            extra_models=ctx.tables["Models"].rows, numbers=follow | sc.inputs)
     except LedgerInputError as e:   # the row's own refusal, named by its file and line when it has them
         where = f"{sc.where}: " if sc.where else ""
         raise resolve.ChoiceError(getattr(e, "option", "scenarios"),

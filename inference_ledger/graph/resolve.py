@@ -45,7 +45,7 @@ from inference_ledger.catalogs.catalog_facts import fact as catalog_fact
 from inference_ledger.graph.rules import (MODEL_RULES, MOE_ONLY, Rule, context_problem,  # noqa: F401
                                           dense_override_problem, experts_per_token_ok, heads_problem,
                                           kv_heads_problem, kv_heads_split_ok, layout_problem, moe_layers_ok,
-                                          node_problem, rules_problem, tp_problem)
+                                          node_problem, rules_problem, tp_problem, engine_problem)
 
 #: Plan inputs read from the Model / Gpu field of the same name (the workbook's lookups follow the same rule).
 MODEL_INPUTS = tuple(i.name for i in plan.INPUTS if i.name in {f.name for f in dataclasses.fields(Model)})
@@ -277,6 +277,9 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
                          heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) \
         | bands.band_inputs(*segment) | bands.fitted_inputs(*segment) | explicit
+    problem = engine_problem(eng, g)
+    if problem:
+        raise ChoiceError("engine", problem)
     problem = tp_problem(m, g, int(inputs["tp"]), int(inputs["kv_heads"]))
     if problem:
         raise ChoiceError("tp", problem)

@@ -297,3 +297,22 @@ def context_problem(model: Optional[Model], context: float) -> Optional[str]:
         return (f"context {int(context):,} exceeds the {model.max_position_embeddings:,}-token maximum of "
                 f"{model.id} (max_position_embeddings)")
     return None
+
+
+#: engines.csv gpu_vendors of an engine that runs on every vendor's GPUs.
+ANY_VENDOR = "any"
+#: The Checks sheet's label of the rule below.
+ENGINE_VENDOR_LABEL = "Engine runs on the GPU's vendor"
+
+
+def engine_runs_on(engine_vendors, gpu_vendor):
+    """1/True when the engine runs on the GPU's vendor: its engines.csv ``gpu_vendors`` is ``any`` or that vendor
+    (TensorRT-LLM NVIDIA, ATOM AMD).  Strings in, a truth value out; Sym in, the Checks sheet's formula out."""
+    return or_(eq(engine_vendors, ANY_VENDOR), eq(engine_vendors, gpu_vendor))
+
+
+def engine_problem(engine, gpu: Optional[Gpu]) -> Optional[str]:
+    """Why this engine cannot serve on this GPU (None when it can, or when no catalog GPU is chosen)."""
+    if gpu is None or engine_runs_on(engine.gpu_vendors, gpu.vendor):
+        return None
+    return f"{engine.id} runs on {engine.gpu_vendors} GPUs only, and {gpu.id} is {gpu.vendor}: pick another engine"

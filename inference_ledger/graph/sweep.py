@@ -173,10 +173,16 @@ def build_sweep(spec: SweepSpec, max_rows: int = DEFAULT_MAX_ROWS) -> Table:
     # which (GPU, TP) and contexts each model can run (the resolver's rules); the rest go to the notes
     per_combo = len(wds) * len(kds) * len(concs)
     ok_tp, ok_ctx, notes = {}, {}, {}
+    off_engine = {g.id: resolve.engine_problem(engine, g) for g in gpus}   # GPUs the engine does not run on
     for m in models:
-        ok_tp[m.id] = [(g, t) for g in gpus for t in tps if resolve.tp_problem(m, g, t) is None]
+        ok_tp[m.id] = [(g, t) for g in gpus for t in tps
+                       if not off_engine[g.id] and resolve.tp_problem(m, g, t) is None]
         ok_ctx[m.id] = [c for c in ctxs if resolve.context_problem(m, c) is None]
         for g in gpus:
+            if off_engine[g.id]:
+                key = (g.id, f"engine {engine.id}", off_engine[g.id])
+                notes[key] = notes.get(key, 0) + per_combo * len(ctxs) * len(tps)
+                continue
             for t in tps:
                 reason = resolve.tp_problem(m, g, t)
                 if reason:
