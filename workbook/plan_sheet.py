@@ -13,7 +13,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 
 from inference_ledger.graph import concurrency, plan, verdict
 from inference_ledger.core.expr import NOVALUE
-from inference_ledger.core.sheetfuncs import eq, ge, isblank, where
+from inference_ledger.core.sheetfuncs import eq, isblank, where
 from inference_ledger.core.units import CONSTANTS
 
 from . import checks, style
@@ -277,8 +277,8 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:
             view = also.convert(ctx.at(ws, f"{L(1)}{r}"))
-            if needs_a_replica(name):   # the value cell holds the verdict's words then: no second view of them
-                view = where(ge(verdict_code(ctx), verdict.BELOW_CONCURRENCY), view, "")
+            if needs_a_replica(name):   # the value cell holds the verdict's words then: so does its second view
+                view = bill(verdict_code(ctx), view)
             ctx.formula(ws, f"{L(3)}{r}", view, style.FORMULA, also.format)
         ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
                                                                                    "Plan: Inputs"))

@@ -20,12 +20,12 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.catalogs import catalog
+from inference_ledger.catalogs import prices
 from inference_ledger.formulas import finance, finance_forecast
 from inference_ledger.graph import plan
 from inference_ledger.core.refs import cell, name as defined_name
 from inference_ledger.core.expr import Sym
-from inference_ledger.core.sheetfuncs import and_, concat, eq, ge, isnumber, one_zero, starts_with, where
+from inference_ledger.core.sheetfuncs import concat, eq, ge, isnumber, one_zero, where
 from inference_ledger.core.refs import match
 from inference_ledger.core.units import VERDICT_MEETS
 from inference_ledger.graph.verdict import DOES_NOT_FIT
@@ -47,9 +47,10 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
     t = ctx.tables["GPU costs"]
     has = any(e.id == ctx.choice["gpu"] for e in t.rows)
     public = int(has and t.entry(ctx.choice["gpu"]).price_public == 1)
-    gpus = ctx.tables["GPUs"]
-    listed = int(not catalog.placeholder_price(ctx.choice["gpu"], ctx.inputs["price_per_gpu_hour"]))
     gpu = defined_name("gpu_id", ctx.choice["gpu"])
+    gpus = ctx.tables["GPUs"]
+    listed = where(prices.on_placeholder(gpus.index_match(gpu, "price_source"), ctx.quantity("price_per_gpu_hour"),
+                                          gpus.index_match(gpu, "price_per_gpu_hour")), 0, 1)
     return [
         ("Integrity", "GPU is in the GPU costs catalog", "The chosen GPU has a server price and power row.",
          one_zero(isnumber(match(gpu, t.ids_expr()))), int(has)),
@@ -59,10 +60,7 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
         ("Findings (not in the master check)", "Hourly price of the chosen GPU is a public list price",
          "0 = the GPUs sheet's price is a placeholder (no public on-demand list price found): every bill on it is one "
          "too; type your price in the Plan's override.",
-         # the catalog's placeholder, unless the Plan's price was typed over it (catalog.placeholder_price)
-         where(and_(starts_with(gpus.index_match(gpu, "price_source"), catalog.PLACEHOLDER_PRICE),
-                    eq(ctx.quantity("price_per_gpu_hour"), gpus.index_match(gpu, "price_per_gpu_hour"))), 0, 1),
-         listed),
+         listed, int(listed.value)),
     ]
 
 

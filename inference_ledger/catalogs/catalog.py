@@ -29,6 +29,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from inference_ledger.core import csvfile
 from inference_ledger.core.args import LedgerInputError, echo
+from inference_ledger.catalogs.prices import PLACEHOLDER_PRICE, on_placeholder
 from inference_ledger.core.sheetfuncs import starts_with
 from inference_ledger.catalogs.hfconfig import Architecture, load_config, parse
 from inference_ledger.formulas.ledger import bytes_per_element
@@ -51,12 +52,6 @@ class UnknownId(LedgerInputError):
 # ----------------------------------------------------------------------------------------
 # records
 # ----------------------------------------------------------------------------------------
-
-
-#: How gpus.csv's price_source starts where no public on-demand list price was found.
-PLACEHOLDER_PRICE = "placeholder"
-#: What the commands tell a user whose bill rests on a placeholder price.
-PLACEHOLDER_REMEDY = "give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv"
 
 
 @dataclass(frozen=True)
@@ -89,8 +84,7 @@ class Gpu:
 
     @property
     def price_placeholder(self) -> bool:
-        """Whether the catalog's hourly price is a placeholder (no public list price found: gpus.csv's price_source
-        starts with :data:`PLACEHOLDER_PRICE`), so a bill or a ranking by cost on it says nothing about this GPU."""
+        """Whether the catalog's hourly price is a placeholder (price_source starts with :data:`PLACEHOLDER_PRICE`)."""
         return bool(starts_with(self.price_source, PLACEHOLDER_PRICE))
 
 
@@ -354,22 +348,24 @@ def get_gpu(name: str) -> Gpu:
 
 
 def placeholder_price(gpu_id: Optional[str], price_per_gpu_hour: float) -> bool:
-    """Whether a plan's hourly price is its catalog GPU's placeholder (:attr:`Gpu.price_placeholder`): a price the
-    user gave, or a GPU not in the catalog, is not."""
+    """:func:`on_placeholder` for a catalog GPU by id (False for one not in the catalog)."""
+    g = find_gpu_or_none(gpu_id)
+    return bool(g and on_placeholder(g.price_source, float(price_per_gpu_hour), g.price_per_gpu_hour))
+
+
+def find_gpu_or_none(gpu_id: Optional[str]) -> Optional[Gpu]:
+    """A catalog GPU by id, None for none or one not in the catalog."""
     try:
-        g = get_gpu(gpu_id) if gpu_id else None
+        return get_gpu(gpu_id) if gpu_id else None
     except UnknownId:
-        return False
-    return bool(g and g.price_placeholder and float(price_per_gpu_hour) == g.price_per_gpu_hour)
+        return None
 
 
 def fp4_tensor_cores(gpu_id: Optional[str]) -> bool:
     """Whether a catalog GPU multiplies FP4 natively (an FP4 dense rate in gpus.csv: Blackwell, MI355X); False for
     a GPU not in the catalog."""
-    try:
-        return bool(get_gpu(gpu_id).fp4_flops) if gpu_id else False
-    except UnknownId:
-        return False
+    g = find_gpu_or_none(gpu_id)
+    return bool(g and g.fp4_flops)
 
 
 def get_model(name: str) -> Model:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from inference_ledger.graph import concurrency, resolve, summary
-from inference_ledger.catalogs import catalog, catalog_facts, engines
+from inference_ledger.catalogs import catalog, catalog_facts, engines, prices
 from inference_ledger.core import files, unit_registry
 from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
@@ -197,7 +197,7 @@ def prefill_options(f: Callable) -> Callable:
 def placeholder_words(gpu: str, price: float) -> str:
     """What `plan` says under its sentences when the hourly price is the catalog's placeholder."""
     return (f"Price: ${price:,.2f} per GPU-hour is a placeholder (the catalog has no public list price for {gpu}): "
-            f"every cost above rests on it; {catalog.PLACEHOLDER_REMEDY}.")
+            f"every cost above rests on it; {prices.PLACEHOLDER_REMEDY}.")
 
 
 @click.command("plan", cls=Command)

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import click
 
-from inference_ledger.catalogs import catalog, engines
+from inference_ledger.catalogs import catalog, engines, prices
 from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
 from inference_ledger.cli.plan import Quantity, default_help
@@ -48,7 +48,7 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
     why = [f"  {k + 1}. {summary(r)['why']}" for k, r in enumerate(found[:top])]
     marked = sorted({summary(r)["gpu"] for r in found[:top] if summary(r)["price_placeholder"]})
     note = [f"{PLACEHOLDER_MARK} a placeholder price (the catalog has no public list price for {', '.join(marked)}): "
-            f"a rank by cost means nothing until you {catalog.PLACEHOLDER_REMEDY}."] if marked else []
+            f"a rank by cost means nothing until you {prices.PLACEHOLDER_REMEDY}."] if marked else []
     return "\n".join([*(fmt.format(*row) for row in [head, *rows]), *note, "", "why:", *why])
 
 

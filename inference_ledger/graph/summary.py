@@ -54,13 +54,22 @@ def money(x, symbol: str, cents: bool = False):
     return concat(symbol, text(x, "#,##0.00" if cents else "#,##0"))
 
 
+#: How the sentences write seconds.
+SECONDS_FORMAT = "#,##0.00"
+
+
 def seconds(x):
-    return concat(text(x, "#,##0.00"), " s")
+    return concat(text(x, SECONDS_FORMAT), " s")
+
+
+def _noun(n, one: str, many: str):
+    """The noun a count takes: singular at 1."""
+    return where(eq(n, 1), one, many)
 
 
 def _counted(n, one: str, many: str):
     """A whole count and its noun: '1 replica', '3 replicas'."""
-    return concat(count(n), where(eq(n, 1), one, many))
+    return concat(count(n), _noun(n, one, many))
 
 
 def _question(q, cur):
@@ -84,7 +93,7 @@ def _memory(q, cur):
 
 
 def _fleet(q, cur):
-    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No fleet: one replica does not fit on this GPU.",
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No fleet: the plan does not fit.",
                  # the replicas are the GPUs over the first sentence's GPUs per replica (and a key number)
                  concat("For the target QPS: ", _counted(q.gpus_for_qps, " GPU", " GPUs"), " in ",
                         _counted(q.servers_for_qps, " server", " servers"), ", ", pct(q.qps_headroom),
@@ -102,8 +111,7 @@ def _own(q, cur):
     # buy or rent compares two bills of a fleet: a plan that does not fit has neither
     owns = eq(q.owned_beats_rent, 1)
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No own-or-rent answer: the plan does not fit.",
-                 concat(where(owns, "Owning is cheaper", "Renting is cheaper"),
-                        " at this utilization (break-even ", pct(q.breakeven_utilization),
+                 concat(where(owns, "Owning", "Renting"), " is cheaper at this utilization (break-even ", pct(q.breakeven_utilization),
                         where(owns, concat(", payback ", count(q.payback_months), " months"), ""), ")."))
 
 
@@ -118,9 +126,9 @@ def _ttft(q, cur):
 
 def _ttft_benchmark(q, cur):
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No benchmark TTFT: the plan does not fit.",
-                 concat("A benchmark at concurrency ", count(q.concurrency), " (clients start together) reports TTFT ",
-                        seconds(q.ttft_seconds), " (band ",
-                        seconds(q.ttft_seconds_low), " to ", seconds(q.ttft_seconds_high), ")."))
+                 concat("A benchmark of ", count(q.concurrency), " clients started together reports TTFT ",
+                        seconds(q.ttft_seconds), " (band ", text(q.ttft_seconds_low, SECONDS_FORMAT), " to ",
+                        seconds(q.ttft_seconds_high), ")."))
 
 
 def _tpot(q, cur):
@@ -135,7 +143,7 @@ def _band(q, cur):
     lo, hi = q.gpus_for_qps_low, q.gpus_for_qps_high
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No band: the plan does not fit.",
                  concat("Band (about 80% of new measurements fall inside): ", count(lo),
-                        where(eq(lo, hi), concat(where(eq(hi, 1), " GPU", " GPUs"), " at either end."),
+                        where(eq(lo, hi), concat(_noun(hi, " GPU", " GPUs"), " at either end."),
                               concat(" to ", count(hi), " GPUs."))))
 
 
@@ -143,8 +151,7 @@ def _band_cost(q, cur):
     lo, hi = q.monthly_cost_qps_low, q.monthly_cost_qps_high
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No cost band: the plan does not fit.",
                  concat("Monthly cost over the band: ", money(lo, cur),
-                        where(eq(lo, hi), "", concat(" to ", money(hi, cur))), " on demand",
-                        where(eq(lo, hi), " at either end.", ".")))
+                        where(eq(lo, hi), " on demand at either end.", concat(" to ", money(hi, cur), " on demand."))))
 
 
 def _limit(q, cur):
@@ -153,7 +160,7 @@ def _limit(q, cur):
 
 def _fails(q, cur):
     return where(eq(q.fits * q.kv_fits * q.ttft_ok * q.tpot_ok, 1), "Nothing fails: memory, concurrency, TTFT, TPOT.",
-                 concat("Fails:", where(eq(q.fits, 0), " the KV cache is over the engine's budget.",
+                 concat("Fails:", where(eq(q.fits, 0), " the KV cache is over its budget.",
                                         where(eq(q.kv_fits, 0), " fewer sequences fit than asked.", "")),
                         # a plan that does not start misses no target: no replica runs
                         where(eq(q.verdict, verdict.DOES_NOT_FIT), "",
