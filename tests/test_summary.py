@@ -46,7 +46,7 @@ RENDERS_AHEAD = [(kwargs, False) for kwargs, _ in BUILDS.values()]
 def book(request, workbooks):
     kwargs, args = BUILDS[request.param]
     path, _ = workbooks(**kwargs)
-    return path, args
+    return path, args, request.param
 
 
 @pytest.mark.parametrize("x, fmt, want", [
@@ -76,7 +76,7 @@ def _summary_sentences(path) -> list[str]:
 
 
 def test_plan_prints_the_summary_sentences_first(book):
-    path, args = book
+    path, args, _ = book
     code, out, err = cli("plan", *args)
     assert code == 0, err
     sheet = _summary_sentences(path)
@@ -130,6 +130,29 @@ def test_no_sheet_prints_wider_than_the_columns_it_fills(book):
                     if not ws.column_dimensions[get_column_letter(k)].hidden else 0 for k in range(1, last + 1))
         assert int(ws.page_setup.fitToWidth) <= max(1, math.ceil(width / PAGE_WIDTH)), (ws.title, width, last)
     assert int(wb["Start"].page_setup.fitToWidth) == 1
+
+
+def test_the_kernels_sheet_prints_the_rows_of_the_books_choices_only(book):
+    """The Kernels sheet printed its whole catalog grid (2,660 rows: 94 pages of numbers) with the book.  Its first
+    rows are now the Plan's and each scenario's choice, the print area ends with them, and the grid below stays
+    on screen (the lookups match by key, so the order changes no figure)."""
+    from openpyxl.utils import range_boundaries
+
+    from inference_ledger.workbook.kernels_sheet import FIRST_ROW
+
+    wb = opened(book[0])
+    ws = wb["Kernels"]
+    area = ws.print_area[0] if isinstance(ws.print_area, (list, tuple)) else ws.print_area
+    _, _, _, last = range_boundaries(area.split("!")[-1].replace("$", ""))
+    printed = [ws.cell(r, 1).value for r in range(FIRST_ROW, last + 1)]
+    # the Plan's own choice first: the default plan as the Summary states it (Llama 3.1 70B on 4 H100 SXM, BF16
+    # weights and KV cache, vLLM), or the build's (DeepSeek-V3 at TP 8 on H200: its FP8 weights, BF16 KV cache)
+    assert printed[0] == {"default": "llama-3.1-70b|h100-sxm|4|1|bf16|bf16|vllm",
+                          "deepseek-v3 on 8x h200": "deepseek-v3|h200|8|1|fp8|bf16|vllm"}[book[2]]
+    scenarios = sum(1 for c in wb["Scenarios"]["A"] if c.row > 7 and c.value)
+    assert len(set(printed)) == len(printed) <= 1 + scenarios
+    assert ws.max_row - last > 1000          # the grid is still in the sheet, below the printed rows
+    assert f"The first {len(printed)} rows" in ws["A3"].value
 
 
 #: The printable height of an A4 landscape page (210 mm = 595 pt, less 0.6 in top and bottom margins).

@@ -7,7 +7,8 @@ engine.  This sheet holds them for every catalog model on every GPU with tables,
 FP8 weights and KV cache, under the default engine, plus the Plan's and each scenario's own choice; the Plan and
 Scenarios look their row up by the key model|gpu|tp|ep|weight dtype|KV dtype|engine (INDEX/MATCH), so the book stays
 live without Python.  A choice without a row (a GPU without tables, INT4 or MXFP4 weights, BF16 on MI300X / MI325X,
-an MLA model under DP attention, another engine's grid) reads 0: the roofline.
+an MLA model under DP attention, another engine's grid) reads 0: the roofline.  The choices come first and are the
+sheet's print area; the grid follows on screen only (printed, it was ninety-odd pages of numbers).
 """
 
 from __future__ import annotations
@@ -89,13 +90,16 @@ def choice_rows(ctx: Ctx) -> list:
 
 
 def kernels_sheet(wb, ctx: Ctx) -> None:
-    rows = {r.id: r for r in (*grid_rows(), *choice_rows(ctx))}
+    # the rows the Plan and the scenarios look up come first: the printed part (see the module doc)
+    chosen = {r.id: r for r in choice_rows(ctx)}
+    rows = {**chosen, **{r.id: r for r in grid_rows() if r.id not in chosen}}
     ws = ctx.new_sheet("Kernels", "Kernels: each operation's measured figures by choice (the Plan and Scenarios "
                        "look their row up)", tab="A5A5A5")
     ctx.put(ws, "A3", "From NVIDIA aiconfigurator-core 0.12.0's measured kernel tables (Apache-2.0) and, for AMD, "
             "ROCm/aiter's tuner tables (MIT) and published all-reduce figures (inference_ledger/data/kernels/NOTICE), "
             "read at each row's shapes: key = model|gpu|tp|ep|weight dtype|KV dtype|engine. A choice without a row "
-            "prices the step on the roofline.", style.NOTE)
+            f"prices the step on the roofline. The first {len(chosen)} rows are the Plan's and the scenarios' "
+            "choices (the printed part); the catalog grid below them is on screen only.", style.NOTE)
     ws.merge_cells("A3:L3")
     cols = ("id", *KERNEL_INPUTS)
     for j, name in enumerate(cols):
@@ -115,4 +119,4 @@ def kernels_sheet(wb, ctx: Ctx) -> None:
     ctx.define(f"{KERNEL_PREFIX}_FIELDS", ws, f"A{FIELD_ROW}:{last_col}{FIELD_ROW}")
     ws.freeze_panes = f"B{FIRST_ROW}"
     ws.print_title_rows = f"{HEADER_ROW}:{HEADER_ROW}"
-    ws.print_area = f"A1:{last_col}{end}"
+    ws.print_area = f"A1:{last_col}{FIRST_ROW + max(len(chosen), 1) - 1}"
