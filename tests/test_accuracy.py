@@ -427,3 +427,16 @@ def test_a_stated_memory_fraction_moves_the_kv_budget_as_the_sources_logs_do():
     same = [dataclasses.replace(r, engine_args="") for r in (low, high)]
     assert plan.evaluate(accuracy.row_inputs(same[0]))["kv_cache_budget_bytes_per_gpu"] == \
         plan.evaluate(accuracy.row_inputs(same[1]))["kv_cache_budget_bytes_per_gpu"]
+
+
+def test_a_rows_attention_dp_splits_its_gpus_into_ranks():
+    """The TensorRT-LLM perf overview runs its MoE models with 'enable_attention_dp: true' on TP 8: eight attention
+    ranks of one GPU each, the experts over all eight.  The row keeps its 8 GPUs (one replica) and the plan gets
+    tp 1 x dp_attention 8; without the setting it would be one TP-8 attention group."""
+    rows = {r.id: r for r in load_measured_load()}
+    r = rows["trtllm10-h200-qwen3-235b-a22b-fp8-tp8-1000-1000"]
+    assert (r.tp, r.gpus, r.engine_settings) == (8, 8, {"dp_attention": 8})
+    v = plan.evaluate(accuracy.row_inputs(r))
+    assert (v["tp"], v["dp_attention"], v["gpus_per_replica"]) == (1, 8, 8)
+    tp8 = plan.evaluate(accuracy.row_inputs(dataclasses.replace(r, engine_args="")))
+    assert (tp8["tp"], tp8["dp_attention"], tp8["gpus_per_replica"]) == (8, 1, 8)

@@ -179,6 +179,29 @@ def test_dp_attention_ranks_prefill_their_own_prompts_in_the_same_stall():
         (one["effective_concurrency"] - 1) * one["ttft_service_seconds"] / (t - 1), rel=1e-12)
 
 
+def test_each_dp_attention_rank_prefills_its_own_share_of_a_wave():
+    """A benchmark's first wave under DP attention: each of the 8 ranks prefills its own B / 8 prompts in its own
+    token budget, in parallel with the others (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention: a
+    scheduler per rank).  By hand from the plan's own lines: the wave is one prompt's service time + (B/8 - 1)
+    further prompts + the further chunks of B/8 x S tokens at max_num_batched_tokens each."""
+    import math
+
+    kw = dict(tp=1, dp_attention=8, ep=8, concurrency=2048, input_tokens=1000, output_tokens=1000)
+    v = plan.evaluate(_resolved("qwen3-235b-a22b", "h200", "trtllm", **kw).inputs)
+    b, s = v["effective_concurrency"], 1000
+    n = b / 8
+    assert v["rank_concurrency"] == pytest.approx(n) and n > 1
+    chunks = max(math.ceil(n * s / v["max_num_batched_tokens"]) - v["prefill_chunks"], 0)
+    assert v["wave_extra_chunks"] == chunks
+    assert v["wave_prefill_seconds"] == pytest.approx(
+        v["ttft_service_seconds"] + (n - 1) * v["prefill_seconds_per_extra_prompt"]
+        + chunks * v["prefill_chunk_fixed_seconds"], rel=1e-12)
+    assert v["lockstep_prompts"] == pytest.approx(min(n, max(1, v["prefill_room_tokens"] / s)))
+    # the same replica without DP attention would prefill all B prompts in one scheduler's budget: 8x the wave
+    whole = plan.evaluate(_resolved("qwen3-235b-a22b", "h200", "trtllm", **kw).inputs | {"dp_attention": 1})
+    assert whole["rank_concurrency"] == whole["effective_concurrency"]
+
+
 def test_engines_and_their_versions_change_the_answer():
     kw = dict(tp=4, concurrency=64, input_tokens=1024, output_tokens=512)
     tpot = {e: plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", e, **kw).inputs)["tpot_seconds"]

@@ -42,6 +42,8 @@ ENGINE_ARGS = {
     "ep": "whole-expert EP (MoE TP 1): vLLM --enable-expert-parallel (= TP), SGLang --ep-size; not TensorRT-LLM's "
           "--ep_size below --tp_size (MoE TP x EP, a split the plan does not hold)",
     "max_model_len": "vLLM --max-model-len, TensorRT-LLM --max_seq_len, SGLang --context-length",
+    "dp_attention": "attention data-parallel ranks among the row's tp GPUs (attention TP = tp / dp_attention): "
+                    "TensorRT-LLM enable_attention_dp (DP = tp_size), SGLang --enable-dp-attention --dp",
 }
 
 

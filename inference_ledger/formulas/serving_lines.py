@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from inference_ledger.formulas import admission, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import eq, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio_up, total
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio, ratio_up, total
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -41,6 +41,12 @@ effective_concurrency = derived("effective_concurrency", serving.effective_concu
     "Sequences decoding together: min(requested concurrency, sequences the KV budget holds at full context, "
     "the schedulers' limit), at least 1; the rest queue.",
     kv_limit="max_concurrency", max_num_seqs="max_running_sequences")
+
+
+rank_concurrency = ratio("rank_concurrency", ("effective_concurrency", "dp_attention"),
+    "Sequences per scheduler", "sequences", FIT,
+    "Effective concurrency / DP-attention ranks: each rank schedules its own sequences and prefills its own prompts "
+    "in its own token budget (the whole replica without DP attention).")
 
 
 kv_admission_policy = derived("kv_admission_policy", admission.kv_admission_policy, "KV admission policy", "code", FIT,

@@ -284,19 +284,19 @@ prefill_chunk_fixed_seconds = derived("prefill_chunk_fixed_seconds", serving.chu
 wave_extra_chunks = derived("wave_extra_chunks", serving.wave_extra_chunks,
     "Further chunks of a wave", "chunks", COMPUTE,
     "Forward passes a wave of the effective concurrency's prompts takes beyond a lone prompt's: ROUNDUP(n S / "
-    "max_num_batched_tokens) - the prompt's chunks, at least 0.", prompts="effective_concurrency")
+    "max_num_batched_tokens) - the prompt's chunks, at least 0.", prompts="rank_concurrency")
 
 
 wave_prefill_seconds = derived("wave_prefill_seconds", serving.wave_prefill_seconds, "Prefill of a wave", "s", COMPUTE,
     "The effective concurrency's prompts prefilled together: one prompt's service time + each further prompt's "
     "work + each further chunk's fixed part.",
-    prompts="effective_concurrency", extra_chunks="wave_extra_chunks", chunk_fixed="prefill_chunk_fixed_seconds")
+    prompts="rank_concurrency", extra_chunks="wave_extra_chunks", chunk_fixed="prefill_chunk_fixed_seconds")
 
 
 wave_ttft_seconds = derived("wave_ttft_seconds", serving.wave_ttft_seconds, "Mean TTFT of a wave", "s", COMPUTE,
     "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
     "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.",
-    prompts="effective_concurrency")
+    prompts="rank_concurrency")
 
 
 @line("TTFT under open arrivals", "s", COMPUTE,
@@ -312,13 +312,13 @@ prefill_room_tokens = derived("prefill_room_tokens", serving.prefill_room_tokens
     "Prompt-token room per step", "tokens", COMPUTE,
     "max_num_batched_tokens less the decode tokens a chunking engine schedules first (vLLM V1's scheduler: running "
     "requests, then waiting prompts in what is left of the token budget); the whole budget for an engine that runs "
-    "prompts whole in their own iteration.")
+    "prompts whole in their own iteration.", effective_concurrency="rank_concurrency")
 
 
 lockstep_prompts = derived("lockstep_prompts", serving.lockstep_prompts,
     "Prompts prefilled together in lockstep", "prompts", COMPUTE,
     "A benchmark's fixed-length closed loop keeps the prompts that got their first token in the same step together: "
-    "min(B, max(1, room / S)) prompts arrive and are prefilled together.")
+    "min(B, max(1, room / S)) prompts arrive and are prefilled together.", effective_concurrency="rank_concurrency")
 
 
 admission_wait_seconds = derived("admission_wait_seconds", serving.admission_wait_seconds,
@@ -338,7 +338,8 @@ prefill_bound_ttft_seconds = derived("prefill_bound_ttft_seconds", serving.prefi
     "Wait for prefill room", "s", COMPUTE,
     "A chunking engine: when B x S prompt tokens per cycle need more steps than a request's T - 1 decode steps at "
     "room tokens a step, the difference in steps x TPOT is spent waiting (Little's law on the closed loop); 0 "
-    "otherwise, and for whole-prompt engines (their prefills stall the decode steps instead).")
+    "otherwise, and for whole-prompt engines (their prefills stall the decode steps instead).",
+    effective_concurrency="rank_concurrency")
 
 
 @line("TTFT of a benchmark's steady state", "s", COMPUTE,

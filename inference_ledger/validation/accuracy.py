@@ -153,8 +153,9 @@ def row_inputs(row: LoadRow) -> dict:
     source states: ``engine_args``, max_model_len going to the resolver, the rest as plan inputs)."""
     settings = row.engine_settings
     max_model_len = settings.pop("max_model_len", None)
-    numbers = {"tp": row.tp, "concurrency": row.batch, "input_tokens": row.input_tokens,
-               "output_tokens": row.output_tokens, **settings}
+    # tp is the row's GPUs per replica; under DP attention they are dp_attention ranks of tp / dp_attention each
+    numbers = {"tp": row.tp / settings.get("dp_attention", 1), "concurrency": row.batch,
+               "input_tokens": row.input_tokens, "output_tokens": row.output_tokens, **settings}
     if row.requests is not None:  # the run's N where the source prints it (else the benchmark tools' default)
         numbers["benchmark_requests"] = row.requests
     if row.fixed_lengths is not None:  # whether its requests share one length (else the plan's default)
