@@ -173,8 +173,8 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
             if name == "overlap_scheduling":
                 assert value == 1 and "--async-scheduling" in text, r.id
                 continue
-            if name == "dp_attention":  # TensorRT-LLM's switch: DP over all tp_size GPUs of the row
-                assert value == r.tp and "'enable_attention_dp: true'" in text, r.id
+            if name == "dp_attention":  # the engines' switch: DP over all tp_size GPUs of the row
+                assert value == r.tp and ("'enable_attention_dp: true'" in text or "--enable-dp-attention" in text), r.id
                 continue
             printed = f"{value:g}"
             assert any(f"{flag}{printed}" in text for flag in flags[name]), (r.id, name, printed)
