@@ -128,15 +128,20 @@ def test_a_prefill_first_scheduler_repeats_the_wave_only_with_fixed_lengths():
 
 def test_the_wave_comes_back_on_a_prefill_first_engine_with_fixed_lengths():
     """The InferenceX-shaped run above (16 clients of 1,024 / 512, N = 160) on a prefill-first engine: every request
-    waits as the first wave's do, 616.06 ms (17/32 of 16 prompts' 72.477 ms, by hand above), whatever N; with
-    lengths drawn per request the steady state is the lockstep groups' again (631.61 ms)."""
+    waits as the first wave's do, 616.06 ms (17/32 of 16 prompts' 72.477 ms, by hand above), whatever N.  With
+    lengths drawn per request the groups dissolve: a prompt shares its prefill with those of the 15 other clients
+    that arrive while it runs, each sending one per cycle of 72.477 + 511 x 18.218 = 9,381.9 ms, so 1 + 15 x 72.477 /
+    9,381.9 = 1.1159 prompts; its TTFT is the two steps under way (36.436 ms) + 1.1159 x 72.477 ms + one step (18.218
+    ms) = 135.53 ms, and the mean over N = (16 x 616.06 + 144 x 135.53) / 160 = 183.58 ms."""
     kw = plan.defaults() | SEED_70B | {"benchmark_requests": 160, "prefill_first": 1}
     waves = plan.evaluate(kw)
     assert waves["steady_ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
     assert waves["ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
     assert plan.evaluate(kw | {"benchmark_requests": 1000})["ttft_seconds"] == pytest.approx(0.61606, rel=1e-4)
     drawn = plan.evaluate(kw | {"benchmark_fixed_lengths": 0})
-    assert drawn["ttft_seconds"] == pytest.approx(0.63161, rel=1e-4)
+    assert drawn["lockstep_prompts"] == pytest.approx(1.11588, rel=1e-4)
+    assert drawn["steady_ttft_seconds"] == pytest.approx(0.13553, rel=1e-4)
+    assert drawn["ttft_seconds"] == pytest.approx(0.18358, rel=1e-4)
 
 
 def test_sglang_and_vllm_v0_schedule_prompts_first_and_v0_stops_once_it_chunks():

@@ -315,10 +315,17 @@ prefill_room_tokens = derived("prefill_room_tokens", serving.prefill_room_tokens
     "prompts whole in their own iteration.", effective_concurrency="rank_concurrency")
 
 
-lockstep_prompts = derived("lockstep_prompts", serving.lockstep_prompts,
-    "Prompts prefilled together in lockstep", "prompts", COMPUTE,
-    "A benchmark's fixed-length closed loop keeps the prompts that got their first token in the same step together: "
-    "min(B, max(1, room / S)) prompts arrive and are prefilled together.", effective_concurrency="rank_concurrency")
+@line("Prompts prefilled together in lockstep", "prompts", COMPUTE,
+      "A benchmark's fixed-length closed loop keeps the prompts that got their first token in the same step together: "
+      "min(B, max(1, room / S)) of a rank's B arrive and are prefilled together.  Lengths drawn per request dissolve "
+      "the groups: a prompt then shares its prefill with the others that arrive while it runs, each of the B - 1 "
+      "other clients sending one per cycle: 1 + (B - 1) x prefill / (prefill + (T - 1) x TPOT), at most the group.")
+def lockstep_prompts(rank_concurrency, prefill_room_tokens, input_tokens, benchmark_fixed_lengths,
+                     ttft_service_seconds, output_tokens, tpot_seconds):
+    group = serving.lockstep_prompts(rank_concurrency, prefill_room_tokens, input_tokens)
+    spread = 1 + (rank_concurrency - 1) * ttft_service_seconds / serving.cycle_seconds(ttft_service_seconds,
+                                                                                      output_tokens, tpot_seconds)
+    return where(eq(benchmark_fixed_lengths, 1), group, minimum(group, spread))
 
 
 admission_wait_seconds = derived("admission_wait_seconds", serving.admission_wait_seconds,
