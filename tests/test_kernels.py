@@ -236,3 +236,21 @@ def test_plan_json_has_the_operations_and_their_sources(gpu, source):
         assert "h200_sxm/gemm/vllm" in d["decode_ops"]["qkv"]["source"]
         steps = sum(e["seconds"] for op, e in d["decode_ops"].items() if op not in ("parallel", "prefill_stall"))
         assert steps == pytest.approx(d["decode_kernel_seconds"], rel=1e-9)
+
+
+def test_each_dp_attention_rank_runs_its_attention_gemms_over_its_own_tokens():
+    """Under DP attention every rank holds the whole QKV and O weights and runs them over its own sequences: the
+    GEMMs' M is the step's tokens / DP (8 ranks of Qwen3-235B on H200, each with some 180 sequences), by hand from
+    the curve of their measured floor and time per token; without DP it is all of the step's tokens."""
+    from inference_ledger.formulas import serving
+
+    kw = dict(tp=1, dp_attention=8, ep=8, concurrency=2048, input_tokens=1000, output_tokens=1000)
+    v = plan.evaluate(_resolved("qwen3-235b-a22b", "h200", "trtllm", **kw).inputs)
+    m = v["step_tokens"] / 8
+    assert v["rank_step_tokens"] == pytest.approx(m) and m > 100
+    for op in ("qkv", "o"):
+        floor, rate = v[f"{op}_kernel_floor_seconds"], v[f"{op}_kernel_seconds_per_token"]
+        assert v[f"decode_{op}_seconds"] == pytest.approx(v["num_layers"] * serving.gemm_curve(m, floor, rate),
+                                                          rel=1e-12)
+    one = plan.evaluate(_resolved("qwen3-235b-a22b", "h200", "trtllm", **kw).inputs | {"dp_attention": 1})
+    assert one["rank_step_tokens"] == one["step_tokens"]

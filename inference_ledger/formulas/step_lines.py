@@ -43,9 +43,16 @@ def _gemm_lines(phase, formula, ledger, ops, **rename):
     return tuple(lines)
 
 
+rank_step_tokens = ratio("rank_step_tokens", ("step_tokens", "dp_attention"), "Tokens per step per attention rank",
+    "tokens", COMPUTE, "Tokens per step / DP-attention ranks: the M of the attention's own GEMMs, which each rank runs "
+    "over its own sequences with its own copy of the weights (all of the step's tokens without DP attention).")
+
+
 decode_qkv_seconds, decode_o_seconds = _gemm_lines("decode", layer_gemm_seconds, BANDWIDTH, (
-    ("qkv", "Decode: QKV projection", "Layers x QKV GEMM at M = tokens per step (measured table, kernels.gemm_curve)."),
-    ("o", "Decode: attention output projection", "Layers x O GEMM at M = tokens per step.")), tokens="step_tokens")
+    ("qkv", "Decode: QKV projection", "Layers x QKV GEMM at M = a rank's tokens per step (measured table, "
+     "kernels.gemm_curve)."),
+    ("o", "Decode: attention output projection", "Layers x O GEMM at M = a rank's tokens per step.")),
+    tokens="rank_step_tokens")
 
 
 def _expert_lines(phase, tokens, distinct_experts, ledger, *label_docs):
