@@ -104,7 +104,7 @@ LAYERS = "num_layers must be a whole number >= 1 and <= 10000"
         (float("nan"), f"{LAYERS} (got NaN)"),
         (1e12, f"{LAYERS} (got 1000000000000)"),
         (True, f"{LAYERS} (got True)"),
-        (None, f"num_layers is required: a whole number >= 1 and <= 10000"),
+        (None, "num_layers is required: a whole number >= 1 and <= 10000"),
     ],
 )
 def test_bad_scalar(value, message):

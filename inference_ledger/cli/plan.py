@@ -21,7 +21,7 @@ from inference_ledger.core import files, unit_registry
 from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
-from inference_ledger.graph.plan import CODES, ENGINE, INPUT_BY_NAME, INPUTS, Input, evaluate
+from inference_ledger.graph.plan import CODES, ENGINE, INPUT_BY_NAME, INPUTS, Input
 from inference_ledger.io.report import human, plan_json, plan_table
 
 #: Option names that read better than the input names.

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import click
 
-from inference_ledger.catalogs import catalog, engines, prices
+from inference_ledger.catalogs import catalog, prices
 from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
 from inference_ledger.cli.plan import Quantity, default_help

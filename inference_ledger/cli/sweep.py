@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterable, Optional
 import click
 
 from inference_ledger.graph import concurrency as concurrency_choice
-from inference_ledger.catalogs import engines
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
