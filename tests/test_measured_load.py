@@ -163,18 +163,19 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
     launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1."""
     flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization "),
              "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens "),
-             "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ",),
+             "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ", "EP="),
              "max_model_len": ("--max-model-len ", "max-model-len ", "max_seq_len ", "'max_model_len': ")}
     stated = [r for r in rows if r.engine_args]
     assert len(stated) >= 60 and {r.source_group for r in stated} >= {"dennislee22", "gpustack", "dstack"}
     for r in stated:
-        text = f"{r.engine} {r.notes}"
+        text = f"{r.engine} {r.notes} {r.source}"
         for name, value in r.engine_settings.items():
             if name == "overlap_scheduling":
                 assert value == 1 and "--async-scheduling" in text, r.id
                 continue
             if name == "dp_attention":  # the engines' switch: DP over all tp_size GPUs of the row
-                assert value == r.tp and ("'enable_attention_dp: true'" in text or "--enable-dp-attention" in text), r.id
+                assert value == r.tp and any(s in text for s in ("'enable_attention_dp: true'", "--enable-dp-attention",
+                                                                 "(ADP Yes)")), r.id
                 continue
             printed = f"{value:g}"
             assert any(f"{flag}{printed}" in text for flag in flags[name]), (r.id, name, printed)
