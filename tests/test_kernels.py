@@ -254,3 +254,17 @@ def test_each_dp_attention_rank_runs_its_attention_gemms_over_its_own_tokens():
                                                           rel=1e-12)
     one = plan.evaluate(_resolved("qwen3-235b-a22b", "h200", "trtllm", **kw).inputs | {"dp_attention": 1})
     assert one["rank_step_tokens"] == one["step_tokens"]
+
+
+def test_a_prompt_token_under_expert_parallelism_visits_k_over_ep_whole_experts_on_a_gpu():
+    """Each prompt token goes to k experts; under EP 8 a GPU holds an eighth of them, whole, so per GPU a token costs
+    k / 8 whole-expert GEMM pairs (at TP it is k slices of every expert): by hand from the plan's own per-token
+    figures for Qwen3-235B at TP 8 / EP 8 on H200.  It was k whole experts a GPU, eight times the MoE work of each
+    further prompt, which made a prefill wave longer than its lone prompt's service time allowed."""
+    kw = dict(tp=8, ep=8, concurrency=64, input_tokens=1000, output_tokens=1000)
+    v = plan.evaluate(_resolved("qwen3-235b-a22b", "h200", "trtllm", **kw).inputs)
+    dense = v["num_layers"] * (v["qkv_kernel_seconds_per_token"] + v["o_kernel_seconds_per_token"]) \
+        + (v["num_layers"] - v["moe_layers"]) * v["mlp_kernel_seconds_per_token"]
+    moe = v["moe_layers"] * v["experts_per_token"] / 8 * v["moe_expert_kernel_seconds_per_token"]
+    assert v["experts_per_token"] == 8 and v["moe_layers"] == 94
+    assert v["prefill_seconds_per_prompt_token"] == pytest.approx(dense + moe, rel=1e-12)

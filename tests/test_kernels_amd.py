@@ -229,8 +229,17 @@ def test_a_moe_shape_without_an_amd_table_is_scaled_from_the_nearest_measured_on
     assert "scaled x1.17" in got[3]
     # each touched expert slice beyond the launch streams at a few TB/s (the fused kernel), not a GEMM call's floor
     assert 0.5e-6 < got[1] - got[0] < 3e-6
-    # under expert parallelism nothing is scaled
-    assert kernels_fused.moe_scaled_figures("mi300x", "fp8", 7168, 2048, 8, 256, 1, 8, 8) is None
+    # under expert parallelism a GPU's experts are whole: the slice to scale to is all of DeepSeek's expert
+    # (3 x 7,168 x 2,048 x 1 byte), nearest to Qwen3's BF16 slice at MoE TP 4 (3 x 4,096 x 384 x 2 bytes); it was
+    # priced from the GEMM table, each expert a GEMM call's floor
+    ep = kernels_fused.moe_scaled_figures("mi300x", "fp8", 7168, 2048, 8, 256, 1, 8, 8)
+    ref4 = kernels_fused.moe_table("mi300x", "vllm", "bf16", 4096, 1536, 8, 128, 4, 1)
+    launch4, f4, r4 = kernels_fused.moe_expert_figures(ref4, 8, 128, 1, 4)
+    ratio4 = (3 * 7168 * 2048 * 1) / (3 * 4096 * 1536 / 4 * 2)
+    assert ep[0] == pytest.approx(launch4, rel=1e-12)
+    assert ep[1] - ep[0] == pytest.approx((f4 - launch4) * ratio4, rel=1e-12)
+    assert ep[2] == pytest.approx(r4 * ratio4, rel=1e-12)
+    assert "at MoE TP 4, scaled x4.67" in ep[3]
 
 
 def test_mla_on_amd_prices_its_projections_from_the_gemm_table_and_the_latent_on_the_roofline():

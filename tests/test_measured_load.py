@@ -163,15 +163,18 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
     launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1."""
     flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization "),
              "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens "),
-             "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ", "EP="),
+             "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ", "EP=", '"ep": '),
              "max_model_len": ("--max-model-len ", "max-model-len ", "max_seq_len ", "'max_model_len': ")}
     stated = [r for r in rows if r.engine_args]
     assert len(stated) >= 60 and {r.source_group for r in stated} >= {"dennislee22", "gpustack", "dstack"}
     for r in stated:
-        text = f"{r.engine} {r.notes} {r.source}"
+        text = f"{r.engine} {r.notes} {r.source} {r.quote}"
         for name, value in r.engine_settings.items():
             if name == "overlap_scheduling":
                 assert value == 1 and "--async-scheduling" in text, r.id
+                continue
+            if name == "ep" and "--enable-expert-parallel" in text:  # vLLM / ATOM: EP over the TP GPUs
+                assert value == r.tp, r.id
                 continue
             if name == "dp_attention":  # the engines' switch: DP over all tp_size GPUs of the row
                 assert value == r.tp and any(s in text for s in ("'enable_attention_dp: true'", "--enable-dp-attention",

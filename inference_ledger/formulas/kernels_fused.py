@@ -187,11 +187,12 @@ def moe_scaled_figures(gpu_id: str, weight_dtype: str, hidden: float, inter: flo
     the bandwidth it achieves, and its per-token FLOPs at a rate in inverse proportion to the bytes per weight).
     The alternative, one expert's GEMMs from the GEMM table, pays AMD's 3-11 us GEMM call floor per expert where
     aiter's fused kernel measures about 1.2 us per TP-8 expert slice (Qwen3-235B on MI300X).  None without a
-    measured shape, under expert parallelism, or on a GPU whose fused-MoE tables are aiconfigurator's (they hold
-    every catalog shape the package measured; the GEMM path stays there)."""
-    if ep > 1 or weight_dtype not in MOE_BYTES:
+    measured shape, or on a GPU whose fused-MoE tables are aiconfigurator's (they hold every catalog shape the
+    package measured; the GEMM path stays there).  Under expert parallelism a GPU's experts are whole (MoE TP 1): the
+    slice to scale to is a whole expert, and the fused kernel streams its local experts as it streams TP slices."""
+    if weight_dtype not in MOE_BYTES:
         return None
-    want = _slice_bytes(hidden, inter, tp, weight_dtype)
+    want = _slice_bytes(hidden, inter, 1 if ep > 1 else tp, weight_dtype)
     best = None
     for key, layouts in _moe().items():
         if key[0] != gpu_id or key[1] != "aiter":

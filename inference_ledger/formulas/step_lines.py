@@ -250,14 +250,14 @@ PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 
 @line("Prefill GEMMs per prompt token", "s", COMPUTE,
-      "Layers x the measured time per token of QKV, O and the MLP (k experts' for a MoE layer): what each prompt token "
-      "adds to a large prefill.")
-def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, qkv_kernel_seconds_per_token,
+      "Layers x the measured time per token of QKV, O and the MLP (a MoE layer: its k experts, k / EP of them on a GPU "
+      "under expert parallelism, each whole there): what each prompt token adds to a large prefill.")
+def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, ep, qkv_kernel_seconds_per_token,
                                      o_kernel_seconds_per_token, mlp_kernel_seconds_per_token,
                                      moe_expert_kernel_seconds_per_token):
     return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
         + (num_layers - moe_layers) * mlp_kernel_seconds_per_token \
-        + moe_layers * experts_per_token * moe_expert_kernel_seconds_per_token
+        + moe_layers * experts_per_token / ep * moe_expert_kernel_seconds_per_token
 
 
 @line("Prefill all-reduce time per prompt token", "s", COMPUTE,
