@@ -290,19 +290,19 @@ prefill_chunk_fixed_seconds = derived("prefill_chunk_fixed_seconds", serving.chu
 
 wave_extra_chunks = derived("wave_extra_chunks", serving.wave_extra_chunks,
     "Further chunks of a wave", "chunks", COMPUTE,
-    "Forward passes a wave of the effective concurrency's prompts takes beyond a lone prompt's: ROUNDUP(n S / "
-    "max_num_batched_tokens) - the prompt's chunks, at least 0.", prompts="rank_concurrency")
+    "Forward passes a wave of a rank's share n of the effective concurrency's prompts takes beyond a lone prompt's: "
+    "ROUNDUP(n S / max_num_batched_tokens) - the prompt's chunks, at least 0.", prompts="rank_concurrency")
 
 
 wave_prefill_seconds = derived("wave_prefill_seconds", serving.wave_prefill_seconds, "Prefill of a wave", "s", COMPUTE,
-    "The effective concurrency's prompts prefilled together: one prompt's service time + each further prompt's "
-    "work + each further chunk's fixed part.",
+    "A rank's share of the effective concurrency's prompts prefilled together (DP-attention ranks prefill theirs at "
+    "the same time): one prompt's service time + each further prompt's work + each further chunk's fixed part.",
     prompts="rank_concurrency", extra_chunks="wave_extra_chunks", chunk_fixed="prefill_chunk_fixed_seconds")
 
 
 wave_ttft_seconds = derived("wave_ttft_seconds", serving.wave_ttft_seconds, "Mean TTFT of a wave", "s", COMPUTE,
-    "A benchmark's clients start together: the effective concurrency's prompts prefilled as one wave; the mean "
-    "request of it waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.",
+    "A benchmark's clients start together: each rank's n prompts prefilled as one wave; the mean request of it "
+    "waits (n + 1) / 2n of it (all of it within one chunk); static: the batch's prefill.",
     prompts="rank_concurrency")
 
 
