@@ -167,13 +167,14 @@ def test_whole_prompt_prefill_stalls_the_step_as_sarathi_serve_says():
 
 def test_dp_attention_ranks_prefill_their_own_prompts_in_the_same_stall():
     """Under DP attention each rank prefills its own prompt in the iteration the others prefill theirs (one prompt
-    per rank per prefill time, as a disaggregated prefill pool counts them), so the B - 1 prompts stall the step
-    (B - 1) / DP times: a DeepSeek-V3 replica of 8 ranks on H200 running whole prompts, by hand from its own lines."""
+    per rank per prefill time, as a disaggregated prefill pool counts them): a cycle holds B / DP prefill iterations,
+    one of them a sequence's own, so its step stalls B / DP - 1 times: a DeepSeek-V3 replica of 8 ranks on H200
+    running whole prompts, by hand from its own lines."""
     kw = dict(tp=1, dp_attention=8, ep=8, concurrency=256, input_tokens=1024, output_tokens=512)
     v = plan.evaluate(_resolved("deepseek-v3", "h200", "trtllm", **kw).inputs)
     b, dp, t = v["effective_concurrency"], 8, 512
     assert v["chunked_prefill"] == 0 and v["dp_attention"] == dp and b > dp
-    assert v["prefill_stall_seconds"] == pytest.approx((b - 1) / dp * v["ttft_service_seconds"] / (t - 1), rel=1e-12)
+    assert v["prefill_stall_seconds"] == pytest.approx((b / dp - 1) * v["ttft_service_seconds"] / (t - 1), rel=1e-12)
     one = plan.evaluate(_resolved("deepseek-v3", "h200", "trtllm", **kw).inputs | {"dp_attention": 1})
     assert one["prefill_stall_seconds"] == pytest.approx(
         (one["effective_concurrency"] - 1) * one["ttft_service_seconds"] / (t - 1), rel=1e-12)

@@ -112,15 +112,16 @@ def prompt_per_sequence(batching, input_tokens, output_tokens):
     return where(eq(batching, BATCHING_STATIC), 0, input_tokens / output_tokens)
 
 
-def prefill_stall_seconds(chunked_prefill, effective_concurrency, dp_attention, prompt_per_sequence, input_tokens,
-                          output_tokens, ttft_service_seconds):
-    """What whole-prompt prefills add to the mean step a sequence sees when the engine does not chunk: each of the
-    B - 1 other sequences runs its S-token prompt as one iteration once per request, stalling every decoding sequence
-    for that prefill (Sarathi-Serve's generation stalls, Agrawal et al. OSDI'24, arXiv:2403.02310), so over its T - 1
-    decode steps the mean step grows by (B - 1) x prefill(S) / (T - 1); DP-attention ranks each prefill their own
-    prompt in the same iteration (as disaggregated.prefill_requests_per_second counts them), so (B - 1) / DP of
-    those.  0 when the engine chunks (the prompts ride in the decode steps) and static (prompt_per_sequence 0)."""
-    return (1 - chunked_prefill) * (effective_concurrency - 1) / dp_attention * prompt_per_sequence * output_tokens \
+def prefill_stall_seconds(chunked_prefill, effective_concurrency, prompt_per_sequence, input_tokens, output_tokens,
+                          ttft_service_seconds):
+    """What whole-prompt prefills add to the mean step a sequence sees when the engine does not chunk.
+
+    Each of the B - 1 other sequences runs its S-token prompt as one iteration once per request, stalling every
+    decoding sequence for that prefill (Sarathi-Serve's generation stalls, Agrawal et al. OSDI'24,
+    arXiv:2403.02310): over a request's T - 1 decode steps a sequence sees (B - 1) prefills, so the mean step grows
+    by (B - 1) x prefill(S) / (T - 1).  0 when the engine chunks (the prompt tokens ride in the decode steps) and in
+    static batching (prompt_per_sequence 0)."""
+    return (1 - chunked_prefill) * (effective_concurrency - 1) * prompt_per_sequence * output_tokens \
         / (input_tokens * maximum(output_tokens - 1, 1)) * ttft_service_seconds
 
 

@@ -205,9 +205,10 @@ prefill_kernel_seconds = total("prefill_kernel_seconds", ("prefill_qkv_seconds",
 
 prefill_stall_seconds = derived("prefill_stall_seconds", serving.prefill_stall_seconds,
     "Whole-prompt prefill stalls per step", "s", BANDWIDTH,
-    "(1 - chunked_prefill) x (B - 1) / DP x prefill(S) / (T - 1): an engine that runs each prompt as its own "
-    "iteration stalls every decoding sequence (Sarathi-Serve, arXiv:2403.02310), DP-attention ranks each prefilling "
-    "their own prompt in the same iteration; 0 when it chunks or in static batching.")
+    "(1 - chunked_prefill) x (B - 1) x prefill(S) / (T - 1), B a rank's sequences: an engine that runs each prompt "
+    "as its own iteration stalls every decoding sequence (Sarathi-Serve, arXiv:2403.02310), DP-attention ranks each "
+    "prefilling their own prompt in the same iteration; 0 when it chunks or in static batching.",
+    effective_concurrency="rank_concurrency")
 
 
 scheduler_seconds_per_step = derived("scheduler_seconds_per_step", serving.scheduler_seconds_per_step,
