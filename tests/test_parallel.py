@@ -70,6 +70,23 @@ def test_dp_attention_splits_the_mla_latent_and_shares_the_experts():
     assert dp8["ep_alltoall_seconds_per_step"] == pytest.approx(58 * per_layer)
 
 
+def test_dp_attention_without_ep_gathers_and_scatters_every_moe_layer():
+    """Attention DP with the experts split over all 8 GPUs: each of Qwen3-235B's 94 MoE layers all-gathers the
+    ranks' tokens and reduce-scatters them back (4096 wide, BF16), over NVLink 450 GB/s, a 15 us latency each."""
+    v = plan_of("qwen3-235b-a22b", "h200", tp=1, dp_attention=8, concurrency=64)
+    tokens = v["step_tokens"]
+    per_layer = 2 * 15e-6 + 2 * 7 / 8 * tokens * 4096 * 2 / 450e9
+    assert v["dp_collective_seconds_per_step"] == pytest.approx(94 * per_layer)
+    assert v["dp_collective_fixed_seconds"] == pytest.approx(94 * 2 * 15e-6)
+    assert v["parallel_seconds_per_step"] == pytest.approx(94 * per_layer)    # no EP, no PP
+    # a lone 1,024-token prompt (the default input) crosses the same collectives with its own tokens
+    assert v["prefill_dp_collective_seconds"] == pytest.approx(94 * (2 * 15e-6 + 2 * 7 / 8 * 1024 * 4096 * 2 / 450e9))
+    # with EP the all-to-all moves the tokens instead; without DP attention TP's all-reduces do
+    assert plan_of("qwen3-235b-a22b", "h200", tp=1, dp_attention=8, ep=8, concurrency=64)[
+        "dp_collective_seconds_per_step"] == 0
+    assert plan_of("qwen3-235b-a22b", "h200", tp=8, concurrency=64)["dp_collective_seconds_per_step"] == 0
+
+
 def test_ep_across_nodes_sends_the_off_node_share_over_the_nic():
     v = plan_of("deepseek-v3", "h100-sxm", tp=1, dp_attention=16, ep=16, concurrency=256, batching=2)
     assert v["nodes_per_replica"] == 2

@@ -35,6 +35,7 @@ GLU_MATRICES = Const(3, "GLU_MATRICES", "weight matrices of a gated MLP / expert
 ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-reduces twice per layer, after attention and after the MLP (Megatron-LM, arXiv:1909.08053 s3)", "all-reduces/layer")
 RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
 EP_PASSES = Const(2, "EP_PASSES", "expert parallelism moves each token twice per MoE layer: dispatch to its experts and combine back (DeepEP; DeepSeek-V3 report arXiv:2412.19437 s3.2.2)", "passes")
+DP_MLP_COLLECTIVES = Const(2, "DP_MLP_COLLECTIVES", "attention DP with the experts split over the stage (no EP all-to-all): each MoE layer all-gathers the DP ranks' tokens before the experts and reduce-scatters their output back (TensorRT-LLM _torch/modules/fused_moe: allgather under enable_attention_dp, reducescatter after run_moe; SGLang layers/dp_attention.py dp_gather / dp_scatter)", "collectives/layer")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
 # steady-state serving (inference_ledger.formulas.serving)
@@ -87,6 +88,7 @@ CONSTANTS: tuple[Const, ...] = (
     ALLREDUCES_PER_LAYER,
     RING_ALLREDUCE_FACTOR,
     EP_PASSES,
+    DP_MLP_COLLECTIVES,
     VERDICT_MISSES,
     VERDICT_MEETS,
     BATCHING_STATIC,

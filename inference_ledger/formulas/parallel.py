@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from inference_ledger.core.sheetfuncs import gt, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line, product, ratio_up, total
-from inference_ledger.core.units import EP_PASSES, GLU_MATRICES
+from inference_ledger.core.units import DP_MLP_COLLECTIVES, EP_PASSES, GLU_MATRICES, RING_ALLREDUCE_FACTOR
 
 
 gpus_per_stage = product("gpus_per_stage", ("tp", "dp_attention"), "GPUs per pipeline stage", "GPUs", COST,
@@ -122,6 +122,50 @@ def pp_handoff_seconds(pp, latency_seconds, tokens, hidden_size, unquantized_byt
     return (pp - 1) * (latency_seconds + tokens * hidden_size * unquantized_bytes * seconds_per_byte_)
 
 
+def dp_gather_scatter_seconds(dp_attention, ep, moe_layers, latency_seconds, tokens, hidden_size, unquantized_bytes,
+                              gpus, seconds_per_byte_):
+    """Attention DP with the experts split over the stage's GPUs (no EP): per MoE layer the ranks' tokens are
+    all-gathered to every GPU before the experts and the output reduce-scattered back, each a latency plus
+    (N - 1) / N of the gathered tokens' hidden states per GPU (a ring; the pair moves what one all-reduce does);
+    0 without DP attention or with EP (whose all-to-all moves the tokens)."""
+    one_layer = DP_MLP_COLLECTIVES * latency_seconds + RING_ALLREDUCE_FACTOR * (gpus - 1) / gpus * tokens \
+        * hidden_size * unquantized_bytes * seconds_per_byte_
+    return where(gt(dp_attention, 1), where(gt(ep, 1), 0, moe_layers * one_layer), 0)
+
+
+@line("Stage collective time per byte", "s/B", BANDWIDTH,
+      "1 / scale-out bandwidth when a pipeline stage's TP x DP GPUs span nodes, else 1 / NVLink bandwidth.")
+def stage_seconds_per_byte(gpus_per_stage, gpus_per_node, scaleout_bw, interconnect_bw):
+    return seconds_per_byte(gt(gpus_per_stage, gpus_per_node), scaleout_bw, interconnect_bw)
+
+
+@line("DP attention: MoE gather and scatter per decode step", "s", BANDWIDTH,
+      "MoE layers x (2 latencies + 2 (N - 1) / N x the step's tokens x hidden x bytes x time per byte), N = the "
+      "stage's TP x DP GPUs: the experts, split over all of them, see every rank's tokens; 0 without DP attention "
+      "or with EP (its all-to-all instead). Priced on the link (no measured table at N GPUs).")
+def dp_collective_seconds_per_step(dp_attention, ep, moe_layers, allreduce_latency_seconds, step_tokens, hidden_size,
+                                   unquantized_bytes, gpus_per_stage, stage_seconds_per_byte):
+    return dp_gather_scatter_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, step_tokens,
+                                     hidden_size, unquantized_bytes, gpus_per_stage, stage_seconds_per_byte)
+
+
+@line("DP attention: one prompt's MoE gather and scatter", "s", COMPUTE,
+      "dp_collective_seconds_per_step's terms for a lone prompt's tokens (its rank's; the others idle), added to "
+      "TTFT.")
+def prefill_dp_collective_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, input_tokens, hidden_size,
+                                  unquantized_bytes, gpus_per_stage, stage_seconds_per_byte):
+    return dp_gather_scatter_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, input_tokens,
+                                     hidden_size, unquantized_bytes, gpus_per_stage, stage_seconds_per_byte)
+
+
+@line("DP attention: MoE gather and scatter, fixed part", "s", BANDWIDTH,
+      "dp_collective_seconds_per_step at no tokens: its latencies (for the inverse of TPOT).")
+def dp_collective_fixed_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, hidden_size,
+                                unquantized_bytes, gpus_per_stage, stage_seconds_per_byte):
+    return dp_gather_scatter_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, 0, hidden_size,
+                                     unquantized_bytes, gpus_per_stage, stage_seconds_per_byte)
+
+
 @line("EP all-to-all time per decode step", "s", BANDWIDTH,
       "MoE layers x (2 latencies + each GPU's share of the step's tokens x bytes per token x time per byte); 0 at "
       "EP 1.")
@@ -141,32 +185,37 @@ def pp_handoff_seconds_per_step(pp, scaleout_latency_seconds, step_tokens, dp_at
 
 
 parallel_seconds_per_step = total("parallel_seconds_per_step", ("ep_alltoall_seconds_per_step",
+                                                                "dp_collective_seconds_per_step",
                                                                 "pp_handoff_seconds_per_step"),
     "Parallel communication per decode step", "s", BANDWIDTH,
-    "EP all-to-all + PP hand-off, added to TPOT (not overlapped with compute: an upper bound).")
+    "EP all-to-all + DP-attention gather/scatter + PP hand-off, added to TPOT (not overlapped with compute: an "
+    "upper bound).")
 
 
 @line("Parallel communication in prefill", "s", COMPUTE,
-      "One prompt's EP all-to-all (its tokens over its TP GPUs) + its PP hand-offs, added to TTFT.")
+      "One prompt's EP all-to-all (its tokens over its TP GPUs) + its DP-attention gather/scatter + its PP "
+      "hand-offs, added to TTFT.")
 def prefill_parallel_seconds(ep, moe_layers, scaleout_latency_seconds, input_tokens, tp, ep_bytes_per_token_layer,
-                             ep_seconds_per_byte, pp, hidden_size, unquantized_bytes, pp_seconds_per_byte):
+                             ep_seconds_per_byte, pp, hidden_size, unquantized_bytes, pp_seconds_per_byte,
+                             prefill_dp_collective_seconds):
     return ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, input_tokens / tp,
                                         ep_bytes_per_token_layer, ep_seconds_per_byte) \
         + pp_handoff_seconds(pp, scaleout_latency_seconds, input_tokens, hidden_size, unquantized_bytes,
-                                      pp_seconds_per_byte)
+                                      pp_seconds_per_byte) + prefill_dp_collective_seconds
 
 
 @line("Parallel communication per step, fixed part", "s", BANDWIDTH,
-      "The EP and PP terms of a decode step at no sequences: their latencies (for the inverse of TPOT).")
+      "The EP, DP-attention and PP terms of a decode step at no sequences: their latencies (for the inverse of "
+      "TPOT).")
 def parallel_fixed_seconds(ep, moe_layers, scaleout_latency_seconds, ep_bytes_per_token_layer, ep_seconds_per_byte,
-                           pp, hidden_size, unquantized_bytes, pp_seconds_per_byte):
+                           pp, hidden_size, unquantized_bytes, pp_seconds_per_byte, dp_collective_fixed_seconds):
     return ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, 0, ep_bytes_per_token_layer,
                                         ep_seconds_per_byte) \
         + pp_handoff_seconds(pp, scaleout_latency_seconds, 0, hidden_size, unquantized_bytes,
-                                      pp_seconds_per_byte)
+                                      pp_seconds_per_byte) + dp_collective_fixed_seconds
 
 
 @line("Parallel communication per token", "s", BANDWIDTH,
-      "What one more token of a step adds to its EP and PP transfers (for the inverse of TPOT).")
+      "What one more token of a step adds to its EP, DP-attention and PP transfers (for the inverse of TPOT).")
 def parallel_seconds_per_token(parallel_seconds_per_step, parallel_fixed_seconds, step_tokens):
     return (parallel_seconds_per_step - parallel_fixed_seconds) / step_tokens
