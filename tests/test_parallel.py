@@ -87,6 +87,19 @@ def test_dp_attention_without_ep_gathers_and_scatters_every_moe_layer():
     assert plan_of("qwen3-235b-a22b", "h200", tp=8, concurrency=64)["dp_collective_seconds_per_step"] == 0
 
 
+def test_ep_without_attention_dp_has_no_all_to_all():
+    """TP 8 with EP 8 and no attention DP: every GPU holds every token after the attention's all-reduce, computes its
+    own experts and the layer's TP all-reduce combines them (vLLM: all-to-all kernels only when dp_size > 1 and EP;
+    TensorRT-LLM: the MoE all-to-all only under enable_attention_dp), so the step has TP's all-reduces and no
+    dispatch/combine; with DP 8 the same experts need the all-to-all (58 MoE layers)."""
+    tp = plan_of("deepseek-v3", "h200", tp=8, ep=8, concurrency=64)
+    assert tp["ep_alltoall_seconds_per_step"] == 0 and tp["parallel_seconds_per_step"] == 0
+    assert tp["prefill_parallel_seconds"] == 0 and tp["parallel_fixed_seconds"] == 0
+    assert tp["decode_allreduce_seconds"] > 0
+    dp = plan_of("deepseek-v3", "h200", tp=1, dp_attention=8, ep=8, concurrency=64)
+    assert dp["parallel_fixed_seconds"] == pytest.approx(58 * 2 * 10e-6)
+
+
 def test_ep_across_nodes_sends_the_off_node_share_over_the_nic():
     v = plan_of("deepseek-v3", "h100-sxm", tp=1, dp_attention=16, ep=16, concurrency=256, batching=2)
     assert v["nodes_per_replica"] == 2

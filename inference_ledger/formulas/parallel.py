@@ -109,11 +109,15 @@ def ep_bytes_per_token_layer(experts_per_token, hidden_size, unquantized_bytes):
     return EP_PASSES * experts_per_token * hidden_size * unquantized_bytes
 
 
-def ep_alltoall_seconds(ep, moe_layers, latency_seconds, tokens_per_gpu, bytes_per_token_layer, seconds_per_byte_):
+def ep_alltoall_seconds(ep, dp_attention, moe_layers, latency_seconds, tokens_per_gpu, bytes_per_token_layer,
+                        seconds_per_byte_):
     """EP dispatch + combine of one forward pass: per MoE layer two latencies plus the GPU's tokens x bytes
-    over the link (0 without EP)."""
+    over the link; 0 without EP, and 0 without attention DP, where every GPU already holds every token (after the
+    attention's TP all-reduce) and the TP all-reduce after the layer combines the experts' outputs (vLLM
+    FusedMoEParallelConfig.use_all2all_kernels: dp_size > 1 and use_ep; TensorRT-LLM's MoE all-to-all only under
+    enable_attention_dp)."""
     one_layer = EP_PASSES * latency_seconds + tokens_per_gpu * bytes_per_token_layer * seconds_per_byte_
-    return where(gt(ep, 1), moe_layers * one_layer, 0)
+    return where(gt(ep, 1), where(gt(dp_attention, 1), moe_layers * one_layer, 0), 0)
 
 
 def pp_handoff_seconds(pp, latency_seconds, tokens, hidden_size, unquantized_bytes, seconds_per_byte_):
@@ -168,10 +172,10 @@ def dp_collective_fixed_seconds(dp_attention, ep, moe_layers, allreduce_latency_
 
 @line("EP all-to-all time per decode step", "s", BANDWIDTH,
       "MoE layers x (2 latencies + each GPU's share of the step's tokens x bytes per token x time per byte); 0 at "
-      "EP 1.")
-def ep_alltoall_seconds_per_step(ep, moe_layers, scaleout_latency_seconds, step_tokens, gpus_per_replica,
-                                 ep_bytes_per_token_layer, ep_seconds_per_byte):
-    return ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, step_tokens / gpus_per_replica,
+      "EP 1 and without attention DP (every GPU holds every token; TP's all-reduce combines the experts).")
+def ep_alltoall_seconds_per_step(ep, dp_attention, moe_layers, scaleout_latency_seconds, step_tokens,
+                                 gpus_per_replica, ep_bytes_per_token_layer, ep_seconds_per_byte):
+    return ep_alltoall_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, step_tokens / gpus_per_replica,
                                         ep_bytes_per_token_layer, ep_seconds_per_byte)
 
 
@@ -195,10 +199,10 @@ parallel_seconds_per_step = total("parallel_seconds_per_step", ("ep_alltoall_sec
 @line("Parallel communication in prefill", "s", COMPUTE,
       "One prompt's EP all-to-all (its tokens over its TP GPUs) + its DP-attention gather/scatter + its PP "
       "hand-offs, added to TTFT.")
-def prefill_parallel_seconds(ep, moe_layers, scaleout_latency_seconds, input_tokens, tp, ep_bytes_per_token_layer,
+def prefill_parallel_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, input_tokens, tp, ep_bytes_per_token_layer,
                              ep_seconds_per_byte, pp, hidden_size, unquantized_bytes, pp_seconds_per_byte,
                              prefill_dp_collective_seconds):
-    return ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, input_tokens / tp,
+    return ep_alltoall_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, input_tokens / tp,
                                         ep_bytes_per_token_layer, ep_seconds_per_byte) \
         + pp_handoff_seconds(pp, scaleout_latency_seconds, input_tokens, hidden_size, unquantized_bytes,
                                       pp_seconds_per_byte) + prefill_dp_collective_seconds
@@ -207,9 +211,9 @@ def prefill_parallel_seconds(ep, moe_layers, scaleout_latency_seconds, input_tok
 @line("Parallel communication per step, fixed part", "s", BANDWIDTH,
       "The EP, DP-attention and PP terms of a decode step at no sequences: their latencies (for the inverse of "
       "TPOT).")
-def parallel_fixed_seconds(ep, moe_layers, scaleout_latency_seconds, ep_bytes_per_token_layer, ep_seconds_per_byte,
+def parallel_fixed_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, ep_bytes_per_token_layer, ep_seconds_per_byte,
                            pp, hidden_size, unquantized_bytes, pp_seconds_per_byte, dp_collective_fixed_seconds):
-    return ep_alltoall_seconds(ep, moe_layers, scaleout_latency_seconds, 0, ep_bytes_per_token_layer,
+    return ep_alltoall_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, 0, ep_bytes_per_token_layer,
                                         ep_seconds_per_byte) \
         + pp_handoff_seconds(pp, scaleout_latency_seconds, 0, hidden_size, unquantized_bytes,
                                       pp_seconds_per_byte) + dp_collective_fixed_seconds
