@@ -68,7 +68,7 @@ def test_ids_are_family_or_family_major_minor_and_every_trait_cites_its_source()
 @pytest.mark.parametrize("name, row", [("vllm-0.10", "vllm-0.9"), ("vllm-0.11", "vllm-0.9"), ("vllm-0.13", "vllm-0.12"),
                                        ("vllm-0.5", "vllm-0.4"), ("vllm-v0", "vllm-0.7"), ("vllm-0.19", "vllm"),
                                        ("sglang-0.5", "sglang"), ("trtllm-1.1", "trtllm-1.0"), ("trt-llm", "trtllm"),
-                                       ("trtllm-0.12", "trtllm-0.9"), ("TensorRT-LLM", "trtllm"),
+                                       ("trtllm-0.12", "trtllm-0.10"), ("trtllm-0.9", "trtllm-0.9"), ("TensorRT-LLM", "trtllm"),
                                        ("SGLang 0.4", "sglang-0.4"), ("ATOM", "atom")])
 def test_every_release_of_a_row_resolves_to_it(name, row):
     assert engines.get_engine(name).id == row
@@ -125,7 +125,7 @@ EAGER_MOE = (4 * 6.22e-3 - EAGER_DENSE) / 26        # 947 us
 
 def test_eager_host_time_per_layer_is_the_sglang_1401_measurement():
     for e in engines.load_engines():
-        if e.id == "trtllm-0.9":   # TensorRT engines enqueued from C++: no per-op Python dispatch
+        if e.id in ("trtllm-0.9", "trtllm-0.10"):   # TensorRT engines enqueued from C++: no per-op Python dispatch
             assert e.eager_seconds_per_layer == e.eager_seconds_per_moe_layer == 0
         else:
             assert e.eager_seconds_per_layer == pytest.approx(EAGER_DENSE, abs=0.5e-6), e.id
@@ -378,3 +378,23 @@ def test_a_scenario_row_without_an_engine_keeps_the_builds_unless_it_does_not_ru
     assert inherited_engine("trtllm", "h100-sxm") == "trtllm"
     assert inherited_engine("atom", "mi355x") == "atom" and inherited_engine("atom", "h200") == "vllm"
     assert inherited_engine("sglang", "mi300x") == "sglang"
+
+
+@pytest.mark.parametrize("engine, model, passes", [
+    ("trtllm-0.9", "mistral-7b-v0.3", 4),   # 32 query heads / 8 KV heads: no XQA kernel for groups of 4
+    ("trtllm-0.9", "llama-2-70b", 1),       # 64 / 8 = 8: the one group 0.9's XQA runs
+    ("trtllm-0.9", "llama-2-7b", 1),        # MHA: one query head per KV head either way
+    ("trtllm-0.10", "mistral-7b-v0.3", 1),
+    ("vllm-0.3", "llama-2-70b", 8),         # PagedAttention: one pass per query head
+    ("vllm", "llama-2-70b", 1),
+])
+def test_the_decode_kernel_reads_each_kv_head_once_per_group_or_once_per_query_head(engine, model, passes):
+    """TensorRT-LLM 0.9's XQA decode kernel takes query groups of 8 heads only (DecoderXQARunner::shouldUse); other
+    groups run the masked MHA kernel, one thread block per query head, each reading its KV head: the step reads the
+    KV heads x heads / KV heads times.  The static batch of the 0.9 perf overview's Mistral-7B row at 128/2048."""
+    kw = dict(tp=1 if "7b" in model else 4, batching=2, concurrency=120, input_tokens=128, output_tokens=2048)
+    v = plan.evaluate(resolve(model, "h100-sxm", engine=engine, numbers=kw).inputs)
+    assert v["kv_read_passes"] == passes
+    once = plan.evaluate(resolve(model, "h100-sxm", engine=engine, numbers=kw | {"gqa_decode": 1}).inputs)
+    assert v["decode_attention_kv_tokens"] == pytest.approx(passes * once["decode_attention_kv_tokens"])
+    assert v["step_kv_bytes_per_gpu"] == pytest.approx(passes * once["step_kv_bytes_per_gpu"])

@@ -13,7 +13,7 @@ field of a chosen row or a formula over such fields, and :func:`lookup` renders 
 field it reads (the Models, GPUs and Dtypes rows of the chosen model, GPU and formats, the GPU costs row of the
 chosen GPU, the BF16 row for the unquantized modules).  The workbook adds one kind of its own: the engine's
 constants (``kv_budget_rule``, ``sampler_bytes_per_logit``, ``cuda_context_bytes``, ``moe_pad_hidden``,
-``moe_pad_intermediate``: :data:`ENGINE_LOOKUPS`) read the chosen engine's row of the Engines sheet
+``moe_pad_intermediate``, ``gqa_decode``: :data:`ENGINE_LOOKUPS`) read the chosen engine's row of the Engines sheet
 (``inference_ledger/data/engines.csv``), so the engine is picked by name and the plan computes from its rule code;
 its defaults that depend on the GPU and TP (memory fraction, batch limits, NCCL buffers) stay numbers the build
 fills.
@@ -198,7 +198,7 @@ SELECTORS = (
 )
 #: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
 ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
-                  "moe_pad_intermediate")
+                  "moe_pad_intermediate", "gqa_decode")
 #: The sheet of each choice's catalog (catalog_facts.Get's and the engine): the GPU costs row is the chosen GPU's,
 #: the unquantized modules' format the Dtypes row of UNQUANTIZED_DTYPE.
 _SHEET_OF = {**{key: sheet for key, _, sheet in SELECTORS}, "gpu_cost": "GPU costs", "unquantized": "Dtypes"}

@@ -227,4 +227,5 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "cuda_graph_max_batch": e.cuda_graph_max_batch(tp),
         "eager_seconds_per_layer": e.eager_seconds_per_layer,
         "eager_seconds_per_moe_layer": e.eager_seconds_per_moe_layer,
+        "gqa_decode": e.gqa_decode,
     }

@@ -28,7 +28,7 @@ here; TPOT adds ``parallel_seconds_per_step`` and TTFT ``prefill_parallel_second
 from __future__ import annotations
 
 from inference_ledger.core.sheetfuncs import gt, maximum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, line, product, ratio_up, total
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, derived, line, product, ratio_up, total
 from inference_ledger.core.units import DP_MLP_COLLECTIVES, EP_PASSES, GLU_MATRICES, RING_ALLREDUCE_FACTOR
 
 
@@ -126,8 +126,8 @@ def pp_handoff_seconds(pp, latency_seconds, tokens, hidden_size, unquantized_byt
     return (pp - 1) * (latency_seconds + tokens * hidden_size * unquantized_bytes * seconds_per_byte_)
 
 
-def dp_gather_scatter_seconds(dp_attention, ep, moe_layers, latency_seconds, tokens, hidden_size, unquantized_bytes,
-                              gpus, seconds_per_byte_):
+def dp_gather_scatter_seconds(dp_attention, ep, moe_layers, latency_seconds, hidden_size, unquantized_bytes, gpus,
+                              seconds_per_byte_, tokens=0):
     """Attention DP with the experts split over the stage's GPUs (no EP): per MoE layer the ranks' tokens are
     all-gathered to every GPU before the experts and the output reduce-scattered back, each a latency plus
     (N - 1) / N of the gathered tokens' hidden states per GPU (a ring; the pair moves what one all-reduce does);
@@ -143,31 +143,26 @@ def stage_seconds_per_byte(gpus_per_stage, gpus_per_node, scaleout_bw, interconn
     return seconds_per_byte(gt(gpus_per_stage, gpus_per_node), scaleout_bw, interconnect_bw)
 
 
-@line("DP attention: MoE gather and scatter per decode step", "s", BANDWIDTH,
-      "MoE layers x (2 latencies + 2 (N - 1) / N x the step's tokens x hidden x bytes x time per byte), N = the "
-      "stage's TP x DP GPUs: the experts, split over all of them, see every rank's tokens; 0 without DP attention "
-      "or with EP (its all-to-all instead). Priced on the link (no measured table at N GPUs).")
-def dp_collective_seconds_per_step(dp_attention, ep, moe_layers, allreduce_latency_seconds, step_tokens, hidden_size,
-                                   unquantized_bytes, gpus_per_stage, stage_seconds_per_byte):
-    return dp_gather_scatter_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, step_tokens,
-                                     hidden_size, unquantized_bytes, gpus_per_stage, stage_seconds_per_byte)
+#: The DP-attention gather/scatter's plan quantities (its tokens aside).
+_DP_COLLECTIVE = dict(latency_seconds="allreduce_latency_seconds", gpus="gpus_per_stage",
+                      seconds_per_byte_="stage_seconds_per_byte")
 
+dp_collective_seconds_per_step = derived("dp_collective_seconds_per_step", dp_gather_scatter_seconds,
+    "DP attention: MoE gather and scatter per decode step", "s", BANDWIDTH,
+    "MoE layers x (2 latencies + 2 (N - 1) / N x the step's tokens x hidden x bytes x time per byte), N = the stage's "
+    "TP x DP GPUs: the experts, split over all of them, see every rank's tokens; 0 without DP attention or with EP "
+    "(its all-to-all instead). Priced on the link (no measured table at N GPUs).",
+    tokens="step_tokens", **_DP_COLLECTIVE)
 
-@line("DP attention: one prompt's MoE gather and scatter", "s", COMPUTE,
-      "dp_collective_seconds_per_step's terms for a lone prompt's tokens (its rank's; the others idle), added to "
-      "TTFT.")
-def prefill_dp_collective_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, input_tokens, hidden_size,
-                                  unquantized_bytes, gpus_per_stage, stage_seconds_per_byte):
-    return dp_gather_scatter_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, input_tokens,
-                                     hidden_size, unquantized_bytes, gpus_per_stage, stage_seconds_per_byte)
+prefill_dp_collective_seconds = derived("prefill_dp_collective_seconds", dp_gather_scatter_seconds,
+    "DP attention: one prompt's MoE gather and scatter", "s", COMPUTE,
+    "dp_collective_seconds_per_step's terms for a lone prompt's tokens (its rank's; the others idle), added to TTFT.",
+    tokens="input_tokens", **_DP_COLLECTIVE)
 
-
-@line("DP attention: MoE gather and scatter, fixed part", "s", BANDWIDTH,
-      "dp_collective_seconds_per_step at no tokens: its latencies (for the inverse of TPOT).")
-def dp_collective_fixed_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, hidden_size,
-                                unquantized_bytes, gpus_per_stage, stage_seconds_per_byte):
-    return dp_gather_scatter_seconds(dp_attention, ep, moe_layers, allreduce_latency_seconds, 0, hidden_size,
-                                     unquantized_bytes, gpus_per_stage, stage_seconds_per_byte)
+dp_collective_fixed_seconds = derived("dp_collective_fixed_seconds", dp_gather_scatter_seconds,
+    "DP attention: MoE gather and scatter, fixed part", "s", BANDWIDTH,
+    "dp_collective_seconds_per_step at no tokens: its latencies (for the inverse of TPOT).", tokens=None,
+    **_DP_COLLECTIVE)
 
 
 @line("EP all-to-all time per decode step", "s", BANDWIDTH,
@@ -199,9 +194,9 @@ parallel_seconds_per_step = total("parallel_seconds_per_step", ("ep_alltoall_sec
 @line("Parallel communication in prefill", "s", COMPUTE,
       "One prompt's EP all-to-all (its tokens over its TP GPUs) + its DP-attention gather/scatter + its PP "
       "hand-offs, added to TTFT.")
-def prefill_parallel_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, input_tokens, tp, ep_bytes_per_token_layer,
-                             ep_seconds_per_byte, pp, hidden_size, unquantized_bytes, pp_seconds_per_byte,
-                             prefill_dp_collective_seconds):
+def prefill_parallel_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, input_tokens, tp,
+                             ep_bytes_per_token_layer, ep_seconds_per_byte, pp, hidden_size, unquantized_bytes,
+                             pp_seconds_per_byte, prefill_dp_collective_seconds):
     return ep_alltoall_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, input_tokens / tp,
                                         ep_bytes_per_token_layer, ep_seconds_per_byte) \
         + pp_handoff_seconds(pp, scaleout_latency_seconds, input_tokens, hidden_size, unquantized_bytes,
@@ -211,8 +206,9 @@ def prefill_parallel_seconds(ep, dp_attention, moe_layers, scaleout_latency_seco
 @line("Parallel communication per step, fixed part", "s", BANDWIDTH,
       "The EP, DP-attention and PP terms of a decode step at no sequences: their latencies (for the inverse of "
       "TPOT).")
-def parallel_fixed_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, ep_bytes_per_token_layer, ep_seconds_per_byte,
-                           pp, hidden_size, unquantized_bytes, pp_seconds_per_byte, dp_collective_fixed_seconds):
+def parallel_fixed_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, ep_bytes_per_token_layer,
+                           ep_seconds_per_byte, pp, hidden_size, unquantized_bytes, pp_seconds_per_byte,
+                           dp_collective_fixed_seconds):
     return ep_alltoall_seconds(ep, dp_attention, moe_layers, scaleout_latency_seconds, 0, ep_bytes_per_token_layer,
                                         ep_seconds_per_byte) \
         + pp_handoff_seconds(pp, scaleout_latency_seconds, 0, hidden_size, unquantized_bytes,

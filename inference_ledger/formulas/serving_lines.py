@@ -144,10 +144,18 @@ decode_weight_bytes_per_gpu = derived("decode_weight_bytes_per_gpu", serving.wei
     extra_expert_bytes="decode_extra_expert_bytes")
 
 
+@line("Decode passes over each KV head", "x", BANDWIDTH,
+      "1 where the engine's decode attention reads each KV head once for its query group (gqa_decode 1, or the one "
+      "group size its kernel takes); else once per query head: heads / KV heads (gqa_decode 0, or another group).")
+def kv_read_passes(gqa_decode, num_attention_heads, kv_heads):
+    group = num_attention_heads / kv_heads
+    return where(eq(gqa_decode, 1), 1, where(eq(gqa_decode, group), 1, group))
+
+
 @line("KV read per step per GPU", "B", BANDWIDTH,
-      "Every decoding sequence's KV at the decode context, over its KV split.")
-def step_kv_bytes_per_gpu(kv_bytes_per_sequence_decode, kv_shards, effective_concurrency):
-    return kv_bytes_per_sequence_decode / kv_shards * effective_concurrency
+      "Every decoding sequence's KV at the decode context, over its KV split, x the decode kernel's passes over it.")
+def step_kv_bytes_per_gpu(kv_bytes_per_sequence_decode, kv_shards, effective_concurrency, kv_read_passes):
+    return kv_bytes_per_sequence_decode / kv_shards * effective_concurrency * kv_read_passes
 
 
 @line("FLOPs per step per GPU", "FLOP", COMPUTE,

@@ -95,12 +95,12 @@ decode_lm_head_seconds = derived("decode_lm_head_seconds", serving.gemm_curve, "
 
 @line("KV tokens attention reads per layer", "tokens", BANDWIDTH,
       "Decoding sequences per attention rank x the mean decode context (sliding-window layers at most the window), "
-      "averaged over the layers.")
+      "averaged over the layers, x the passes the decode kernel makes over each KV head (kv_read_passes).")
 def decode_attention_kv_tokens(effective_concurrency, dp_attention, decode_context_tokens, num_layers, sliding_layers,
-                               window):
+                               window, kv_read_passes):
     per_layer = ((num_layers - sliding_layers) * decode_context_tokens
                  + sliding_layers * minimum(decode_context_tokens, window)) / num_layers
-    return effective_concurrency / dp_attention * per_layer
+    return effective_concurrency / dp_attention * per_layer * kv_read_passes
 
 
 @line("Decode: attention", "s", BANDWIDTH,

@@ -1,13 +1,12 @@
 """The plan: its inputs (with units, defaults and ranges) and its lines, as one graph of named quantities.
 
-Each line is a plain function in :mod:`inference_ledger.graph.plan_lines` (memory, compute,
-bandwidth, cost, fit) or :mod:`inference_ledger.formulas.whatif_lines` (inverses, QPS) whose
-parameters name the inputs and lines it uses; the graph comes from those signatures.
-This is the single description of a deployment plan that every adapter shares:
+Each line is a plain function in :mod:`inference_ledger.graph.plan_lines` (memory, compute, bandwidth, cost, fit) or
+:mod:`inference_ledger.formulas.whatif_lines` (inverses, QPS) whose parameters name the inputs and lines it uses; the
+graph comes from those signatures.  This is the single description of a deployment plan that every adapter shares:
 
-* ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each
-  TP degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``,
-  cached values in the workbook, sweeps over numpy arrays);
+* ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each TP
+  degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``, cached values in
+  the workbook, sweeps over numpy arrays);
 * ``render(line, ref)`` calls the same function with Excel references and gets its formula, with ``ref`` saying
   where each named quantity lives (a defined name on the Plan sheet, or a cell of the same row in a grid or sweep).
 """
@@ -49,8 +48,7 @@ class Input:
 #: The catalog facts of the default model on the default GPU (llama-3.1-70b on an h100-sxm, catalogs.catalog_facts):
 #: the default of every input the catalog fills, so a plan with no model or GPU chosen is that one's.
 CATALOG_DEFAULTS = catalog_facts.default_facts()
-#: An input's default that is the default model's or GPU's catalog fact of the same name.
-CATALOG = object()
+CATALOG = object()   #: an input's default that is the default model's or GPU's catalog fact of the same name
 
 
 def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
@@ -103,6 +101,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("active_quantized_params", "Active parameters in quantizable layers", "params", CATALOG, "The quantizable share of the active parameters.", "model", lo=0, lo_inclusive=True, arg="num_params"),
     _inp("num_layers", "Layers", "layers", CATALOG, "Transformer blocks (num_hidden_layers).", "model"),
     _inp("kv_heads", "KV heads", "heads", CATALOG, "Key/value heads per layer; GQA makes this smaller than the query heads.", "model"),
+    _inp("num_attention_heads", "Attention heads", "heads", CATALOG, "Query heads per layer (num_attention_heads): heads / KV heads is the query group a GQA-aware decode kernel reads each KV head once for.", "model", lo=1, hi=1e5, integer=True),
     _inp("head_dim", "Head dimension", "elements", CATALOG, "Width of one attention head.", "model"),
     _inp("mla_latent_dim", "MLA latent width (0 = none)", "elements", CATALOG, "DeepSeek MLA caches kv_lora_rank + qk_rope_head_dim per layer instead of 2*K*H.", "model", arg="kv_lora_rank"),
     _inp("sliding_layers", "Sliding-window layers", "layers", CATALOG, "Layers whose KV is capped at the window.", "model"),
@@ -168,6 +167,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("cuda_graph_max_batch", "Largest CUDA-graph decode batch", "sequences", ENGINE["cuda_graph_max_batch"], "The largest decode batch the engine captures a graph for (vLLM V0 256, V1 512, SGLang 0.4 160, TensorRT-LLM as trtllm-bench runs it: the max batch; engines.csv); a larger batch runs eager.", "engine", lo=0, hi=1e6, integer=True),
     _inp("eager_seconds_per_layer", "Eager host time per dense layer", "s", ENGINE["eager_seconds_per_layer"], "CPU time to dispatch one dense decode layer eager through PyTorch: 257 us (Llama-3-8B, 8.23 ms eager over 32 layers, sgl-project/sglang#1401); an eager step lasts max(its kernels, this host time) (engines.csv).", "engine", lo=0, hi=1),
     _inp("eager_seconds_per_moe_layer", "Eager host time per MoE layer", "s", ENGINE["eager_seconds_per_moe_layer"], "CPU time to dispatch one MoE (MLA + routed experts) decode layer eager through PyTorch: 947 us (DeepSeek-Coder-V2-Lite, 4x its 6.22 ms CUDA-graph step, sgl-project/sglang#1401; engines.csv).", "engine", lo=0, hi=1),
+    _inp("gqa_decode", "GQA-aware decode attention (1 any group, 0 none, N only N-head groups)", "code", ENGINE["gqa_decode"], "1: the decode attention kernel reads each KV head once for its query group (FlashAttention, FlashInfer, TensorRT-LLM's XQA from 1.0); 0: once per query head (vLLM 0.3's PagedAttention); N > 1: once only where a group holds N query heads, once per query head otherwise (TensorRT-LLM 0.9's XQA runs at 8 heads per KV head, other groups on the masked MHA kernel, one thread block per query head; engines.csv).", "engine", lo=0, hi=1024, integer=True),
     *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
                           ("o", "attention output GEMM", "token"),
                           ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
