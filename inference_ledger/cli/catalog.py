@@ -57,8 +57,10 @@ def gpu_line(g: catalog.Gpu, id_width: int = 10, name_width: int = 34) -> str:
 def engine_line(e: engines.Engine, id_width: int = 12, name_width: int = 40) -> str:
     """id, name, the releases it covers, the step traits that set its speed, the other ids it answers to, source."""
     on = lambda flag, words: words if flag else f"no {words}"  # noqa: E731
+    gqa = {0: "GQA decode one pass per query head", 1: "GQA-aware decode"}.get(
+        e.gqa_decode, f"GQA-aware decode for {e.gqa_decode}-head groups only")
     traits = ", ".join((on(e.chunked_prefill, "chunked prefill"), on(e.cuda_graphs, "CUDA graphs"),
-                        on(e.overlap_scheduling, "overlap scheduling"), f"max_num_seqs {e.max_num_seqs:,}"))
+                        on(e.overlap_scheduling, "overlap scheduling"), gqa, f"max_num_seqs {e.max_num_seqs:,}"))
     ids = [a for a in e.aliases if a.lower() in engines.engine_names()]
     also = f"; also {', '.join(ids)}" if ids else ""
     return (f"{e.id:<{id_width}} {e.name:<{name_width}} releases {e.releases}: {traits}{also}  "
