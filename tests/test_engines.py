@@ -398,3 +398,10 @@ def test_the_decode_kernel_reads_each_kv_head_once_per_group_or_once_per_query_h
     once = plan.evaluate(resolve(model, "h100-sxm", engine=engine, numbers=kw | {"gqa_decode": 1}).inputs)
     assert v["decode_attention_kv_tokens"] == pytest.approx(passes * once["decode_attention_kv_tokens"])
     assert v["step_kv_bytes_per_gpu"] == pytest.approx(passes * once["step_kv_bytes_per_gpu"])
+
+
+def test_fewer_query_heads_than_kv_heads_never_reads_the_kv_less_than_once():
+    """A typed model with 4 query heads over 8 KV heads on a kernel without GQA support: one pass, not half of one."""
+    v = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="vllm-0.3",
+                              numbers={"num_attention_heads": 4, "kv_heads": 8}).inputs)
+    assert v["kv_read_passes"] == 1

@@ -146,9 +146,10 @@ decode_weight_bytes_per_gpu = derived("decode_weight_bytes_per_gpu", serving.wei
 
 @line("Decode passes over each KV head", "x", BANDWIDTH,
       "1 where the engine's decode attention reads each KV head once for its query group (gqa_decode 1, or the one "
-      "group size its kernel takes); else once per query head: heads / KV heads (gqa_decode 0, or another group).")
+      "group size its kernel takes); else once per query head: heads / KV heads (gqa_decode 0, or another group), "
+      "never below 1.")
 def kv_read_passes(gqa_decode, num_attention_heads, kv_heads):
-    group = num_attention_heads / kv_heads
+    group = maximum(num_attention_heads / kv_heads, 1)
     return where(eq(gqa_decode, 1), 1, where(eq(gqa_decode, group), 1, group))
 
 
