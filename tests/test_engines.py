@@ -290,9 +290,9 @@ def test_kv_budget_rules_by_hand():
 
 
 def test_allreduce_is_zero_at_tp1_and_latency_plus_ring_bytes_above():
-    assert engine_ledger.allreduce_seconds(1, 32, 15e-6, 8192, 300e9) == 0
-    # TP 2, 32 layers: 2 x 32 x (15 us + 2 x 1/2 x 8,192 B / 300 GB/s)
-    assert engine_ledger.allreduce_seconds(2, 32, 15e-6, 8192, 300e9) == pytest.approx(64 * (15e-6 + 8192 / 300e9))
+    assert engine_ledger.allreduce_seconds(1, 64, 15e-6, 8192, 300e9) == 0
+    # TP 2, 32 layers (2 all-reduces each): 64 x (15 us + 2 x 1/2 x 8,192 B / 300 GB/s)
+    assert engine_ledger.allreduce_seconds(2, 64, 15e-6, 8192, 300e9) == pytest.approx(64 * (15e-6 + 8192 / 300e9))
 
 
 def test_mxfp4_expert_padding_of_gpt_oss_120b():
@@ -326,12 +326,12 @@ def test_only_the_mxfp4_weight_format_pads_the_experts_in_the_plan_and_the_workb
 
 
 def test_formulas_render_without_literals():
-    s = {n: Sym(n) for n in ("rule", "total", "f", "w", "a", "n", "tp", "L", "lat", "msg", "bw")}
+    s = {n: Sym(n) for n in ("rule", "total", "f", "w", "a", "n", "tp", "ar", "lat", "msg", "bw")}
     text = engine_ledger.kv_budget_bytes(s["rule"], s["total"], s["f"], s["w"], s["a"], s["n"]).text
     assert text == ("f*total-w-(a+n)+IF(rule=KV_RULE_SGLANG,a+n-f*n,"
                     "IF(rule=KV_RULE_TRTLLM,(1-f)*(w+a+n),0))")
-    assert engine_ledger.allreduce_seconds(s["tp"], s["L"], s["lat"], s["msg"], s["bw"]).text == \
-        "IF(tp>1,ALLREDUCES_PER_LAYER*L*(lat+RING_ALLREDUCE_FACTOR*(tp-1)/tp*msg/bw),0)"
+    assert engine_ledger.allreduce_seconds(s["tp"], s["ar"], s["lat"], s["msg"], s["bw"]).text == \
+        "IF(tp>1,ar*(lat+RING_ALLREDUCE_FACTOR*(tp-1)/tp*msg/bw),0)"
 
 
 def test_plan_engine_switch_changes_the_kv_budget_only_through_the_rule():

@@ -149,7 +149,7 @@ def test_each_further_prompt_of_a_moe_prefill_pays_its_rows_of_the_all_reduces_b
     activations) = 122 x 1.4680064e-4 s = 17.909678 ms; total 33.429586 ms.  At TP 1 no all-reduce: 15.519908 ms.
     On the roofline: 2 x 37e9 x 1,024 / 8 / (5e15 x 0.5) = 3.7888 ms (no all-reduce term there)."""
     def extra(tp, kernel_tables=1):
-        per_token = step_lines.prefill_allreduce_seconds_per_prompt_token(tp, 61, 7168, 2, 1e-11)
+        per_token = step_lines.prefill_allreduce_seconds_per_prompt_token(tp, 2 * 61, 7168, 2, 1e-11)
         return step_lines.prefill_seconds_per_extra_prompt(
             kernel_tables=kernel_tables, prefill_seconds_per_prompt_token=1.5e-5,
             prefill_allreduce_seconds_per_prompt_token=per_token, num_layers=61, input_tokens=1024,

@@ -87,6 +87,21 @@ def test_dp_attention_without_ep_gathers_and_scatters_every_moe_layer():
     assert plan_of("qwen3-235b-a22b", "h200", tp=8, concurrency=64)["dp_collective_seconds_per_step"] == 0
 
 
+def test_attention_tp_inside_dp_ranks_all_reduces_a_ranks_tokens_once_per_moe_layer():
+    """TP 2 inside each of 4 DP-attention ranks (SGLang --tp 8 --dp 4): a rank all-reduces its own tokens, over its 2
+    GPUs, after the attention of each of Qwen3-235B's 94 (all MoE) layers; the MoE output goes through the stage's
+    gather/scatter instead of a second all-reduce.  2 x 94 - 94 = 94 all-reduces of a rank's quarter of the step's
+    tokens, each the measured floor + its bytes x the measured time per byte (4096 wide, BF16)."""
+    v = plan.evaluate(resolve.resolve("qwen3-235b-a22b", "h200", engine="sglang",
+                                      numbers=dict(tp=2, dp_attention=4, concurrency=64)).inputs)
+    assert v["tp_allreduces_per_pass"] == 94
+    assert v["rank_step_tokens"] == pytest.approx(v["step_tokens"] / 4)
+    one = v["allreduce_kernel_floor_seconds"] + v["rank_step_tokens"] * 4096 * 2 * v["allreduce_kernel_seconds_per_byte"]
+    assert v["decode_allreduce_seconds"] == pytest.approx(94 * one)
+    # without attention DP the same 8 GPUs all-reduce twice per layer
+    assert plan_of("qwen3-235b-a22b", "h200", tp=8, concurrency=64)["tp_allreduces_per_pass"] == 2 * 94
+
+
 def test_ep_without_attention_dp_has_no_all_to_all():
     """TP 8 with EP 8 and no attention DP: every GPU holds every token after the attention's all-reduce, computes its
     own experts and the layer's TP all-reduce combines them (vLLM: all-to-all kernels only when dp_size > 1 and EP;

@@ -34,7 +34,7 @@ from __future__ import annotations
 from inference_ledger.core.codes import Codes
 from inference_ledger.core.line import BANDWIDTH, line
 from inference_ledger.core.sheetfuncs import ceil, eq, gt, maximum, where
-from inference_ledger.core.units import (ACT_HIDDEN_COPIES, ACT_MLP_COPIES, ALLREDUCES_PER_LAYER, GLU_MATRICES,
+from inference_ledger.core.units import (ACT_HIDDEN_COPIES, ACT_MLP_COPIES, GLU_MATRICES,
                                          KV_RULE_SGLANG, KV_RULE_TRTLLM, KV_RULE_VLLM, RING_ALLREDUCE_FACTOR)
 
 #: How an engine sizes its KV cache (the plan input ``kv_budget_rule``; engines.csv names each engine's).
@@ -110,14 +110,14 @@ def kv_budget_bytes(rule, gpu_memory_bytes, memory_fraction, weights_bytes_per_g
         rule, memory_fraction, weights_bytes_per_gpu, non_torch, workspace)
 
 
-def allreduce_seconds(tp, num_layers, latency_seconds, message_bytes, interconnect_bw):
+def allreduce_seconds(tp, allreduces, latency_seconds, message_bytes, interconnect_bw):
     """Tensor-parallel all-reduce time of one decode step (0 at TP 1).
 
-    2 per layer x L x (latency + 2 (TP-1)/TP x message / link bandwidth): the ring's bytes,
-    and a fixed launch-and-synchronise latency that dominates at small batch.
+    all-reduces (2 per layer x L, Megatron-LM) x (latency + 2 (TP-1)/TP x message / link bandwidth): the ring's
+    bytes, and a fixed launch-and-synchronise latency that dominates at small batch.
     """
     one = latency_seconds + RING_ALLREDUCE_FACTOR * (tp - 1) / tp * message_bytes / interconnect_bw
-    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * one, 0)
+    return where(gt(tp, 1), allreduces * one, 0)
 
 
 @line("Decode overhead per step", "s", BANDWIDTH,

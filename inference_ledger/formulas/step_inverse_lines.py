@@ -10,7 +10,7 @@ from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import gt, literal, maximum, where
 from inference_ledger.formulas import serving
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, product
-from inference_ledger.core.units import ALLREDUCES_PER_LAYER, KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
+from inference_ledger.core.units import KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
 
 # ---------------------------------------------------------------------------------
 # the largest batch meeting the TPOT target when the step is priced from the kernel tables (the inverse of
@@ -66,11 +66,11 @@ kernel_gemm_seconds_per_token = _gemms_at("seconds_per_token", "Kernel step: GEM
 @line("Kernel step: fixed time", "s", BANDWIDTH,
       "What a step costs whatever the batch: attention and all-reduce floors, element-wise and per-step overhead, "
       "the LM head's floor, EP/PP latencies, the MoE floors priced from the fused-MoE table.")
-def kernel_fixed_seconds(num_layers, tp, decode_attention_kernel_floor_seconds, allreduce_kernel_floor_seconds,
-                         decode_elementwise_seconds, lm_head_kernel_floor_seconds, parallel_fixed_seconds,
-                         moe_kernel_table, kernel_moe_floor_seconds):
+def kernel_fixed_seconds(num_layers, tp, decode_attention_kernel_floor_seconds, tp_allreduces_per_pass,
+                         allreduce_kernel_floor_seconds, decode_elementwise_seconds, lm_head_kernel_floor_seconds,
+                         parallel_fixed_seconds, moe_kernel_table, kernel_moe_floor_seconds):
     return num_layers * decode_attention_kernel_floor_seconds + decode_elementwise_seconds \
-        + where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_floor_seconds, 0) \
+        + where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_floor_seconds, 0) \
         + lm_head_kernel_floor_seconds + parallel_fixed_seconds + moe_kernel_table * kernel_moe_floor_seconds
 
 
@@ -96,12 +96,14 @@ def kernel_seconds_per_sequence(num_layers, decode_attention_kv_tokens, effectiv
 
 
 @line("Kernel step: per step token", "s", BANDWIDTH,
-      "Each token of a step's all-reduces (2 per layer of hidden x bytes), EP/PP traffic and experts priced from the "
-      "fused-MoE table (linear in their tokens).")
-def kernel_seconds_per_step_token(tp, num_layers, hidden_size, unquantized_bytes, allreduce_kernel_seconds_per_byte,
-                                  parallel_seconds_per_token, moe_kernel_table, kernel_moe_seconds_per_token):
-    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_seconds_per_byte * hidden_size
-                 * unquantized_bytes, 0) + parallel_seconds_per_token + moe_kernel_table * kernel_moe_seconds_per_token
+      "Each token of a step's TP all-reduces (hidden x bytes each, a rank's share under attention DP), EP/PP/DP "
+      "traffic and experts priced from the fused-MoE table (linear in their tokens).")
+def kernel_seconds_per_step_token(tp, tp_allreduces_per_pass, dp_attention, hidden_size, unquantized_bytes,
+                                  allreduce_kernel_seconds_per_byte, parallel_seconds_per_token, moe_kernel_table,
+                                  kernel_moe_seconds_per_token):
+    return where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_seconds_per_byte * hidden_size
+                 * unquantized_bytes / dp_attention, 0) + parallel_seconds_per_token \
+        + moe_kernel_table * kernel_moe_seconds_per_token
 
 
 @line("Kernel step: budget left for the batch", "s", BANDWIDTH,

@@ -116,13 +116,21 @@ def decode_attention_seconds(num_layers, decode_attention_kv_tokens, decode_atte
     return num_layers * (decode + prefill_tokens_per_step / input_tokens * prompt)
 
 
+@line("TP all-reduces per forward pass", "all-reduces", BANDWIDTH,
+      "2 per layer, after the attention and after the MLP (Megatron-LM); under attention DP a MoE layer's second is "
+      "the stage's gather/scatter instead (dp_collective_seconds_per_step): one per MoE layer.")
+def tp_allreduces_per_pass(num_layers, moe_layers, dp_attention):
+    return ALLREDUCES_PER_LAYER * num_layers - where(gt(dp_attention, 1), moe_layers, 0)
+
+
 @line("Decode: TP all-reduces", "s", BANDWIDTH,
-      "2 all-reduces per layer of tokens per step x hidden x bytes (measured NCCL / custom all-reduce); 0 at TP 1.")
-def decode_allreduce_seconds(tp, num_layers, step_tokens, hidden_size, unquantized_bytes,
+      "TP all-reduces per pass of a rank's tokens per step x hidden x bytes (measured NCCL / custom all-reduce); 0 at "
+      "TP 1.")
+def decode_allreduce_seconds(tp, tp_allreduces_per_pass, rank_step_tokens, hidden_size, unquantized_bytes,
                              allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
-    one = serving.linear_curve(step_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+    one = serving.linear_curve(rank_step_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
                                allreduce_kernel_seconds_per_byte)
-    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * one, 0)
+    return where(gt(tp, 1), tp_allreduces_per_pass * one, 0)
 
 
 @line("Decode: element-wise work and per-step overhead", "s", BANDWIDTH,
@@ -180,12 +188,12 @@ def prefill_attention_seconds(num_layers, prefill_batch_tokens, input_tokens, pr
 
 
 @line("Prefill: TP all-reduces", "s", COMPUTE,
-      "Chunks x 2 all-reduces per layer of chunk tokens x hidden x bytes; 0 at TP 1.")
-def prefill_allreduce_seconds(tp, prefill_chunks, num_layers, prefill_chunk_tokens, hidden_size, unquantized_bytes,
-                              allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
+      "Chunks x TP all-reduces per pass of chunk tokens x hidden x bytes; 0 at TP 1.")
+def prefill_allreduce_seconds(tp, prefill_chunks, tp_allreduces_per_pass, prefill_chunk_tokens, hidden_size,
+                              unquantized_bytes, allreduce_kernel_floor_seconds, allreduce_kernel_seconds_per_byte):
     one = serving.linear_curve(prefill_chunk_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
                                allreduce_kernel_seconds_per_byte)
-    return where(gt(tp, 1), prefill_chunks * ALLREDUCES_PER_LAYER * num_layers * one, 0)
+    return where(gt(tp, 1), prefill_chunks * tp_allreduces_per_pass * one, 0)
 
 
 @line("Prefill: LM head and overhead", "s", COMPUTE,
@@ -262,11 +270,11 @@ def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, 
 
 
 @line("Prefill all-reduce time per prompt token", "s", COMPUTE,
-      "2 all-reduces per layer x the measured time per byte x hidden x activation bytes: what each prompt token adds "
+      "TP all-reduces per pass x the measured time per byte x hidden x activation bytes: what each prompt token adds "
       "to a prefill's TP all-reduces (their floors are paid once per chunk); 0 at TP 1.")
-def prefill_allreduce_seconds_per_prompt_token(tp, num_layers, hidden_size, unquantized_bytes,
+def prefill_allreduce_seconds_per_prompt_token(tp, tp_allreduces_per_pass, hidden_size, unquantized_bytes,
                                                allreduce_kernel_seconds_per_byte):
-    return where(gt(tp, 1), ALLREDUCES_PER_LAYER * num_layers * allreduce_kernel_seconds_per_byte * hidden_size
+    return where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_seconds_per_byte * hidden_size
                  * unquantized_bytes, 0)
 
 

@@ -107,16 +107,20 @@ def min_gpus_to_fit(tp_candidates):
 
 @line("Fixed decode time per step", "s", BANDWIDTH,
       "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.")
-def decode_fixed_seconds(decode_overhead_seconds, tp, num_layers, allreduce_latency_seconds, interconnect_bw,
-                         parallel_fixed_seconds):
-    return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, num_layers, allreduce_latency_seconds, 0,
-                                                                     interconnect_bw) + parallel_fixed_seconds
+def decode_fixed_seconds(decode_overhead_seconds, tp, tp_allreduces_per_pass, allreduce_latency_seconds,
+                         interconnect_bw, parallel_fixed_seconds):
+    return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, tp_allreduces_per_pass,
+                                                                     allreduce_latency_seconds, 0, interconnect_bw) \
+        + parallel_fixed_seconds
 
 
 @line("All-reduce time per token", "s", BANDWIDTH,
-      "What each token of a step adds to its all-reduces: its ring bytes over the interconnect.")
-def allreduce_seconds_per_sequence(tp, num_layers, hidden_size, unquantized_bytes, interconnect_bw):
-    return engine_ledger.allreduce_seconds(tp, num_layers, 0, hidden_size * unquantized_bytes, interconnect_bw)
+      "What each token of a step adds to its all-reduces: its ring bytes over the interconnect (a rank's share of them "
+      "under attention DP, whose ranks all-reduce their own tokens).")
+def allreduce_seconds_per_sequence(tp, tp_allreduces_per_pass, hidden_size, unquantized_bytes, dp_attention,
+                                   interconnect_bw):
+    return engine_ledger.allreduce_seconds(tp, tp_allreduces_per_pass, 0,
+                                           hidden_size * unquantized_bytes / dp_attention, interconnect_bw)
 
 
 @line("Step seconds per decoding sequence", "s", BANDWIDTH,
