@@ -405,3 +405,13 @@ def test_fewer_query_heads_than_kv_heads_never_reads_the_kv_less_than_once():
     v = plan.evaluate(resolve("llama-3.1-8b", "h100-sxm", engine="vllm-0.3",
                               numbers={"num_attention_heads": 4, "kv_heads": 8}).inputs)
     assert v["kv_read_passes"] == 1
+
+
+def test_the_decode_attention_source_says_when_the_kernel_reads_the_kv_once_per_query_head(capsys):
+    import json
+    from inference_ledger.cli import run
+    with pytest.raises(SystemExit) as e:
+        run(["plan", "--model", "mistral-7b-v0.3", "--gpu", "h100-sxm", "--engine", "trtllm-0.9", "--json"])
+    assert e.value.code in (0, None)
+    attention = json.loads(capsys.readouterr().out)["decode_ops"]["attention"]
+    assert "x 4 passes over each KV head" in attention["source"] and "gqa_decode" in attention["source"]

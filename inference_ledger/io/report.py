@@ -128,7 +128,8 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
              "eager_launch": "what dispatching the layers eager (no CUDA graph) adds beyond the kernels: data/engines.csv "
                              "cuda_graphs, cuda_graph_max_batch_by_tp, eager_seconds_per_layer / _moe_layer "
                              "(sgl-project/sglang#1401)",
-             "parallel": "EP all-to-all and PP hand-offs (inference_ledger/formulas/parallel.py)",
+             "parallel": "EP all-to-all, DP-attention gather/scatter and PP hand-offs "
+                         "(inference_ledger/formulas/parallel.py)",
              "prefill_stall": "whole-prompt prefills an engine without chunked prefill runs between decode steps "
                               "(Sarathi-Serve, arXiv:2403.02310)",
              "scheduler": "the engine's scheduler CPU time per sequence when it does not overlap the GPU "
@@ -148,6 +149,10 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
             else:
                 key = "prefill_attention" if (prefill and op == "attention") else op_source.get(op, op)
                 src = sources.get(key, kernels.MEASURED)
+            passes = _num(values.get("kv_read_passes")) or 1
+            if op == "attention" and not prefill and passes > 1:
+                src += f"; x {passes:g} passes over each KV head (a decode kernel that is not GQA-aware for this " \
+                       "query group reads it once per query head: data/engines.csv gqa_decode)"
             out[op] = {"seconds": _json_value(name, values[name]), "source": src}
         return out
 
