@@ -153,10 +153,14 @@ def kv_read_passes(gqa_decode, num_attention_heads, kv_heads):
     return where(eq(gqa_decode, 1), 1, where(eq(gqa_decode, group), 1, group))
 
 
-@line("KV read per step per GPU", "B", BANDWIDTH,
-      "Every decoding sequence's KV at the decode context, over its KV split, x the decode kernel's passes over it.")
-def step_kv_bytes_per_gpu(kv_bytes_per_sequence_decode, kv_shards, effective_concurrency, kv_read_passes):
-    return kv_bytes_per_sequence_decode / kv_shards * effective_concurrency * kv_read_passes
+@line("KV read per decoding sequence per GPU", "B", BANDWIDTH,
+      "A decoding sequence's KV at the decode context, over its KV split, x the decode kernel's passes over it.")
+def kv_read_bytes_per_sequence(kv_bytes_per_sequence_decode, kv_shards, kv_read_passes):
+    return kv_bytes_per_sequence_decode / kv_shards * kv_read_passes
+
+
+step_kv_bytes_per_gpu = product("step_kv_bytes_per_gpu", ("kv_read_bytes_per_sequence", "effective_concurrency"),
+    "KV read per step per GPU", "B", BANDWIDTH, "Every decoding sequence's KV read (kv_read_bytes_per_sequence).")
 
 
 @line("FLOPs per step per GPU", "FLOP", COMPUTE,

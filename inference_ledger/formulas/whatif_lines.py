@@ -124,10 +124,10 @@ def allreduce_seconds_per_sequence(tp, tp_allreduces_per_pass, hidden_size, unqu
 
 
 @line("Step seconds per decoding sequence", "s", BANDWIDTH,
-      "What one more decoding sequence adds to a step: its KV at the decode context x the decode kernel's passes / "
-      "(BW x KV-read efficiency).")
-def kv_seconds_per_sequence(kv_bytes_per_sequence_decode, kv_shards, hbm_bw, kv_read_efficiency, kv_read_passes):
-    return kv_bytes_per_sequence_decode / kv_shards * kv_read_passes / (hbm_bw * kv_read_efficiency)
+      "What one more decoding sequence adds to a step: its KV read (kv_read_bytes_per_sequence) / (BW x KV-read "
+      "efficiency).")
+def kv_seconds_per_sequence(kv_read_bytes_per_sequence, hbm_bw, kv_read_efficiency):
+    return kv_read_bytes_per_sequence / (hbm_bw * kv_read_efficiency)
 
 
 @line("Compute seconds per token", "s", BANDWIDTH,
