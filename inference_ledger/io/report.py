@@ -135,6 +135,9 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
              "scheduler": "the engine's scheduler CPU time per sequence when it does not overlap the GPU "
                           "(data/engines.csv overlap_scheduling, scheduler_seconds_per_sequence)"}
     op_source = {"attention": "decode_attention", "linear": "qkv"}
+    passes = _num(values.get("kv_read_passes")) or 1
+    extra_passes = f"; x {passes:g} passes over each KV head (a decode kernel that is not GQA-aware for this query " \
+        "group reads it once per query head: data/engines.csv gqa_decode)" if passes > 1 else ""
 
     def ops(table: Mapping[str, str], common: Mapping[str, str], prefill: bool) -> dict[str, Any]:
         out = {}
@@ -149,10 +152,8 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
             else:
                 key = "prefill_attention" if (prefill and op == "attention") else op_source.get(op, op)
                 src = sources.get(key, kernels.MEASURED)
-            passes = _num(values.get("kv_read_passes")) or 1
-            if op == "attention" and not prefill and passes > 1:
-                src += f"; x {passes:g} passes over each KV head (a decode kernel that is not GQA-aware for this " \
-                       "query group reads it once per query head: data/engines.csv gqa_decode)"
+            if op == "attention" and not prefill:
+                src += extra_passes
             out[op] = {"seconds": _json_value(name, values[name]), "source": src}
         return out
 
