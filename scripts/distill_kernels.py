@@ -11,7 +11,8 @@ inference_ledger/data/kernels/NOTICE) and keeps a grid trimmed to what the catal
 * ``prefill_attention.csv``: context attention per layer of one prompt (batch 1) by (KV dtype, heads, KV heads,
   head dim) at prompt lengths 128 .. 16,384;
 * ``allreduce.csv``: all-reduce latency by (library, GPUs, message bytes): NCCL and each engine's custom all-reduce
-  (CUDA-graph variant where the table has both);
+  (CUDA-graph variant where the table has both); the package counts a message in 2-byte elements, written here as
+  bytes (``ALLREDUCE_ELEMENT_BYTES``);
 * ``moe.csv``: one fused MoE layer (routing, grouped gate/up + down expert GEMMs) on one GPU by (dtype, hidden,
   expert intermediate, top-k, experts, MoE TP, MoE EP) at 1 .. 16,384 tokens, for the catalog's MoE shapes only,
   with the package's default routing (``power_law_1.01``, what its DeepSeek/MoE models query);
@@ -144,6 +145,14 @@ def attention_rows(root: Path, which: str):
                            f"{folder}/attention/{eng}/{d.name}/{f.name}"]
 
 
+#: bytes per element of the all-reduce tables: their ``message_size`` counts elements, not bytes (the package's
+#: sdk/perf_database.py: "comm shims factor an element count into ``x * per_token_elements``"; its all-reduce queries
+#: pass tokens x hidden size), of FP16 (NCCL's ``nccl_dtype`` half, the rows kept) or BF16 (every custom all-reduce
+#: table's ``allreduce_dtype``): 2 bytes.  Read as bytes, the H200 8-GPU curve would move 1 GiB in 4.0 ms at a bus
+#: bandwidth of 234 GB/s, half of what NVLink-SHARP reaches; as elements, 469 GB/s.
+ALLREDUCE_ELEMENT_BYTES = 2
+
+
 def allreduce_rows(root: Path):
     for folder, ids in GPUS.items():
         d = newest(root / "data" / folder / "comm" / "nccl", "nccl_perf.parquet")
@@ -152,7 +161,7 @@ def allreduce_rows(root: Path):
             for op, dt, g, size, lat in zip(t["op_name"], t["nccl_dtype"], t["num_gpus"], t["message_size"],
                                             t["latency"]):
                 if op == "all_reduce" and dt == "half":
-                    yield ["|".join(ids), "nccl", d.name, g, size, us(lat),
+                    yield ["|".join(ids), "nccl", d.name, g, size * ALLREDUCE_ELEMENT_BYTES, us(lat),
                            f"{folder}/comm/nccl/{d.name}/nccl_perf.parquet"]
         for eng in ENGINES:
             d = newest(root / "data" / folder / "comm" / eng, "custom_allreduce_perf.parquet")
@@ -162,10 +171,14 @@ def allreduce_rows(root: Path):
             t = pq.read_table(f).to_pydict()
             srcs = t.get("kernel_source", [""] * len(t["latency"]))
             has_graph = any("graph" in s.lower() for s in srcs)
-            for src, g, size, lat in zip(srcs, t["num_gpus"], t["message_size"], t["latency"]):
+            for src, g, size, lat, dt in zip(srcs, t["num_gpus"], t["message_size"], t["latency"],
+                                             t["allreduce_dtype"]):
                 if has_graph and "graph" not in src.lower():
                     continue
-                yield ["|".join(ids), eng, d.name, g, size, us(lat), f"{folder}/comm/{eng}/{d.name}/{f.name}"]
+                if dt not in ("bfloat16", "float16", "half"):
+                    raise ValueError(f"{f}: an all-reduce of {dt}, not 2-byte elements")
+                yield ["|".join(ids), eng, d.name, g, size * ALLREDUCE_ELEMENT_BYTES, us(lat),
+                       f"{folder}/comm/{eng}/{d.name}/{f.name}"]
 
 
 def moe_rows(root: Path):
@@ -260,7 +273,7 @@ ABOUT = {
     "allreduce.csv": (
         "All-reduce",
         "library nccl = NCCL all_reduce (fp16), otherwise the engine's custom all-reduce (CUDA-graph variant where "
-        "measured both ways)."),
+        "measured both ways); message_bytes = the package's message_size (2-byte elements) x 2."),
     "moe.csv": (
         "Fused MoE layer (routing + grouped expert GEMMs) on one GPU",
         "Columns t<T> are the tokens entering the layer (all the EP group's: aiconfigurator's num_tokens); inter is "

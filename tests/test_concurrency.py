@@ -52,19 +52,22 @@ def test_default_plan_bills_what_recommend_bills(capsys, model, gpu, tp, reason)
     assert d["concurrency_used"] > 16 and d["gpus_for_qps"] < at16["gpus_for_qps"]
 
 
-def test_70b_on_4_h100_is_billed_at_152_sequences(capsys):
+def test_70b_on_4_h100_is_billed_at_181_sequences(capsys):
     """The KV-bound case by hand: the KV cache holds 305 sequences of 1,536 tokens; with the step priced from the
-    measured kernel tables TPOT passes 50 ms between 179 and 180 (the closed-form inverse tpot_max_batch is 179 on
-    this dense model), so the largest candidate under it, 152, runs and 3 replicas of 152 / (TTFT + 511 x TPOT)
-    requests/s cover 20 QPS; the next candidate, 181, misses the target."""
+    measured kernel tables TPOT passes 50 ms between 209 and 210 (the closed-form inverse tpot_max_batch is 208 on
+    this dense model), so the largest candidate under it, 181, runs and 3 replicas of 181 / (TTFT + 511 x TPOT)
+    requests/s cover 20 QPS; the next candidate, 215, misses the target."""
     d = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4")
-    assert d["max_concurrency"] == 305 and d["tpot_max_batch"] == 179 and d["concurrency_used"] == 152
-    qps = 152 / (d["ttft_service_seconds"] + 511 * d["tpot_seconds"])
+    assert d["max_concurrency"] == 305 and d["tpot_max_batch"] == 208 and d["concurrency_used"] == 181
+    qps = 181 / (d["ttft_service_seconds"] + 511 * d["tpot_seconds"])
     assert d["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert d["replicas_for_qps"] == int(np.ceil(20 / qps)) == 3
     assert (d["gpus_for_qps"], d["monthly_cost_qps"]) == (12, pytest.approx(12 * 3.78 * 730))
-    at181 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "181")
-    assert at181["tpot_ok"] is False and at181["tpot_seconds"] > 0.05 >= d["tpot_seconds"]
+    at209 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "209")
+    at210 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "210")
+    assert at209["tpot_ok"] is True and at210["tpot_ok"] is False
+    at215 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "215")
+    assert at215["tpot_ok"] is False and at215["tpot_seconds"] > 0.05 >= d["tpot_seconds"]
 
 
 def test_a_plan_that_does_not_fit_runs_at_1_and_recommend_lists_nothing(capsys):
@@ -139,7 +142,7 @@ def test_sweep_and_plan_function_choose_the_same(capsys):
 
 def test_cli_takes_auto_and_refuses_words(capsys):
     d = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "auto")
-    assert d["concurrency_used"] == 152
+    assert d["concurrency_used"] == 181
     with pytest.raises(SystemExit) as e:
         run(["plan", "--concurrency", "lots"])
     assert e.value.code == 2 and "--concurrency" in capsys.readouterr().err
@@ -182,7 +185,7 @@ def workbook_built(workbooks):
 def test_editing_plan_moves_the_chosen_concurrency_and_the_bill(workbook_built, soffice, tmp_path, capsys, tag,
                                                                  cells, argv):
     path, values = workbook_built
-    assert (values["concurrency_used"], values["gpus_for_qps"]) == (152, 12)     # the default: TPOT-bound
+    assert (values["concurrency_used"], values["gpus_for_qps"]) == (181, 12)     # the default: TPOT-bound
     got = _edited(path, tmp_path, tag, **cells)
     options = {"--model": "llama-3.1-70b", "--gpu": "h100-sxm", "--tp": "4"} | dict(zip(argv[::2], argv[1::2]))
     want = _plan(capsys, *(x for kv in options.items() for x in kv))
@@ -190,8 +193,8 @@ def test_editing_plan_moves_the_chosen_concurrency_and_the_bill(workbook_built, 
     assert (used, gpus) == (want["concurrency_used"], want["gpus_for_qps"])
     assert _named(got, "concurrency_reason").value == want["concurrency_reason"]
     assert _named(got, "monthly_cost_qps").value == pytest.approx(want["monthly_cost_qps"], rel=1e-9)
-    assert used != 152 and gpus != 12
+    assert used != 181 and gpus != 12
     if tag == "tpot":   # 30 ms: the TPOT target still binds, at fewer sequences and more replicas
-        assert want["concurrency_reason_words"] == "TPOT target" and used < 152 and gpus > 12
+        assert want["concurrency_reason_words"] == "TPOT target" and used < 181 and gpus > 12
     if tag == "typed":
         assert (used, gpus, want["concurrency_reason_words"]) == (16, 44, "requested")

@@ -89,6 +89,25 @@ def test_attention_and_allreduce_lookups_equal_the_tables():
     assert t == pytest.approx(min(float(r["latency_us"]) for r in rows) * US, rel=1e-12)
 
 
+def test_allreduce_messages_are_bytes_at_the_bus_bandwidth_nvlink_carries():
+    """The package counts an all-reduce's message in 2-byte elements; the table holds bytes.  Read at its largest
+    message, every 4- and 8-GPU curve moves a ring all-reduce's 2 (n-1)/n of it per GPU at 55-110% of the NVLink
+    bandwidth per direction (gpus.csv interconnect_bw: 300 GB/s A100, 450 GB/s H100/H200, 900 GB/s B200/GB200;
+    NVLink-SHARP reduces in the switch and reaches about it at 8 GPUs).  Elements read as bytes would halve all of
+    them (H200, 8 GPUs: 234 GB/s)."""
+    from inference_ledger.catalogs import catalog
+    largest = {}
+    for r in _csv("allreduce.csv"):
+        key = (r["gpu_ids"], r["library"], int(r["gpus"]))
+        if key[2] >= 4 and float(r["message_bytes"]) > largest.get(key, (0, 0))[0]:
+            largest[key] = (float(r["message_bytes"]), float(r["latency_us"]) * US)
+    assert len(largest) >= 20
+    for (ids, lib, n), (size, t) in largest.items():
+        bus = 2 * (n - 1) / n * size / t
+        link = catalog.get_gpu(ids.split("|")[0]).interconnect_bw
+        assert 0.55 <= bus / link <= 1.1, (ids, lib, n, bus / 1e9)
+
+
 def _resolved(model, gpu, engine="vllm", **numbers):
     return resolve.resolve(model, gpu, engine=engine, numbers=numbers)
 
