@@ -54,18 +54,18 @@ def test_default_plan_bills_what_recommend_bills(capsys, model, gpu, tp, reason)
 
 def test_70b_on_4_h100_is_billed_at_181_sequences(capsys):
     """The KV-bound case by hand: the KV cache holds 305 sequences of 1,536 tokens; with the step priced from the
-    measured kernel tables TPOT passes 50 ms between 209 and 210 (the closed-form inverse tpot_max_batch is 208 on
+    measured kernel tables TPOT passes 50 ms between 194 and 195 (the closed-form inverse tpot_max_batch is 193 on
     this dense model), so the largest candidate under it, 181, runs and 3 replicas of 181 / (TTFT + 511 x TPOT)
     requests/s cover 20 QPS; the next candidate, 215, misses the target."""
     d = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4")
-    assert d["max_concurrency"] == 305 and d["tpot_max_batch"] == 208 and d["concurrency_used"] == 181
+    assert d["max_concurrency"] == 305 and d["tpot_max_batch"] == 193 and d["concurrency_used"] == 181
     qps = 181 / (d["ttft_service_seconds"] + 511 * d["tpot_seconds"])
     assert d["qps_per_replica"] == pytest.approx(qps, rel=1e-12)
     assert d["replicas_for_qps"] == int(np.ceil(20 / qps)) == 3
     assert (d["gpus_for_qps"], d["monthly_cost_qps"]) == (12, pytest.approx(12 * 3.78 * 730))
-    at209 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "209")
-    at210 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "210")
-    assert at209["tpot_ok"] is True and at210["tpot_ok"] is False
+    at194 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "194")
+    at195 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "195")
+    assert at194["tpot_ok"] is True and at195["tpot_ok"] is False
     at215 = _plan(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--concurrency", "215")
     assert at215["tpot_ok"] is False and at215["tpot_seconds"] > 0.05 >= d["tpot_seconds"]
 

@@ -142,7 +142,12 @@ def test_one_decode_step_by_hand_from_the_tables():
     ctx = 1024 + 256 / 2
     att = v["decode_attention_kernel_floor_seconds"] + v["decode_attention_kernel_seconds_per_kv_token"] * ctx
     ar = v["allreduce_kernel_floor_seconds"] + v["allreduce_kernel_seconds_per_byte"] * 8192 * 2
-    rest = 80 * 6e-6 + 0.2e-3  # element-wise per layer (efficiencies.csv) + per-step overhead
+    rest = 80 * 6e-6 + 0.2e-3  # element-wise floors per layer (efficiencies.csv) + per-step overhead
+    # + the step's token through the element-wise kernels (aiconfigurator-core's add_norm x 2 and act_gate): per layer
+    # 2 x (2 x 8,192 read + 2 x 8,192 written) + (2 x 28,672 / 4 read + 28,672 / 4 written) BF16 elements, at
+    # 3.35 TB/s x 0.8: 80 x (65,536 + 21,504) x 2 B = 13,926,400 B = 5.20 us
+    assert v["elementwise_bytes_per_token"] == 80 * (8 * 8192 + 3 * 28672 / 4) * 2 == 13_926_400
+    rest += 13_926_400 / (3.35e12 * 0.8)
     lm = v["decode_lm_head_seconds"]
     expected = 80 * (qkv + o + mlp) + lm + 80 * att + 2 * 80 * ar + rest
     assert v["decode_kernel_seconds"] == pytest.approx(expected, rel=1e-9)
@@ -153,12 +158,29 @@ def test_one_decode_step_by_hand_from_the_tables():
     assert lm == pytest.approx(curve(lm_a, lm_r, 1), rel=1e-9)
 
 
+def test_a_prefill_pays_the_element_wise_traffic_of_every_prompt_token():
+    # Llama-3.1-8B (32 layers, hidden 4,096, intermediate 14,336) at TP 1 on H100: each token moves 32 x (8 x 4,096 +
+    # 3 x 14,336) BF16 elements through the norms, residual adds and gated activation, at 3.35 TB/s x 0.8
+    r = _resolved("llama-3.1-8b", "h100-sxm", tp=1, concurrency=1, batching="static", input_tokens=2048,
+                  output_tokens=16)
+    v = plan.evaluate(r.inputs)
+    per_token = 32 * (8 * 4096 + 3 * 14336) * 2 / (3.35e12 * 0.8)
+    assert v["elementwise_seconds_per_token"] == pytest.approx(per_token, rel=1e-12)
+    lm = math.hypot(v["lm_head_kernel_floor_seconds"], v["lm_head_kernel_seconds_per_token"])   # one row: 1 token
+    fixed = 32 * 6e-6 + 0.2e-3
+    assert v["prefill_chunks"] == 1
+    assert v["prefill_overhead_seconds"] == pytest.approx(lm + fixed + 2048 * per_token, rel=1e-9)
+    # a decode step of its one sequence pays one token's
+    assert v["decode_elementwise_seconds"] == pytest.approx(fixed + per_token, rel=1e-9)
+
+
 def test_the_step_never_goes_below_the_roofline_floor():
     r = _resolved("llama-3.1-8b", "h100-sxm", tp=1, concurrency=32)
     zero = {n: 0.0 for op in kernels.OPS for n in kernels.op_input_names(op)}
     v = plan.evaluate(r.inputs | zero | {"kernel_layer_overhead_seconds": 0, "step_overhead_seconds": 0,
                                          "moe_kernel_launch_seconds": 0})
-    assert v["decode_kernel_seconds"] == 0
+    # what is left is the element-wise traffic of the step's tokens (HBM bandwidth, not a table), below the floor
+    assert v["decode_kernel_seconds"] == v["step_elementwise_seconds"] < v["tpot_floor_seconds"]
     assert v["tpot_seconds"] == pytest.approx(v["tpot_floor_seconds"] + v["parallel_seconds_per_step"]
                                               + v["prefill_stall_seconds"], rel=1e-12)
 

@@ -36,6 +36,8 @@ ALLREDUCES_PER_LAYER = Const(2, "ALLREDUCES_PER_LAYER", "tensor parallelism all-
 RING_ALLREDUCE_FACTOR = Const(2, "RING_ALLREDUCE_FACTOR", "a ring all-reduce sends 2 (TP-1)/TP of the message per GPU (reduce-scatter + all-gather)", "x")
 EP_PASSES = Const(2, "EP_PASSES", "expert parallelism moves each token twice per MoE layer: dispatch to its experts and combine back (DeepEP; DeepSeek-V3 report arXiv:2412.19437 s3.2.2)", "passes")
 DP_MLP_COLLECTIVES = Const(2, "DP_MLP_COLLECTIVES", "attention DP with the experts split over the stage (no EP all-to-all): each MoE layer all-gathers the DP ranks' tokens before the experts and reduce-scatters their output back (TensorRT-LLM _torch/modules/fused_moe: allgather under enable_attention_dp, reducescatter after run_moe; SGLang layers/dp_attention.py dp_gather / dp_scatter)", "collectives/layer")
+ELEMENTWISE_NORM_ELEMENTS = Const(8, "ELEMENTWISE_NORM_ELEMENTS", "a layer's two residual-add + RMSNorm passes each read 2 x hidden elements (input and residual) and write 2 x hidden, on every TP rank (NVIDIA aiconfigurator-core 0.12.0's model ops add_norm_1 and add_norm_2: ElementWise dim_in = dim_out = 2h, bytes per token 2 x (dim_in + dim_out) in BF16)", "x hidden/layer")
+ELEMENTWISE_GATE_ELEMENTS = Const(3, "ELEMENTWISE_GATE_ELEMENTS", "a dense layer's gated activation (SiLU-and-mul) reads gate and up, 2 x intermediate / TP elements, and writes intermediate / TP (aiconfigurator-core 0.12.0's act_gate op)", "x intermediate/layer")
 VERDICT_MISSES = Const(2, "VERDICT_MISSES", "verdict code: fits at the requested concurrency but misses the TTFT or TPOT target", "code")
 VERDICT_MEETS = Const(3, "VERDICT_MEETS", "verdict code: fits at the requested concurrency and meets the targets", "code")
 # steady-state serving (inference_ledger.formulas.serving)
@@ -89,6 +91,8 @@ CONSTANTS: tuple[Const, ...] = (
     RING_ALLREDUCE_FACTOR,
     EP_PASSES,
     DP_MLP_COLLECTIVES,
+    ELEMENTWISE_NORM_ELEMENTS,
+    ELEMENTWISE_GATE_ELEMENTS,
     VERDICT_MISSES,
     VERDICT_MEETS,
     BATCHING_STATIC,

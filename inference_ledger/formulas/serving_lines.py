@@ -12,6 +12,7 @@ from __future__ import annotations
 from inference_ledger.formulas import admission, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import eq, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio, ratio_up, total
+from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -185,6 +186,23 @@ step_linear_seconds = derived("step_linear_seconds", serving.linear_seconds, "Li
       "KV read per step / (BW x KV-read efficiency): attention's own kernels, after the linear layers.")
 def step_kv_seconds(step_kv_bytes_per_gpu, hbm_bw, kv_read_efficiency):
     return step_kv_bytes_per_gpu / (hbm_bw * kv_read_efficiency)
+
+
+@line("Element-wise bytes per token per GPU", "B", BANDWIDTH,
+      "What the kernels besides the GEMMs and attention move per token on one GPU: every layer's two residual-add + "
+      "RMSNorm passes over the whole hidden state (on every TP rank) and each dense layer's gated activation over its "
+      "TP share, at the activations' bytes (aiconfigurator-core's add_norm and act_gate ops; a MoE layer's activation "
+      "runs inside its fused kernel).")
+def elementwise_bytes_per_token(num_layers, moe_layers, hidden_size, intermediate_size, tp, unquantized_bytes):
+    return (num_layers * ELEMENTWISE_NORM_ELEMENTS * hidden_size
+            + (num_layers - moe_layers) * ELEMENTWISE_GATE_ELEMENTS * intermediate_size / tp) * unquantized_bytes
+
+
+@line("Element-wise time per token", "s", BANDWIDTH,
+      "Element-wise bytes per token / (BW x weight-streaming efficiency): memory-bound kernels, priced as "
+      "aiconfigurator-core prices its ElementWise ops (HBM bandwidth x an efficiency).")
+def elementwise_seconds_per_token(elementwise_bytes_per_token, hbm_bw, bw_efficiency):
+    return elementwise_bytes_per_token / (hbm_bw * bw_efficiency)
 
 
 prefill_batch_tokens = derived("prefill_batch_tokens", serving.prefill_batch_tokens,

@@ -64,12 +64,12 @@ kernel_gemm_seconds_per_token = _gemms_at("seconds_per_token", "Kernel step: GEM
 
 
 @line("Kernel step: fixed time", "s", BANDWIDTH,
-      "What a step costs whatever the batch: attention and all-reduce floors, element-wise and per-step overhead, "
+      "What a step costs whatever the batch: attention and all-reduce floors, element-wise floors and per-step overhead, "
       "the LM head's floor, EP/PP latencies, the MoE floors priced from the fused-MoE table.")
 def kernel_fixed_seconds(num_layers, tp, decode_attention_kernel_floor_seconds, tp_allreduces_per_pass,
-                         allreduce_kernel_floor_seconds, decode_elementwise_seconds, lm_head_kernel_floor_seconds,
+                         allreduce_kernel_floor_seconds, elementwise_fixed_seconds, lm_head_kernel_floor_seconds,
                          parallel_fixed_seconds, moe_kernel_table, kernel_moe_floor_seconds):
-    return num_layers * decode_attention_kernel_floor_seconds + decode_elementwise_seconds \
+    return num_layers * decode_attention_kernel_floor_seconds + elementwise_fixed_seconds \
         + where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_floor_seconds, 0) \
         + lm_head_kernel_floor_seconds + parallel_fixed_seconds + moe_kernel_table * kernel_moe_floor_seconds
 
@@ -96,14 +96,14 @@ def kernel_seconds_per_sequence(num_layers, decode_attention_kv_tokens, effectiv
 
 
 @line("Kernel step: per step token", "s", BANDWIDTH,
-      "Each token of a step's TP all-reduces (hidden x bytes each, a rank's share under attention DP), EP/PP/DP "
-      "traffic and experts priced from the fused-MoE table (linear in their tokens).")
+      "Each token of a step's TP all-reduces (hidden x bytes each) and element-wise traffic (a rank's share of both "
+      "under attention DP), EP/PP/DP traffic and experts priced from the fused-MoE table (linear in their tokens).")
 def kernel_seconds_per_step_token(tp, tp_allreduces_per_pass, dp_attention, hidden_size, unquantized_bytes,
-                                  allreduce_kernel_seconds_per_byte, parallel_seconds_per_token, moe_kernel_table,
-                                  kernel_moe_seconds_per_token):
-    return where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_seconds_per_byte * hidden_size
-                 * unquantized_bytes / dp_attention, 0) + parallel_seconds_per_token \
-        + moe_kernel_table * kernel_moe_seconds_per_token
+                                  allreduce_kernel_seconds_per_byte, elementwise_seconds_per_token,
+                                  parallel_seconds_per_token, moe_kernel_table, kernel_moe_seconds_per_token):
+    return (where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_seconds_per_byte * hidden_size
+                  * unquantized_bytes, 0) + elementwise_seconds_per_token) / dp_attention \
+        + parallel_seconds_per_token + moe_kernel_table * kernel_moe_seconds_per_token
 
 
 @line("Kernel step: budget left for the batch", "s", BANDWIDTH,

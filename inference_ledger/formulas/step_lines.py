@@ -11,7 +11,7 @@ from __future__ import annotations
 from inference_ledger.formulas import serving
 from inference_ledger.formulas.kernels import op_input_names
 from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
-from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, ratio, total
+from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, product, ratio, total
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 
 # ---------------------------------------------------------------------------------
@@ -133,11 +133,21 @@ def decode_allreduce_seconds(tp, tp_allreduces_per_pass, rank_step_tokens, hidde
     return where(gt(tp, 1), tp_allreduces_per_pass * one, 0)
 
 
-@line("Decode: element-wise work and per-step overhead", "s", BANDWIDTH,
-      "Layers x the element-wise kernels the tables do not hold (norms, rotary, activation, residual adds) + the "
-      "per-step overhead (embedding, sampling, scheduling).")
-def decode_elementwise_seconds(num_layers, kernel_layer_overhead_seconds, step_overhead_seconds):
+@line("Element-wise work: fixed part of a pass", "s", BANDWIDTH,
+      "Layers x the floors of the element-wise kernels the tables do not hold (norms, rotary, activation, residual "
+      "adds) + the per-step overhead (embedding, sampling, scheduling).")
+def elementwise_fixed_seconds(num_layers, kernel_layer_overhead_seconds, step_overhead_seconds):
     return num_layers * kernel_layer_overhead_seconds + step_overhead_seconds
+
+
+step_elementwise_seconds = product("step_elementwise_seconds", ("rank_step_tokens", "elementwise_seconds_per_token"),
+    "Element-wise traffic per step", "s", BANDWIDTH, "A rank's tokens per step x element-wise time per token.")
+
+
+decode_elementwise_seconds = total("decode_elementwise_seconds", ("elementwise_fixed_seconds",
+                                                                  "step_elementwise_seconds"),
+    "Decode: element-wise work and per-step overhead", "s", BANDWIDTH,
+    "The element-wise kernels' floors and per-step overhead + their traffic for the step's tokens.")
 
 
 decode_kernel_seconds = total("decode_kernel_seconds", ("decode_qkv_seconds", "decode_o_seconds", "decode_mlp_seconds",
@@ -197,11 +207,14 @@ def prefill_allreduce_seconds(tp, prefill_chunks, tp_allreduces_per_pass, prefil
 
 
 @line("Prefill: LM head and overhead", "s", COMPUTE,
-      "One LM-head row per prompt + each chunk's element-wise and per-step overhead.")
-def prefill_overhead_seconds(prefill_batch_tokens, input_tokens, prefill_chunks, decode_elementwise_seconds,
-                             lm_head_kernel_floor_seconds, lm_head_kernel_seconds_per_token):
+      "One LM-head row per prompt + each chunk's element-wise floors and per-step overhead + the prompt tokens' "
+      "element-wise traffic.")
+def prefill_overhead_seconds(prefill_batch_tokens, input_tokens, prefill_chunks, elementwise_fixed_seconds,
+                             elementwise_seconds_per_token, lm_head_kernel_floor_seconds,
+                             lm_head_kernel_seconds_per_token):
     return serving.gemm_curve(prefill_batch_tokens / input_tokens, lm_head_kernel_floor_seconds,
-                              lm_head_kernel_seconds_per_token) + prefill_chunks * decode_elementwise_seconds
+                              lm_head_kernel_seconds_per_token) + prefill_chunks * elementwise_fixed_seconds \
+        + prefill_batch_tokens * elementwise_seconds_per_token
 
 
 prefill_kernel_seconds = total("prefill_kernel_seconds", ("prefill_qkv_seconds", "prefill_o_seconds",

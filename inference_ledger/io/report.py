@@ -124,7 +124,10 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
         _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
                                                 kv_dtype or "bf16", eng.kernel_table_version,
                                                 catalog.fp4_tensor_cores(gpu))
-    fixed = {"elementwise": "data/efficiencies.csv (per-layer and per-step overhead)",
+    overhead = "data/efficiencies.csv (per-layer and per-step overhead)"
+    traffic = "; + each token's residual-add/RMSNorm and gated-activation traffic at HBM bandwidth x bw_efficiency " \
+        "(NVIDIA aiconfigurator-core 0.12.0's add_norm and act_gate element-wise ops)"
+    fixed = {"elementwise": overhead + (traffic if measured else ""),
              "eager_launch": "what dispatching the layers eager (no CUDA graph) adds beyond the kernels: data/engines.csv "
                              "cuda_graphs, cuda_graph_max_batch_by_tp, eager_seconds_per_layer / _moe_layer "
                              "(sgl-project/sglang#1401)",
