@@ -147,8 +147,9 @@ def test_scenario_rows_equal_the_python_ledger(books):
     # only what the shown columns need (the layout terms and the kernel-priced step's operations and their table figures
     # included, the CUDA-graph trait's four engine inputs and its lines, the KV admission reserve and the requests it
     # admits, a DP-attention rank's sequences and step tokens, the DP-attention MoE gather/scatter and the decode
-    # kernel's passes over the KV heads with the heads and engine trait they read): no what-if TP or finance lines
-    assert ws.max_column < 232
+    # kernel's passes over the KV heads with the heads and engine trait they read, the element-wise traffic per
+    # token and per step): no what-if TP or finance lines
+    assert ws.max_column < 236
     assert not [n for n in names if n.startswith("tp_candidates") or "_tp4" in n] and "engine_id" in names
     for k, sc in enumerate(DEFAULT_SCENARIOS):
         r = 9 + k

@@ -52,6 +52,7 @@ LIMIT_COMPUTE = Const(4, "LIMIT_COMPUTE", "binding-limit code: the step is compu
 ADMISSION_ON_DEMAND = Const(0, "ADMISSION_ON_DEMAND", "KV-admission code: a request is admitted on its prompt (and a share of its output), running sequences are preempted when the cache runs out (vLLM, SGLang)", "code")
 ADMISSION_NO_EVICT = Const(1, "ADMISSION_NO_EVICT", "KV-admission code: a request is admitted only when its whole S + T fits and is never evicted (TensorRT-LLM GUARANTEED_NO_EVICT)", "code")
 KERNEL_GEMM_POWER = Const(2, "KERNEL_GEMM_POWER", "p of a GEMM's curve t(M) = (a^p + (r M)^p)^(1/p) between its measured floor a and its measured time per token r: fitted on the interior points (M 4-4,096, N and K >= 1,024) of every H100 GEMM table in data/kernels/gemm.csv (median |error| 5%, p 1.5-2.5 within 0.5 point)", "x")
+ROUNDING_SHARE = Const(1e-12, "ROUNDING_SHARE", "the share of H^2 the kernel-table TPOT inverse's discriminant H^2 - A2 A0 loses to rounding: at a double root (a GPU without tables prices no GEMM curve, so H^2 = A2 A0) the difference of two nearly equal products is noise of about 10^-16 H^2, whose square root would move the batch by 10^-8 and differ between spreadsheet engines; discarding 10^-12 H^2 moves any batch by at most 10^-6", "x")
 TINY_SECONDS_SQUARED = Const(1e-18, "TINY_SECONDS_SQUARED", "keeps the kernel-table TPOT inverse finite where every kernel figure is 0 (a GPU without tables); its terms are ~10^-6 s^2 or more", "s^2")
 STEP_RESIDUAL_DIVISOR = Const(2, "STEP_RESIDUAL_DIVISOR", "a request arriving at a random moment waits on average half of the engine step already running (the mean residual of a fixed step)", "x")
 STEPS_RUNNING_AT_ARRIVAL = Const(1, "STEPS_RUNNING_AT_ARRIVAL", "a closed-loop request sent when its predecessor's last token arrives finds the engine's next step already running (the engine loop reads new requests only between steps: vllm/v1/engine/core.py run_busy_loop) and waits for all of it", "steps")
@@ -100,6 +101,7 @@ CONSTANTS: tuple[Const, ...] = (
     KERNEL_GEMM_POWER,
     STEP_RESIDUAL_DIVISOR,
     STEPS_RUNNING_AT_ARRIVAL,
+    ROUNDING_SHARE,
     TINY_SECONDS_SQUARED,
     MOE_SATURATION,
     LIMIT_NONE,

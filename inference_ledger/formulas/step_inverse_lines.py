@@ -10,7 +10,7 @@ from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import gt, literal, maximum, where
 from inference_ledger.formulas import serving
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, product
-from inference_ledger.core.units import KERNEL_GEMM_POWER, TINY_SECONDS_SQUARED
+from inference_ledger.core.units import KERNEL_GEMM_POWER, ROUNDING_SHARE, TINY_SECONDS_SQUARED
 
 # ---------------------------------------------------------------------------------
 # the largest batch meeting the TPOT target when the step is priced from the kernel tables (the inverse of
@@ -161,11 +161,11 @@ def tpot_batch_kernel_a0(kernel_gemm_floor_seconds, kernel_gemm_seconds_per_toke
 
 @line("Batch meeting the TPOT target, kernel tables", "sequences", BANDWIDTH,
       "The batch whose table-priced step meets the target: the GEMM curve + the per-sequence terms = the budget, "
-      "-A0 / (H + sqrt(H^2 - A2 A0)); 0 when even one sequence misses the budget (TINY_SECONDS_SQUARED keeps it "
-      "finite where every kernel figure is 0).")
+      "-A0 / (H + sqrt(H^2 - A2 A0)), the discriminant less its rounding noise (ROUNDING_SHARE x H^2); 0 when even "
+      "one sequence misses the budget (TINY_SECONDS_SQUARED keeps it finite where every kernel figure is 0).")
 def tpot_batch_kernel(kernel_gemm_floor_seconds, kernel_batch_budget_seconds, tpot_batch_kernel_a2,
                       tpot_batch_kernel_h, tpot_batch_kernel_a0):
     a2, h, a0 = tpot_batch_kernel_a2, tpot_batch_kernel_h, tpot_batch_kernel_a0
     root = literal(1) / KERNEL_GEMM_POWER if is_sym(a2, h, a0) else 1 / KERNEL_GEMM_POWER
     return where(gt(kernel_batch_budget_seconds, kernel_gemm_floor_seconds),
-                 -a0 / (h + maximum(h * h - a2 * a0, 0) ** root + TINY_SECONDS_SQUARED), 0)
+                 -a0 / (h + maximum(h * h - a2 * a0 - ROUNDING_SHARE * h * h, 0) ** root + TINY_SECONDS_SQUARED), 0)
