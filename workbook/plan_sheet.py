@@ -11,6 +11,7 @@ from openpyxl.styles import Alignment, Font
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import column_index_from_string, get_column_letter
 
+from inference_ledger.catalogs import bands
 from inference_ledger.graph import concurrency, plan, verdict
 from inference_ledger.core.expr import NOVALUE
 from inference_ledger.core.sheetfuncs import eq, isblank, where
@@ -224,7 +225,7 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
             ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, quantity_format(line, q.unit, value))
         ctx.put(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
     ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
-            "rows of this deployment's segment (engine family x GPU vendor x dense/MoE), each held out from what "
+            f"rows of this deployment's segment ({bands.SEGMENT_WORDS}), each held out from what "
             "predicts it: the Band multiplier inputs below (docs/accuracy.md). GPUs and cost follow the tokens/s band.",
             style.NOTE)
     return r

@@ -5,12 +5,13 @@
 --write-bands`` writes it; :mod:`inference_ledger.validation.accuracy` says how the figures are held out).  A plan's
 band is ``predicted x [low, high]``: about 80% of new measurements should fall inside.
 
-A segment is engine family x GPU vendor x dense/MoE.  A plan takes its own segment's band when the table lists it
+A segment is the engine family (:data:`SEGMENT_WORDS`).  A plan takes its own segment's band when the table lists it
 (it holds at least ``MIN_BAND_ROWS`` figures of that metric from at least ``MIN_BAND_SOURCES`` sources; the
-percentiles weigh each source the same, so a band describes the next source, not the largest one), else the first
-listed parent along
-:data:`SEGMENT_CHAIN`: the engine family is dropped first, then dense/MoE, then the vendor, down to all rows, which
-is always listed; so every plan has a band.
+percentiles weigh each source the same, so a band describes the next source, not the largest one), else the band of
+all rows, which is always listed; so every plan has a band.  The segments were chosen by how their bands do on a
+source they have never seen (docs/accuracy.md compares the schemes, ``accuracy_report.SEGMENTATIONS``): split
+further by GPU vendor and dense/MoE, most cells hold two or three sources, their bands describe those sources' own
+bias, and fewer held-out figures fall inside (71% of the tokens/s figures against 75% by engine family alone).
 
 ``inference_ledger/data/fitted_parameters.csv`` records the declared parameters fitted on every source (written
 beside the bands): each row says what it was fitted on, and whether plans use it (``applied``; a resolved plan of
@@ -40,7 +41,9 @@ MIN_BAND_ROWS = 12
 MIN_BAND_SOURCES = 2
 #: Segment fields, and the levels a band is looked up at, narrowest first (the fields each keeps; '*' the others).
 SEGMENT_FIELDS = ("engine_family", "gpu_vendor", "architecture")
-SEGMENT_CHAIN = (("engine_family", "gpu_vendor", "architecture"), ("gpu_vendor", "architecture"), ("gpu_vendor",), ())
+SEGMENT_CHAIN = (("engine_family",), ())
+#: The segmentation in words (plan inputs' descriptions, the workbook, the accuracy page, the band table's header).
+SEGMENT_WORDS = "the engine family (vLLM, SGLang, TensorRT-LLM, ATOM, or unknown), else all rows"
 #: measured metric -> (plan input of the band's low multiplier, of its high multiplier)
 BAND_INPUTS = {"output_tok_s": ("band_low_tokens_per_second", "band_high_tokens_per_second"),
                "tpot_ms": ("band_low_tpot", "band_high_tpot"),

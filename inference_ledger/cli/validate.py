@@ -173,10 +173,9 @@ def accuracy_page(st) -> str:
            "`cost_per_million_output_tokens_low`/`_high` (`plan --json`, `=PLAN`, the workbook's Plan sheet): the "
            f"prediction times the {bands.BAND_QUANTILES[0]:g}th and {bands.BAND_QUANTILES[1]:g}th percentiles of "
            f"measured/predicted in the plan's segment, each source weighing the same, so {bands.BAND_SHARE_WORDS}. "
-           "A segment is engine family x GPU vendor x dense/MoE; one with fewer than "
-           f"{bands.MIN_BAND_ROWS} figures of a metric or fewer than {bands.MIN_BAND_SOURCES} sources uses its parent "
-           "(engine family dropped first, then dense/MoE, then the vendor, down to all rows), so every plan has a "
-           "band. Where a segment's low is above 1 or its high below 1 the plan's own figure lies outside its band: "
+           f"A segment is {bands.SEGMENT_WORDS}: one with fewer than "
+           f"{bands.MIN_BAND_ROWS} figures of a metric or fewer than {bands.MIN_BAND_SOURCES} sources uses all rows, "
+           "so every plan has a band; the table below the next shows why not finer segments. Where a segment's low is above 1 or its high below 1 the plan's own figure lies outside its band: "
            "the plan is biased there, and the band says by how much. The table is data, `inference_ledger/data/error_bands.csv` (`validate --write-bands`), read when "
            "a plan is resolved. GPUs and monthly cost scale with the throughput band (low GPUs at high throughput); "
            "cost per million tokens likewise.", "",

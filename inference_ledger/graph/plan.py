@@ -88,7 +88,7 @@ ENGINE = engines.engine_inputs(engines.DEFAULT_ENGINE, gpu_memory_bytes=DEFAULT_
 #: inference_ledger/data/error_bands.csv; a resolved plan takes its own segment's.
 BAND = bands.band_inputs(None, None, engines.DEFAULT_ENGINE)
 _BAND_DOC = ("Multiplies the plan's {what}: the {q}th percentile of measured / predicted over the held-out published load rows "
-             "of the plan's segment (engine family x GPU vendor x dense/MoE; data/error_bands.csv). About 80% of new "
+             f"of the plan's segment ({bands.SEGMENT_WORDS}; data/error_bands.csv). About 80% of new "
              "measurements should fall inside the low-high band.")
 #: Efficiency defaults, each with its source row in inference_ledger/data/efficiencies.csv.
 EFF = {k: e.value for k, e in load_efficiencies().items()}

@@ -15,8 +15,8 @@ source is predicted with them.
   not have are skipped, so the list works on whatever step model the plan runs.
 * **Held out twice**: the plan runs its sourced defaults unless :data:`PLAN_USES_FIT` (not fitted on any load row),
   so its own figures are held out too; ``validate`` prints both, and the plan's ("served") figures set the bands.
-* **Bands** (:mod:`inference_ledger.catalogs.bands`): per segment (engine family x GPU vendor x dense/MoE, segments
-  with too few figures or a single source falling back to a parent) the 10th and 90th percentiles of ``measured /
+* **Bands** (:mod:`inference_ledger.catalogs.bands`): per segment (``bands.SEGMENT_WORDS``, segments
+  with too few figures or a single source falling back to all rows) the 10th and 90th percentiles of ``measured /
   predicted`` over the served figures, each source weighing the same (:func:`accuracy_report.weighted_percentile`):
   about 80% of new measurements should fall inside
   ``predicted x [low, high]``.  :func:`coverage` checks that on each source with bands drawn from the others.  They

@@ -19,7 +19,7 @@ import numpy as np
 
 from inference_ledger.validation.accuracy import METRICS, MIN_FIT_ROWS, MIN_FIT_SOURCES, PLAN_USES_FIT, Figure, Study
 from inference_ledger.catalogs.bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, FITTED_CSV,
-                                             FITTED_HEADER, MIN_BAND_ROWS, MIN_BAND_SOURCES, SEGMENT_CHAIN, Band,
+                                             FITTED_HEADER, MIN_BAND_ROWS, MIN_BAND_SOURCES, SEGMENT_CHAIN, SEGMENT_WORDS, Band,
                                              level_key)
 from inference_ledger.core.files import write_with
 from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV
@@ -124,10 +124,11 @@ class Coverage:
 #: comparison): words, the levels a figure's band is looked up at (Figure attributes, narrowest first, down to all
 #: rows) and the fewest sources a segment needs for a band of its own.  The first is the shipped scheme.
 SEGMENTATIONS = (
-    ("engine family x GPU vendor x dense/MoE (shipped)", SEGMENT_CHAIN, MIN_BAND_SOURCES),
+    ("engine family (shipped)", SEGMENT_CHAIN, MIN_BAND_SOURCES),
     ("the same, segments of 4 sources or more", SEGMENT_CHAIN, 4),
+    ("engine family x GPU vendor x dense/MoE", (("engine_family", "gpu_vendor", "architecture"),
+                                                ("gpu_vendor", "architecture"), ("gpu_vendor",), ()), MIN_BAND_SOURCES),
     ("engine family x dense/MoE", (("engine_family", "architecture"), ("engine_family",), ()), MIN_BAND_SOURCES),
-    ("engine family", (("engine_family",), ()), MIN_BAND_SOURCES),
     ("dense/MoE", (("architecture",), ()), MIN_BAND_SOURCES),
     ("regime x engine family", (("regime", "engine_family"), ("regime",), ()), MIN_BAND_SOURCES),
     ("regime", (("regime",), ()), MIN_BAND_SOURCES),
@@ -207,10 +208,9 @@ def bands_csv(table: Sequence[Band], n_rows: int, n_sources: int, fingerprint: s
               f"# date {date}; data measured_load.csv sha256 {fingerprint} ({n_rows} rows, {n_sources} sources).\n"
               f"# low/high: the {BAND_QUANTILES[0]:g}th/{BAND_QUANTILES[1]:g}th percentile (each source weighing the same),\n"
               f"# so {BAND_SHARE_WORDS}.\n"
-              f"# A segment (engine_family x gpu_vendor x architecture, '*' = any) is listed when it holds at least\n"
+              f"# A segment ({SEGMENT_WORDS}; '*' = any) is listed when it holds at least\n"
               f"# {MIN_BAND_ROWS} figures of the metric from {MIN_BAND_SOURCES} sources or more; a plan uses its own segment,\n"
-              "# else the first listed parent"
-              " (engine family dropped, then dense/MoE, then the vendor); the all-rows band is always listed.\n")
+              "# else the all-rows band, which is always listed.\n")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(BAND_HEADER)
     for b in table:
