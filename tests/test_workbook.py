@@ -253,6 +253,10 @@ def test_the_engine_is_picked_by_name(built, soffice, tmp_path):
     kept = {n: _cell(got, n).value for n in ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                                              "nccl_bytes")}
     assert kept["gpu_memory_utilization"] == 0.9 and kept["max_num_seqs"] == 1024
+    # the error band follows the engine: SGLang's family band (the bands' segment is the engine family)
+    from inference_ledger.catalogs import bands
+    for name, value in bands.engine_band_inputs("sglang").items():
+        assert _cell(got, name).value == pytest.approx(value) and value != bands.engine_band_inputs("vllm")[name], name
     want = plan.evaluate(resolve.resolve("llama-3.1-70b", "h100-sxm", engine="sglang", numbers=kept).inputs)
     for name in ("kv_cache_budget_bytes_per_gpu", "max_concurrency", "verdict"):
         assert _close(_cell(got, named(name)).value, float(want[name])), name

@@ -13,8 +13,9 @@ field of a chosen row or a formula over such fields, and :func:`lookup` renders 
 field it reads (the Models, GPUs and Dtypes rows of the chosen model, GPU and formats, the GPU costs row of the
 chosen GPU, the BF16 row for the unquantized modules).  The workbook adds one kind of its own: the engine's
 constants (``kv_budget_rule``, ``sampler_bytes_per_logit``, ``cuda_context_bytes``, ``moe_pad_hidden``,
-``moe_pad_intermediate``, ``gqa_decode``: :data:`ENGINE_LOOKUPS`) read the chosen engine's row of the Engines sheet
-(``inference_ledger/data/engines.csv``), so the engine is picked by name and the plan computes from its rule code;
+``moe_pad_intermediate``, ``gqa_decode``, and the error-band multipliers of its family: :data:`ENGINE_LOOKUPS`) read
+the chosen engine's row of the Engines sheet (``inference_ledger/data/engines.csv``, with the band of each engine's
+family), so the engine is picked by name and the plan computes from its rule code and carries its engine's band;
 its defaults that depend on the GPU and TP (memory fraction, batch limits, NCCL buffers) stay numbers the build
 fills.
 """
@@ -27,7 +28,7 @@ from typing import Any, Callable, Optional
 
 from openpyxl.utils import get_column_letter
 
-from inference_ledger.catalogs import catalog, catalog_facts, engines
+from inference_ledger.catalogs import bands, catalog, catalog_facts, engines
 from inference_ledger.formulas import kernels, ledger
 from inference_ledger.catalogs.catalog import FALLBACK_COMPUTE_FIELD, UNQUANTIZED_DTYPE
 from inference_ledger.core.expr import NA, NOVALUE, Sym
@@ -172,11 +173,24 @@ def load_tables() -> dict[str, Table]:
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
                         _columns(catalog.Model, catalog.MODEL_FIELDS), list(catalog.load_models())),
         "Dtypes": dtypes,
-        "Engines": Table("Engines", "ENGINE", "Serving engines: KV budget rule and memory-profile defaults (one source per row)",
-                         _columns(engines.Engine, ENGINE_FIELDS), engines.load_engines()),
+        "Engines": Table("Engines", "ENGINE", "Serving engines: KV budget rule, memory-profile defaults and error bands "
+                         "(one source per row)", _columns(EngineRow, ENGINE_FIELDS), engine_rows()),
         "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
                            _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }
+
+
+#: The error-band multipliers (plan inputs), kept on each engine's row: a band's segment is the engine family
+#: (inference_ledger.catalogs.bands), so the Plan and Scenarios look them up by engine like its constants.
+BAND_LOOKUPS = tuple(n for pair in bands.BAND_INPUTS.values() for n in pair)
+EngineRow = dataclasses.make_dataclass("EngineRow", [(f.name, f.type) for f in dataclasses.fields(engines.Engine)]
+                                       + [(n, float) for n in BAND_LOOKUPS], frozen=True)
+
+
+def engine_rows() -> list:
+    """The Engines sheet's rows: each engine of engines.csv with the error band of its family."""
+    return [EngineRow(**{f.name: getattr(e, f.name) for f in dataclasses.fields(engines.Engine)},
+                      **bands.engine_band_inputs(e.id)) for e in engines.load_engines()]
 
 
 #: Engines sheet columns shown first: (field, label, unit); the other fields follow.
@@ -198,7 +212,7 @@ SELECTORS = (
 )
 #: Engine inputs that are the engine's own constants (the same on every GPU and TP): lookups by engine name.
 ENGINE_LOOKUPS = ("kv_budget_rule", "sampler_bytes_per_logit", "cuda_context_bytes", "moe_pad_hidden",
-                  "moe_pad_intermediate", "gqa_decode")
+                  "moe_pad_intermediate", "gqa_decode", *BAND_LOOKUPS)
 #: The sheet of each choice's catalog (catalog_facts.Get's and the engine): the GPU costs row is the chosen GPU's,
 #: the unquantized modules' format the Dtypes row of UNQUANTIZED_DTYPE.
 _SHEET_OF = {**{key: sheet for key, _, sheet in SELECTORS}, "gpu_cost": "GPU costs", "unquantized": "Dtypes"}

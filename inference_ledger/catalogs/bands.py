@@ -144,6 +144,14 @@ def band_inputs(num_experts: Optional[float], gpu_id: Optional[str], engine_id: 
     return out
 
 
+def engine_band_inputs(engine_id: Optional[str]) -> dict[str, float]:
+    """The band multipliers of every deployment on an engine: the segment is the engine family alone
+    (:data:`SEGMENT_CHAIN`), so a workbook can keep them on the engine's row and look them up by engine."""
+    if any(set(level) - {"engine_family"} for level in SEGMENT_CHAIN):
+        raise ValueError("the band segments read more than the engine family: a band is not an engine's constant")
+    return band_inputs(None, None, engine_id)
+
+
 def band_rows(num_experts: Optional[float], gpu_id: Optional[str], engine_id: Optional[str]) -> dict[str, Band]:
     """metric -> the band row a deployment's figure is drawn from (its segment or the parent it falls back to)."""
     seg = segment_of(num_experts, gpu_id, engine_id)
