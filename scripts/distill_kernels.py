@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 PACKAGE = "aiconfigurator-core 0.12.0"
 #: package GPU folder -> inference_ledger/data/gpus.csv ids it measures
 GPUS = {"h100_sxm": ("h100-sxm",), "h200_sxm": ("h200",), "a100_sxm": ("a100-80gb", "a100-40gb"),
-        "b200_sxm": ("b200",), "gb200": ("gb200",)}
+        "b200_sxm": ("b200",), "gb200": ("gb200",), "l40s": ("l40s",), "rtx_pro_6000_server": ("rtx-pro-6000",)}
 ENGINES = ("vllm", "sglang", "trtllm")
 GEMM_NK = (512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 16384, 51200, 65536)
 GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
@@ -151,6 +151,13 @@ def attention_rows(root: Path, which: str):
 #: table's ``allreduce_dtype``): 2 bytes.  Read as bytes, the H200 8-GPU curve would move 1 GiB in 4.0 ms at a bus
 #: bandwidth of 234 GB/s, half of what NVLink-SHARP reaches; as elements, 469 GB/s.
 ALLREDUCE_ELEMENT_BYTES = 2
+#: all-reduce curves left out: (package GPU folder, GPUs).  The L40S server the package measured all-reduces over 4
+#: and 8 GPUs at a bus bandwidth of 5 and 1.5 GB/s with every library (NCCL and the engines' custom kernels alike),
+#: a quarter and a thirteenth of its own 2-GPU curve (20 GB/s, what PCIe 4.0 x16 peer-to-peer carries): that server's
+#: topology, not the GPU's (a PCIe ring runs at the slowest link whatever its length; TensorRT-LLM 0.9's L40S TP 4
+#: rows step in about 130 ms, where 160 such all-reduces of 4 MB would take 260).  Beyond 2 GPUs the plan reads the
+#: 2-GPU curve (kernels.allreduce_seconds: the nearest measured count).
+ALLREDUCE_LEFT_OUT = {("l40s", 4), ("l40s", 8)}
 
 
 def allreduce_rows(root: Path):
@@ -160,7 +167,7 @@ def allreduce_rows(root: Path):
             t = pq.read_table(d / "nccl_perf.parquet").to_pydict()
             for op, dt, g, size, lat in zip(t["op_name"], t["nccl_dtype"], t["num_gpus"], t["message_size"],
                                             t["latency"]):
-                if op == "all_reduce" and dt == "half":
+                if op == "all_reduce" and dt == "half" and (folder, g) not in ALLREDUCE_LEFT_OUT:
                     yield ["|".join(ids), "nccl", d.name, g, size * ALLREDUCE_ELEMENT_BYTES, us(lat),
                            f"{folder}/comm/nccl/{d.name}/nccl_perf.parquet"]
         for eng in ENGINES:
@@ -173,7 +180,7 @@ def allreduce_rows(root: Path):
             has_graph = any("graph" in s.lower() for s in srcs)
             for src, g, size, lat, dt in zip(srcs, t["num_gpus"], t["message_size"], t["latency"],
                                              t["allreduce_dtype"]):
-                if has_graph and "graph" not in src.lower():
+                if (has_graph and "graph" not in src.lower()) or (folder, g) in ALLREDUCE_LEFT_OUT:
                     continue
                 if dt not in ("bfloat16", "float16", "half"):
                     raise ValueError(f"{f}: an all-reduce of {dt}, not 2-byte elements")

@@ -43,7 +43,7 @@ def test_the_moe_table_names_its_source_and_version_and_stays_small():
     rows = _rows()
     assert rows and all(r["source"].endswith("/moe_perf.parquet") and r["version"] for r in rows)
     assert all(f"/{r['engine']}/{r['version']}/" in r["source"] for r in rows)
-    assert (DATA / "moe.csv").stat().st_size < 400_000
+    assert (DATA / "moe.csv").stat().st_size < 550_000   # seven NVIDIA GPUs
     assert "moe.csv" in (DATA / "NOTICE").read_text()
     # only the catalog's MoE shapes: DeepSeek-V3 (7,168 x 2,048, top-8 of 256), Qwen3-235B, Mixtral, gpt-oss, Llama 4
     shapes = {(int(r["hidden"]), int(r["inter"]), int(r["topk"]), int(r["experts"])) for r in rows}
