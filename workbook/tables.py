@@ -173,8 +173,8 @@ def load_tables() -> dict[str, Table]:
         "Models": Table("Models", "MODEL", "Model catalog (from Hugging Face config.json files, with sources)",
                         _columns(catalog.Model, catalog.MODEL_FIELDS), list(catalog.load_models())),
         "Dtypes": dtypes,
-        "Engines": Table("Engines", "ENGINE", "Serving engines: KV budget rule, memory-profile defaults and error bands "
-                         "(one source per row)", _columns(EngineRow, ENGINE_FIELDS), engine_rows()),
+        "Engines": Table("Engines", "ENGINE", "Serving engines: KV budget rule, memory-profile defaults and error "
+                         "bands (one source per row)", _columns(EngineRow, ENGINE_FIELDS), engine_rows()),
         "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
                            _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }

@@ -64,8 +64,8 @@ kernel_gemm_seconds_per_token = _gemms_at("seconds_per_token", "Kernel step: GEM
 
 
 @line("Kernel step: fixed time", "s", BANDWIDTH,
-      "What a step costs whatever the batch: attention and all-reduce floors, element-wise floors and per-step overhead, "
-      "the LM head's floor, EP/PP latencies, the MoE floors priced from the fused-MoE table.")
+      "What a step costs whatever the batch: attention and all-reduce floors, element-wise floors and per-step "
+      "overhead, the LM head's floor, EP/PP latencies, the MoE floors priced from the fused-MoE table.")
 def kernel_fixed_seconds(num_layers, tp, decode_attention_kernel_floor_seconds, tp_allreduces_per_pass,
                          allreduce_kernel_floor_seconds, elementwise_fixed_seconds, lm_head_kernel_floor_seconds,
                          parallel_fixed_seconds, moe_kernel_table, kernel_moe_floor_seconds):

@@ -2,7 +2,8 @@
 
 The band multipliers are plan inputs (``band_low_tokens_per_second`` ... ``band_high_ttft``): the 10th and 90th
 percentiles of measured / predicted over the published load rows of the plan's segment
-(:data:`inference_ledger.catalogs.bands.SEGMENT_WORDS`), read from ``inference_ledger/data/error_bands.csv`` by :mod:`inference_ledger.catalogs.bands` when the
+(:data:`inference_ledger.catalogs.bands.SEGMENT_WORDS`), read from ``inference_ledger/data/error_bands.csv`` by
+:mod:`inference_ledger.catalogs.bands` when the
 plan is resolved.  About 80% of new measurements should fall inside ``[low, high]``.  GPUs and money follow the
 throughput band: the fleet is smallest (and cheapest) when a replica is as fast as the band's high end.
 """

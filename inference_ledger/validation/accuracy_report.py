@@ -19,8 +19,8 @@ import numpy as np
 
 from inference_ledger.validation.accuracy import METRICS, MIN_FIT_ROWS, MIN_FIT_SOURCES, PLAN_USES_FIT, Figure, Study
 from inference_ledger.catalogs.bands import (BAND_HEADER, BAND_QUANTILES, BAND_SHARE_WORDS, BANDS_CSV, FITTED_CSV,
-                                             FITTED_HEADER, MIN_BAND_ROWS, MIN_BAND_SOURCES, SEGMENT_CHAIN, SEGMENT_WORDS, Band,
-                                             level_key)
+                                             FITTED_HEADER, MIN_BAND_ROWS, MIN_BAND_SOURCES, SEGMENT_CHAIN,
+                                             SEGMENT_WORDS, Band, level_key)
 from inference_ledger.core.files import write_with
 from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV
 
