@@ -190,16 +190,12 @@ def mla_figures(dec: Table, pre: Table) -> dict[str, float]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def _gpus_with_tables() -> frozenset[str]:
-    """The GPUs the GEMM tables measure (read once: every plan asks, the workbook's Kernels grid thousands of times)."""
-    return frozenset(k[0] for k in _gemm())
-
-
 def has_tables(gpu_id: Optional[str]) -> bool:
     """Whether the GPU has measured GEMM tables (attention without a table of its own is priced on the roofline:
     :func:`roofline_attention_figures`)."""
-    return bool(gpu_id) and gpu_id in _gpus_with_tables()
+    if not gpu_id:
+        return False
+    return any(k[0] == gpu_id for k in _gemm())
 
 
 #: causal attention FLOPs of one layer per prompt length squared per (query head x head dim): QK^T and PV are
