@@ -11,7 +11,7 @@ percentiles weigh each source the same, so a band describes the next source, not
 all rows, which is always listed; so every plan has a band.  The segments were chosen by how their bands do on a
 source they have never seen (docs/accuracy.md compares the schemes, ``accuracy_report.SEGMENTATIONS``): split
 further by GPU vendor and dense/MoE, most cells hold two or three sources, their bands describe those sources' own
-bias, and fewer held-out figures fall inside (71% of the tokens/s figures against 75% by engine family alone).
+bias, and fewer held-out figures fall inside (71% of the tokens/s figures against about 75% by engine family alone).
 
 ``inference_ledger/data/fitted_parameters.csv`` records the declared parameters fitted on every source (written
 beside the bands): each row says what it was fitted on, and whether plans use it (``applied``; a resolved plan of
