@@ -291,14 +291,19 @@ def prefill_allreduce_seconds_per_prompt_token(tp, tp_allreduces_per_pass, hidde
                  * unquantized_bytes, 0)
 
 
+prefill_seconds_per_token = total("prefill_seconds_per_token", ("prefill_seconds_per_prompt_token",
+    "prefill_allreduce_seconds_per_prompt_token", "elementwise_seconds_per_token"), "Prefill time per prompt token",
+    "s", COMPUTE, "What each prompt token adds to a prefill on the kernel tables: its GEMMs', all-reduces' and element-wise "
+    "kernels' time per token.")
+
+
 @line("Prefill of each further prompt", "s", COMPUTE,
-      "What one more S-token prompt adds to a prefill: its tokens at the GEMMs' and the all-reduces' measured time "
-      "per token + its attention (kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
-def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_prompt_token,
-                                     prefill_allreduce_seconds_per_prompt_token, num_layers, input_tokens,
+      "What one more S-token prompt adds to a prefill: its tokens at prefill_seconds_per_token + its attention "
+      "(kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
+def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_token, num_layers, input_tokens,
                                      prefill_attention_kernel_seconds_per_token_squared, active_params, tp, peak_flops,
                                      prefill_efficiency):
-    measured = (prefill_seconds_per_prompt_token + prefill_allreduce_seconds_per_prompt_token) * input_tokens \
+    measured = prefill_seconds_per_token * input_tokens \
         + num_layers * prefill_attention_kernel_seconds_per_token_squared * input_tokens * input_tokens
     roofline = FLOPS_PER_PARAM * active_params * input_tokens / tp / (peak_flops * prefill_efficiency)
     return where(eq(kernel_tables, 1), measured, roofline)
