@@ -39,7 +39,7 @@ from inference_ledger.validation.calibrate_fit import (DECLARED, FITTABLE, MEMOR
 from inference_ledger.catalogs.catalog import Model
 from inference_ledger.core.sheetfuncs import and_, eq, gt, where
 from inference_ledger.core.refs import count_of, median_of
-from inference_ledger.core.units import ALLREDUCES_PER_LAYER, MS_PER_S
+from inference_ledger.core.units import MS_PER_S
 
 __all__ = ["DECLARED", "FITTABLE", "METRICS", "PARAM_BY_NAME", "WEIGHTS", "Param", "Calibration", "CalibrationError",
            "Deployment", "calibrate", "check_layout", "check_models", "record_inputs"]
@@ -240,9 +240,11 @@ def step_bytes(p, batch, context):
 
 
 def overhead_ms(p, batch):
-    """The plan's off-roofline time at this batch: TP all-reduces + per-layer and per-step overhead."""
-    ar = engine_ledger.allreduce_seconds(p.tp, ALLREDUCES_PER_LAYER * p.num_layers, p.allreduce_latency_seconds,
-                             batch * p.hidden_size * p.unquantized_bytes, p.interconnect_bw)
+    """The plan's off-roofline time at this batch: TP all-reduces (the plan's count per pass, of a rank's share of the
+    batch) + per-layer and per-step overhead."""
+    ar = engine_ledger.allreduce_seconds(p.tp, p.tp_allreduces_per_pass, p.allreduce_latency_seconds,
+                                         batch / p.dp_attention * p.hidden_size * p.unquantized_bytes,
+                                         p.interconnect_bw)
     return (ar + p.decode_overhead_seconds) * MS_PER_S
 
 
