@@ -113,6 +113,28 @@ def test_allreduce_messages_are_bytes_at_the_bus_bandwidth_nvlink_carries():
             assert 2 * (n - 1) / n * size / t < catalog.get_gpu(ids).interconnect_bw, (ids, lib, n)
 
 
+def test_a_slower_link_than_the_tables_system_sets_the_allreduce_time():
+    """The all-reduce tables were measured on NVLink systems; a plan on a slower link (--interconnect-bw: PCIe Gen4
+    x16 moves 32 GB/s per direction) pays at least a ring's 2 (TP-1)/TP of each message per GPU over it.  Llama-3.1-70B
+    TP 4, one static sequence: 160 all-reduces of 8,192 x 2 B a step, each 1.5 x 16,384 B / 32 GB/s = 768 ns beyond
+    the measured floor; on the catalog's 450 GB/s NVLink the measured curve (slower than that ring) stays."""
+    from inference_ledger.io import report
+
+    base = dict(tp=4, concurrency=1, batching="static", input_tokens=1024, output_tokens=256)
+    nvlink = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", **base).inputs)
+    pcie = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", interconnect_bw=32e9, **base).inputs)
+    floor = nvlink["allreduce_kernel_floor_seconds"]
+    assert floor > 0 and pcie["allreduce_kernel_floor_seconds"] == floor
+    table = floor + 16384 * nvlink["allreduce_kernel_seconds_per_byte"]
+    assert nvlink["decode_allreduce_seconds"] == pytest.approx(160 * table)
+    assert pcie["decode_allreduce_seconds"] == pytest.approx(160 * (floor + 768e-9))
+    assert pcie["tpot_seconds"] > nvlink["tpot_seconds"]
+    ops = report.step_ops(pcie, model="llama-3.1-70b", gpu="h100-sxm", engine="vllm")
+    assert "ring bound of the interconnect bandwidth" in ops["decode_ops"]["allreduce"]["source"]
+    ops = report.step_ops(nvlink, model="llama-3.1-70b", gpu="h100-sxm", engine="vllm")
+    assert "ring bound" not in ops["decode_ops"]["allreduce"]["source"]
+
+
 def _resolved(model, gpu, engine="vllm", **numbers):
     return resolve.resolve(model, gpu, engine=engine, numbers=numbers)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from inference_ledger.formulas import admission, ledger, serving, whatif
 from inference_ledger.core.sheetfuncs import eq, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio, ratio_up, total
-from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS
+from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS, RING_ALLREDUCE_FACTOR
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -203,6 +203,14 @@ def elementwise_bytes_per_token(num_layers, moe_layers, hidden_size, intermediat
       "aiconfigurator-core prices its ElementWise ops (HBM bandwidth x an efficiency).")
 def elementwise_seconds_per_token(elementwise_bytes_per_token, hbm_bw, bw_efficiency):
     return elementwise_bytes_per_token / (hbm_bw * bw_efficiency)
+
+
+@line("All-reduce time per message byte", "s", BANDWIDTH,
+      "The measured all-reduce's time per byte (kernel tables, the system they were measured on), never below a "
+      "ring's 2 (TP-1)/TP of the message per GPU over the plan's interconnect bandwidth: a slower link than the "
+      "measured one (PCIe, no peer-to-peer) sets the time.")
+def allreduce_seconds_per_byte(tp, allreduce_kernel_seconds_per_byte, interconnect_bw):
+    return maximum(allreduce_kernel_seconds_per_byte, RING_ALLREDUCE_FACTOR * (tp - 1) / tp / interconnect_bw)
 
 
 prefill_batch_tokens = derived("prefill_batch_tokens", serving.prefill_batch_tokens,

@@ -99,9 +99,9 @@ def kernel_seconds_per_sequence(num_layers, decode_attention_kv_tokens, effectiv
       "Each token of a step's TP all-reduces (hidden x bytes each) and element-wise traffic (a rank's share of both "
       "under attention DP), EP/PP/DP traffic and experts priced from the fused-MoE table (linear in their tokens).")
 def kernel_seconds_per_step_token(tp, tp_allreduces_per_pass, dp_attention, hidden_size, unquantized_bytes,
-                                  allreduce_kernel_seconds_per_byte, elementwise_seconds_per_token,
+                                  allreduce_seconds_per_byte, elementwise_seconds_per_token,
                                   parallel_seconds_per_token, moe_kernel_table, kernel_moe_seconds_per_token):
-    return (where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_seconds_per_byte * hidden_size
+    return (where(gt(tp, 1), tp_allreduces_per_pass * allreduce_seconds_per_byte * hidden_size
                   * unquantized_bytes, 0) + elementwise_seconds_per_token) / dp_attention \
         + parallel_seconds_per_token + moe_kernel_table * kernel_moe_seconds_per_token
 

@@ -142,6 +142,9 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
     extra_passes = f"; x {passes:g} passes over each KV head (a decode kernel that is not GQA-aware for this query " \
         "group reads it once per query head: data/engines.csv gqa_decode)" if passes > 1 else ""
 
+    link_bound = (_num(values.get("allreduce_seconds_per_byte")) or 0) \
+        > (_num(values.get("allreduce_kernel_seconds_per_byte")) or 0)
+
     def ops(table: Mapping[str, str], common: Mapping[str, str], prefill: bool) -> dict[str, Any]:
         out = {}
         for op, name in {**table, **common}.items():
@@ -157,6 +160,8 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
                 src = sources.get(key, kernels.MEASURED)
             if op == "attention" and not prefill:
                 src += extra_passes
+            if op == "allreduce" and measured and link_bound:
+                src += "; at the ring bound of the interconnect bandwidth (a slower link than the tables' system)"
             out[op] = {"seconds": _json_value(name, values[name]), "source": src}
         return out
 
