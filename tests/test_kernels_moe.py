@@ -125,8 +125,11 @@ def test_a_moe_shape_without_a_table_keeps_the_gemm_tables():
     r = resolve.resolve("glm-4.5", "h200", numbers={"tp": 8, "concurrency": 8})
     v = plan.evaluate(r.inputs)
     assert v["kernel_tables"] == 1 and v["moe_kernel_table"] == 0
-    assert v["moe_expert_kernel_floor_seconds"] == v["mlp_kernel_floor_seconds"]
-    assert v["moe_expert_kernel_seconds_per_token"] == v["mlp_kernel_seconds_per_token"]
+    # one expert's pair over TP 8 is (384, 5,120) and (5,120, 192): the shapes of GLM's one shared expert, as wide as
+    # a routed one; its 3 dense layers' MLP (12,288 wide) is another pair, larger
+    assert v["moe_expert_kernel_floor_seconds"] == v["shared_mlp_kernel_floor_seconds"] > 0
+    assert v["moe_expert_kernel_seconds_per_token"] == v["shared_mlp_kernel_seconds_per_token"]
+    assert v["mlp_kernel_seconds_per_token"] > 4 * v["moe_expert_kernel_seconds_per_token"]
     # a dense model has no MoE figures from the MoE table either
     d = plan.evaluate(resolve.resolve("llama-3.1-8b", "h200", numbers={"tp": 1}).inputs)
     assert d["moe_kernel_table"] == 0
@@ -219,3 +222,56 @@ def test_mxfp4_experts_on_hopper_read_the_w4a16_moe_table_and_the_rest_stays_bf1
     b200 = resolve.resolve("gpt-oss-120b", "b200", engine="vllm", numbers=dict(tp=2)).inputs
     assert b200["kernel_tables"] == 0
 
+
+
+def _gemm(gpu, engine, dtype, n, k, m):
+    with (DATA / "gemm.csv").open() as fh:
+        row = next(r for r in csv.DictReader(ln for ln in fh if not ln.startswith("#"))
+                   if gpu in r["gpu_ids"].split("|") and r["engine"] == engine and r["dtype"] == dtype
+                   and int(r["n"]) == n and int(r["k"]) == k)
+    return float(row[f"m{m}"]) * US
+
+
+def test_the_catalog_reads_dense_layer_and_shared_expert_widths_from_the_configs():
+    # config.json fields: DeepSeek-V3 / R1 and Kimi-K2 intermediate_size 18,432 (first_k_dense_replace dense layers),
+    # n_shared_experts 1 x moe_intermediate_size 2,048; GLM-4.5 12,288 and 1 x 1,536; Llama-4 Maverick
+    # intermediate_size_mlp 16,384 (every other layer dense) and a shared expert of intermediate_size 8,192; Scout
+    # (every layer MoE) the shared expert only; Mixtral, Qwen3-MoE and gpt-oss neither
+    from inference_ledger.catalogs import catalog
+
+    widths = {m.id: (m.dense_intermediate_size, m.shared_intermediate_size) for m in catalog.load_models()}
+    assert widths["deepseek-v3"] == widths["deepseek-r1"] == widths["kimi-k2"] == (18432, 2048)
+    assert widths["glm-4.5"] == (12288, 1536)
+    assert widths["llama-4-maverick"] == (16384, 8192) and widths["llama-4-scout"] == (0, 8192)
+    assert widths["mixtral-8x7b"] == widths["qwen3-235b-a22b"] == widths["gpt-oss-120b"] == (0, 0)
+    assert widths["llama-3.1-70b"] == (0, 0)
+
+
+def test_shared_experts_and_wider_dense_layers_are_priced_from_the_gemm_table():
+    # Llama-4 Maverick at TP 2 on H200 (BF16, vLLM), one static sequence: its 24 dense layers run gate/up (16,384 x
+    # 5,120) and down (5,120 x 8,192) at 16,384 / 2 wide, its 24 MoE layers a shared expert of 8,192 / 2: gate/up
+    # (8,192 x 5,120) and down (5,120 x 4,096), all grid points of the GEMM table.  Before, the dense layers read one
+    # expert's width and the shared experts were not priced at all (a fifth of Maverick's active weights, three
+    # eighths of Scout's).
+    def curve(shapes, m):   # KERNEL_GEMM_POWER = 2: (a^2 + (r m)^2)^(1/2), a at M 1, r the slope at M 16,384
+        a = sum(_gemm("h200", "vllm", "bfloat16", n, k, 1) for n, k in shapes)
+        r = sum(_gemm("h200", "vllm", "bfloat16", n, k, 16384) for n, k in shapes) / 16384
+        return math.hypot(a, r * m)
+
+    base = dict(concurrency=1, batching="static", input_tokens=1024, output_tokens=256)
+    v = plan.evaluate(resolve.resolve("llama-4-maverick", "h200", weight_dtype="bf16", numbers={"tp": 2, **base}).inputs)
+    assert v["kernel_tables"] == 1 and v["step_tokens"] == 1
+    dense, shared = [(16384, 5120), (5120, 8192)], [(8192, 5120), (5120, 4096)]
+    assert v["mlp_kernel_floor_seconds"] == pytest.approx(sum(_gemm("h200", "vllm", "bfloat16", n, k, 1)
+                                                              for n, k in dense), rel=1e-12)
+    assert v["decode_shared_mlp_seconds"] == pytest.approx(24 * curve(shared, 1), rel=1e-9)
+    routed = v["decode_mlp_seconds"] - 24 * curve(dense, 1)   # the MoE layers' routed experts
+    assert 0 < routed < v["decode_mlp_seconds"]
+    assert v["decode_kernel_seconds"] > v["decode_mlp_seconds"] + v["decode_shared_mlp_seconds"]
+    # Scout (48 MoE layers, no dense one) at TP 1: the shared expert's pair is Maverick's dense pair at TP 2
+    s = plan.evaluate(resolve.resolve("llama-4-scout", "h200", weight_dtype="bf16", numbers={"tp": 1, **base}).inputs)
+    assert s["decode_shared_mlp_seconds"] == pytest.approx(48 * curve(dense, 1), rel=1e-9)
+    assert s["prefill_shared_mlp_seconds"] == pytest.approx(48 * curve(dense, 1024), rel=1e-9)
+    # a model without shared experts prices none
+    q = plan.evaluate(resolve.resolve("qwen3-235b-a22b", "h200", numbers={"tp": 8, **base}).inputs)
+    assert q["decode_shared_mlp_seconds"] == q["shared_mlp_kernel_floor_seconds"] == 0

@@ -124,6 +124,8 @@ class Model:
     embedding_params: int = 0
     notes: str = ""
     moe_layers: int = 0               # layers whose MLP is routed experts
+    dense_intermediate_size: int = 0  # a MoE model's dense layers' MLP width (0: intermediate_size)
+    shared_intermediate_size: int = 0  # the shared experts' width per MoE layer (0: none)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,8 @@ MODEL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("kv_heads", "KV heads", "heads"),
     ("head_dim", "Head dimension", "elements"),
     ("intermediate_size", "MLP / expert width", "elements"),
+    ("dense_intermediate_size", "Dense-layer MLP width (0 = the MLP width)", "elements"),
+    ("shared_intermediate_size", "Shared-expert width (0 = none)", "elements"),
     ("vocab_size", "Vocabulary", "tokens"),
     ("mla_latent_dim", "MLA latent width (0 = none)", "elements"),
     ("sliding_layers", "Sliding-window layers", "layers"),
@@ -255,7 +259,8 @@ def model_from_arch(arch: Architecture, *, id: str, name: str = "", hf_repo: str
         params_official=_num(meta, "params_official", where, False), active_official=_num(meta, "active_official", where, False),
         source=source, date=date, provenance=meta.get("provenance", ""),
         active_convention=meta.get("active_convention") or "all", embedding_params=arch.embedding_params,
-        notes=meta.get("notes", ""), moe_layers=arch.moe_layers,
+        notes=meta.get("notes", ""), moe_layers=arch.moe_layers, dense_intermediate_size=arch.dense_intermediate_size,
+        shared_intermediate_size=arch.shared_intermediate_size,
     )
 
 

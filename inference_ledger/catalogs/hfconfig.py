@@ -72,6 +72,9 @@ class Architecture:
     quantized_params: int
     active_quantized_params: int
     embedding_params: int
+    # a MoE model's dense layers' MLP width (0: none, or a dense model) and its shared experts' width per MoE layer
+    dense_intermediate_size: int = 0
+    shared_intermediate_size: int = 0
 
     @property
     def mla_latent_dim(self) -> int:
@@ -369,6 +372,7 @@ def parse(cfg: Mapping[str, Any], where: str = "config.json") -> Architecture:
         num_experts=E, experts_per_token=k, shared_experts=n_shared or int(shared_I > 0), moe_layers=moe_layers,
         weight_dtype=dtype, num_params=total, active_params=active,
         quantized_params=quantized, active_quantized_params=active_quantized, embedding_params=embed,
+        dense_intermediate_size=I if E and moe_layers < L else 0, shared_intermediate_size=shared_I if E else 0,
     )
 
 

@@ -20,8 +20,8 @@ ROCm/aiter#801 TP 2 on MI300, vllm-project/vllm#39080 TP 8 on MI355X; another GP
 one).  Attention has no AMD table: decode attention costs its KV bytes over HBM bandwidth x ``kv_read_efficiency``
 and prefill attention its causal FLOPs over peak x ``prefill_efficiency``, no floor
 (:func:`roofline_attention_figures`); an MLA model without the MLA module tables prices its projections from the GEMM
-table (DeepSeek-V3's widths, :func:`gemm_shapes`) and its latent on that roofline.  BF16 and MXFP4 on MI300X / MI325X
-have no AMD table: the roofline prices the whole step.
+table (DeepSeek-V3's widths, :mod:`inference_ledger.formulas.gemm_shapes`) and its latent on that roofline.  BF16 and
+MXFP4 on MI300X / MI325X have no AMD table: the roofline prices the whole step.
 
 **Lookup.**  Between grid points the latency is interpolated log-log (linear in log latency over log size, along
 each axis in turn).  Below the grid the smallest point holds (a kernel never gets faster than its floor); above it
@@ -50,6 +50,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.formulas import kernels_fused
+from inference_ledger.formulas.gemm_shapes import GEMM_OPS, expert_shapes, gemm_shapes
 from inference_ledger.formulas.ledger import kv_elements_per_token_layer, kv_shards
 from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _gemm, _smallest, _rows,
                                                      gemm_dtype, gemm_seconds, has_gemm_table, interpolate,
@@ -227,7 +228,6 @@ DECODE_REF = (256.0, 16384.0)   # batch, KV length
 PREFILL_REF_TOKENS = 16384.0
 ALLREDUCE_REF_BYTES = 64 * 2 ** 20
 #: the operations of a layer whose kernels the tables price, and the plan inputs each one's curve takes
-GEMM_OPS = ("qkv", "o", "mlp", "lm_head")
 OPS = (*GEMM_OPS, "moe_expert", "decode_attention", "prefill_attention", "allreduce")
 
 
@@ -235,34 +235,6 @@ def op_input_names(op: str) -> tuple[str, str]:
     """The two plan inputs of an operation's curve: its floor and its time per unit."""
     unit = {"decode_attention": "kv_token", "prefill_attention": "token_squared", "allreduce": "byte"}.get(op, "token")
     return f"{op}_kernel_floor_seconds", f"{op}_kernel_seconds_per_{unit}"
-
-
-#: DeepSeek-V3's MLA widths (q_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim; the KV latent is the
-#: model's mla_latent_dim = kv_lora_rank + qk_rope_head_dim): the shapes the MLA module tables are measured at, and
-#: those of its projections priced from the GEMM table where a GPU has no module table
-MLA_Q_LORA, MLA_NOPE, MLA_ROPE, MLA_V = 1536.0, 128.0, 64.0, 128.0
-
-
-def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[float, float]]]:
-    """(N, K) of each GEMM operation on one GPU: QKV, O, the MLP's gate/up and down (one expert's for a MoE, over
-    TP, or whole under expert parallelism), the LM head (over TP).  An MLA model's QKV is its projections: the fused
-    q / KV down-projection (q_lora + latent, whole on every GPU), the q up-projection and the latent's up-projection
-    to the heads' keys and values (the absorbed decode's two per-head products hold the same weights), over TP."""
-    tp, hd, hidden = float(v["tp"]), float(v["head_dim"]), float(v["hidden_size"])
-    inter = float(v["intermediate_size"])
-    moe = float(v["num_experts"]) > 0
-    mlp_split = 1.0 if moe and float(v["ep"]) > 1 else tp  # expert parallelism keeps experts whole
-    latent = float(v.get("mla_latent_dim", 0))
-    if latent > 0:
-        qkv = [(MLA_Q_LORA + latent, hidden), (heads * (MLA_NOPE + MLA_ROPE) / tp, MLA_Q_LORA),
-               (heads * (MLA_NOPE + MLA_V) / tp, latent - MLA_ROPE)]
-        o = [(hidden, heads * MLA_V / tp)]
-    else:
-        qkv = [((heads + 2 * float(v["kv_heads"])) * hd / tp, hidden)]
-        o = [(hidden, heads * hd / tp)]
-    return {"qkv": qkv, "o": o,
-            "mlp": [(2 * inter / mlp_split, hidden), (hidden, inter / mlp_split)],
-            "lm_head": [(float(v["vocab_size"]) / tp, hidden)]}
 
 
 #: the weight matrices of one expert: gate, up and down (gpt-oss fuses gate and up: 2 x intermediate x hidden)
@@ -325,14 +297,17 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
                 a, r = a + t1, r + tr / GEMM_REF_TOKENS
             fa, fr = op_input_names(op)
             out[fa], out[fr] = a, r
-            if op == "mlp":  # a fused MoE kernel pays one launch per layer, not one per expert
-                launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in shapes)
-                out["moe_kernel_launch_seconds"] = min(launch, a)
-                fa, fr = op_input_names("moe_expert")   # without a MoE table: one expert's GEMMs, as a dense MLP
-                out[fa], out[fr] = a, r
             src[op] = f"{MEASURED}: {s} at (N, K) = " + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + \
-                f" {dt}"
-        src["moe_expert"] = src["mlp"]
+                f" {dt}" if shapes else "none (no shared experts)"
+        shapes = expert_shapes(v)   # without a MoE table: one expert's GEMMs, as a dense MLP
+        fa, fr = op_input_names("moe_expert")
+        out[fa] = sum(gemm_seconds(gpu_id, engine, dt, 1, n, k)[0] for n, k in shapes)
+        out[fr] = sum(gemm_seconds(gpu_id, engine, dt, GEMM_REF_TOKENS, n, k)[0] for n, k in shapes) / GEMM_REF_TOKENS
+        # a fused MoE kernel pays one launch per layer, not one per expert
+        launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in shapes)
+        out["moe_kernel_launch_seconds"] = min(launch, out[fa])
+        src["moe_expert"] = f"{MEASURED}: {gemm_seconds(gpu_id, engine, dt, 1, *shapes[0])[1]} at (N, K) = " \
+            + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + f" {dt}"
         out["moe_kernel_table"] = 0
         if float(v["num_experts"]) > 0:
             moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],

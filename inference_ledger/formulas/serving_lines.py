@@ -10,7 +10,7 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger.formulas import admission, ledger, serving, whatif
-from inference_ledger.core.sheetfuncs import eq, maximum, minimum, where
+from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio, ratio_up, total
 from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS, RING_ALLREDUCE_FACTOR
 
@@ -193,9 +193,11 @@ def step_kv_seconds(step_kv_bytes_per_gpu, hbm_bw, kv_read_efficiency):
       "RMSNorm passes over the whole hidden state (on every TP rank) and each dense layer's gated activation over its "
       "TP share, at the activations' bytes (aiconfigurator-core's add_norm and act_gate ops; a MoE layer's activation "
       "runs inside its fused kernel).")
-def elementwise_bytes_per_token(num_layers, moe_layers, hidden_size, intermediate_size, tp, unquantized_bytes):
+def elementwise_bytes_per_token(num_layers, moe_layers, hidden_size, intermediate_size, dense_intermediate_size, tp,
+                                unquantized_bytes):
+    dense = where(gt(dense_intermediate_size, 0), dense_intermediate_size, intermediate_size)
     return (num_layers * ELEMENTWISE_NORM_ELEMENTS * hidden_size
-            + (num_layers - moe_layers) * ELEMENTWISE_GATE_ELEMENTS * intermediate_size / tp) * unquantized_bytes
+            + (num_layers - moe_layers) * ELEMENTWISE_GATE_ELEMENTS * dense / tp) * unquantized_bytes
 
 
 @line("Element-wise time per token", "s", BANDWIDTH,
@@ -211,6 +213,23 @@ def elementwise_seconds_per_token(elementwise_bytes_per_token, hbm_bw, bw_effici
       "measured one (PCIe, no peer-to-peer) sets the time.")
 def allreduce_seconds_per_byte(tp, allreduce_kernel_seconds_per_byte, interconnect_bw):
     return maximum(allreduce_kernel_seconds_per_byte, RING_ALLREDUCE_FACTOR * (tp - 1) / tp / interconnect_bw)
+
+
+@line("Decode: shared-expert GEMMs", "s", BANDWIDTH,
+      "Each MoE layer's shared experts (gate/up + down over TP, the GEMM table) at M = tokens per step: every token "
+      "passes through them besides its routed experts; 0 without shared experts.")
+def decode_shared_mlp_seconds(moe_layers, step_tokens, shared_mlp_kernel_floor_seconds,
+                              shared_mlp_kernel_seconds_per_token):
+    return moe_layers * serving.gemm_curve(step_tokens, shared_mlp_kernel_floor_seconds,
+                                           shared_mlp_kernel_seconds_per_token)
+
+
+@line("Prefill: shared-expert GEMMs", "s", COMPUTE,
+      "Chunks x each MoE layer's shared experts at M = chunk tokens; 0 without shared experts.")
+def prefill_shared_mlp_seconds(prefill_chunks, moe_layers, prefill_chunk_tokens, shared_mlp_kernel_floor_seconds,
+                               shared_mlp_kernel_seconds_per_token):
+    return prefill_chunks * moe_layers * serving.gemm_curve(prefill_chunk_tokens, shared_mlp_kernel_floor_seconds,
+                                                            shared_mlp_kernel_seconds_per_token)
 
 
 prefill_batch_tokens = derived("prefill_batch_tokens", serving.prefill_batch_tokens,

@@ -18,11 +18,12 @@ from inference_ledger.core.units import KERNEL_GEMM_POWER, ROUNDING_SHARE, TINY_
 # ---------------------------------------------------------------------------------
 
 
-def gemm_sum(num_layers, moe_layers, qkv, o, mlp, moe_kernel_table, moe):
+def gemm_sum(num_layers, moe_layers, qkv, o, mlp, shared, moe_kernel_table, moe):
     """One figure (floor, or time per token) of a step's GEMMs summed over its layers: QKV and O in every layer, the
-    MLP in the dense ones, the MoE layers' where the experts follow a GEMM's curve (``moe_kernel_table`` 0; the
-    fused-MoE table's are priced apart)."""
-    return num_layers * (qkv + o) + (num_layers - moe_layers) * mlp + (1 - moe_kernel_table) * moe
+    MLP in the dense ones, the shared experts in the MoE ones, the MoE layers' routed experts where they follow a
+    GEMM's curve (``moe_kernel_table`` 0; the fused-MoE table's are priced apart)."""
+    return num_layers * (qkv + o) + (num_layers - moe_layers) * mlp + moe_layers * shared \
+        + (1 - moe_kernel_table) * moe
 
 
 @line("Experts per GPU, every expert touched", "experts", BANDWIDTH,
@@ -42,12 +43,13 @@ def kernel_moe_floor_seconds(moe_layers, moe_kernel_launch_seconds, experts_per_
 def _gemms_at(figure, label, doc):
     """The line of the step's GEMMs summed at one figure of their curves (``floor_seconds``, ``seconds_per_token``)."""
     return derived(f"kernel_gemm_{figure}", gemm_sum, label, "s", BANDWIDTH, doc, qkv=f"qkv_kernel_{figure}",
-                   o=f"o_kernel_{figure}", mlp=f"mlp_kernel_{figure}", moe=f"kernel_moe_{figure}")
+                   o=f"o_kernel_{figure}", mlp=f"mlp_kernel_{figure}", shared=f"shared_mlp_kernel_{figure}",
+                   moe=f"kernel_moe_{figure}")
 
 
 kernel_gemm_floor_seconds = _gemms_at("floor_seconds", "Kernel step: GEMM floors",
-    "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP floors + the MoE floors where the experts "
-    "follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).")
+    "The step's GEMMs at one token: layers x (QKV + O floors) + dense MLP and shared-expert floors + the MoE floors "
+    "where the experts follow a GEMM's curve (the fused-MoE table's are linear: a fixed time).")
 
 
 @line("Kernel step: MoE experts' time per token", "s", BANDWIDTH,
@@ -59,8 +61,8 @@ def kernel_moe_seconds_per_token(moe_layers, experts_per_token, num_experts, exp
 
 
 kernel_gemm_seconds_per_token = _gemms_at("seconds_per_token", "Kernel step: GEMM time per token",
-    "Layers x (QKV + O time per token) + the dense MLP's per token + the experts' where they follow a GEMM's curve "
-    "(from the GEMM table; the fused-MoE table's grow linearly: a per step token term).")
+    "Layers x (QKV + O time per token) + the dense MLP's and shared experts' per token + the experts' where they "
+    "follow a GEMM's curve (from the GEMM table; the fused-MoE table's grow linearly: a per step token term).")
 
 
 @line("Kernel step: fixed time", "s", BANDWIDTH,

@@ -15,10 +15,9 @@ from inference_ledger.core.line import BANDWIDTH, COMPUTE, derived, line, produc
 from inference_ledger.core.units import ALLREDUCES_PER_LAYER, BATCHING_STATIC, FLOPS_PER_PARAM, STEP_RESIDUAL_DIVISOR
 
 # ---------------------------------------------------------------------------------
-# the step priced per operation from the measured kernel tables (inference_ledger.formulas.kernels)
-# decode_<op>_seconds: one decode step (the decode tokens + any prompt chunks it carries), summed over layers;
-# prefill_<op>_seconds: the prompt tokens a TTFT waits for, in chunks of max_num_batched_tokens.
-# Each operation is a curve over its size with a measured floor and time per unit (plan inputs <op>_kernel_*).
+# the step per operation from the kernel tables: decode_<op>_seconds one decode step (its decode tokens + any prompt
+# chunks), prefill_<op>_seconds the prompt tokens a TTFT waits for, in chunks of max_num_batched_tokens; each a curve
+# over its size with a measured floor and time per unit (plan inputs <op>_kernel_*: inference_ledger.formulas.kernels)
 # ---------------------------------------------------------------------------------
 
 
@@ -144,18 +143,18 @@ step_elementwise_seconds = product("step_elementwise_seconds", ("rank_step_token
     "Element-wise traffic per step", "s", BANDWIDTH, "A rank's tokens per step x element-wise time per token.")
 
 
-decode_elementwise_seconds = total("decode_elementwise_seconds", ("elementwise_fixed_seconds",
-                                                                  "step_elementwise_seconds"),
+decode_elementwise_seconds = total("decode_elementwise_seconds", ("elementwise_fixed_seconds", "step_elementwise_seconds"),
     "Decode: element-wise work and per-step overhead", "s", BANDWIDTH,
     "The element-wise kernels' floors and per-step overhead + their traffic for the step's tokens.")
 
 
 decode_kernel_seconds = total("decode_kernel_seconds", ("decode_qkv_seconds", "decode_o_seconds", "decode_mlp_seconds",
-                                                        "decode_lm_head_seconds", "decode_attention_seconds",
-                                                        "decode_allreduce_seconds", "decode_elementwise_seconds"),
+                                                        "decode_shared_mlp_seconds", "decode_lm_head_seconds",
+                                                        "decode_attention_seconds", "decode_allreduce_seconds",
+                                                        "decode_elementwise_seconds"),
     "Decode step from the kernel tables", "s", BANDWIDTH,
-    "Sum of the step's operations (QKV, O, MLP/experts, LM head, attention, all-reduces, element-wise and per-step "
-    "overhead).")
+    "Sum of the step's operations (QKV, O, MLP/experts, shared experts, LM head, attention, all-reduces, element-wise "
+    "and per-step overhead).")
 
 
 prefill_chunk_tokens = ratio("prefill_chunk_tokens", ("prefill_batch_tokens", "prefill_chunks"),
@@ -218,8 +217,9 @@ def prefill_overhead_seconds(prefill_batch_tokens, input_tokens, prefill_chunks,
 
 
 prefill_kernel_seconds = total("prefill_kernel_seconds", ("prefill_qkv_seconds", "prefill_o_seconds",
-                                                          "prefill_mlp_seconds", "prefill_attention_seconds",
-                                                          "prefill_allreduce_seconds", "prefill_overhead_seconds"),
+                                                          "prefill_mlp_seconds", "prefill_shared_mlp_seconds",
+                                                          "prefill_attention_seconds", "prefill_allreduce_seconds",
+                                                          "prefill_overhead_seconds"),
     "Prefill from the kernel tables", "s", COMPUTE,
     "Sum of the prefill's operations.")
 
@@ -251,11 +251,12 @@ def eager_host_seconds_per_step(cuda_graphs, cuda_graph_max_batch, effective_con
 #: The step's operations and the line of each (the family the JSON's decode_ops / prefill_ops and the workbook
 #: render): with measured tables, and on the roofline fallback.
 DECODE_OPS = {"qkv": "decode_qkv_seconds", "o": "decode_o_seconds", "mlp": "decode_mlp_seconds",
-              "lm_head": "decode_lm_head_seconds", "attention": "decode_attention_seconds",
-              "allreduce": "decode_allreduce_seconds", "elementwise": "decode_elementwise_seconds"}
+              "shared_mlp": "decode_shared_mlp_seconds", "lm_head": "decode_lm_head_seconds",
+              "attention": "decode_attention_seconds", "allreduce": "decode_allreduce_seconds",
+              "elementwise": "decode_elementwise_seconds"}
 PREFILL_OPS = {"qkv": "prefill_qkv_seconds", "o": "prefill_o_seconds", "mlp": "prefill_mlp_seconds",
-               "attention": "prefill_attention_seconds", "allreduce": "prefill_allreduce_seconds",
-               "elementwise": "prefill_overhead_seconds"}
+               "shared_mlp": "prefill_shared_mlp_seconds", "attention": "prefill_attention_seconds",
+               "allreduce": "prefill_allreduce_seconds", "elementwise": "prefill_overhead_seconds"}
 DECODE_OPS_ROOFLINE = {"linear": "step_linear_seconds", "attention": "step_kv_seconds",
                        "allreduce": "allreduce_seconds_per_step", "elementwise": "decode_overhead_seconds"}
 PREFILL_OPS_ROOFLINE = {"linear": "prefill_roofline_seconds"}
@@ -272,14 +273,14 @@ PREFILL_OPS_COMMON = {"parallel": "prefill_parallel_seconds"}
 
 
 @line("Prefill GEMMs per prompt token", "s", COMPUTE,
-      "Layers x the measured time per token of QKV, O and the MLP (a MoE layer: its k experts, k / EP of them on a GPU "
-      "under expert parallelism, each whole there): what each prompt token adds to a large prefill.")
+      "Layers x the measured time per token of QKV, O and the MLP (a MoE layer: its shared experts and its k experts, "
+      "k / EP of them on a GPU under expert parallelism, each whole there): what each prompt token adds to a prefill.")
 def prefill_seconds_per_prompt_token(num_layers, moe_layers, experts_per_token, ep, qkv_kernel_seconds_per_token,
                                      o_kernel_seconds_per_token, mlp_kernel_seconds_per_token,
-                                     moe_expert_kernel_seconds_per_token):
+                                     moe_expert_kernel_seconds_per_token, shared_mlp_kernel_seconds_per_token):
     return num_layers * (qkv_kernel_seconds_per_token + o_kernel_seconds_per_token) \
-        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token \
-        + moe_layers * experts_per_token / ep * moe_expert_kernel_seconds_per_token
+        + (num_layers - moe_layers) * mlp_kernel_seconds_per_token + moe_layers * (
+            experts_per_token / ep * moe_expert_kernel_seconds_per_token + shared_mlp_kernel_seconds_per_token)
 
 
 @line("Prefill all-reduce time per prompt token", "s", COMPUTE,

@@ -4,11 +4,9 @@ Each line is a plain function in :mod:`inference_ledger.graph.plan_lines` (memor
 :mod:`inference_ledger.formulas.whatif_lines` (inverses, QPS) whose parameters name the inputs and lines it uses; the
 graph comes from those signatures.  This is the single description of a deployment plan that every adapter shares:
 
-* ``evaluate(inputs)`` calls the functions in dependency order (a family of lines, such as the fit test at each TP
-  degree of the GPU's node, once per candidate, its value nested by candidate) (the CLI's ``plan``, cached values in
-  the workbook, sweeps over numpy arrays);
-* ``render(line, ref)`` calls the same function with Excel references and gets its formula, with ``ref`` saying
-  where each named quantity lives (a defined name on the Plan sheet, or a cell of the same row in a grid or sweep).
+* ``evaluate(inputs)`` calls the functions in dependency order, a family of lines (the fit test at each TP degree)
+  once per candidate: the CLI's ``plan``, the workbook's cached values, sweeps over numpy arrays;
+* ``render(line, ref)`` calls them with Excel references for their formulas (``ref``: where each quantity lives).
 """
 
 from __future__ import annotations
@@ -108,6 +106,8 @@ INPUTS: tuple[Input, ...] = (
     _inp("window", "Sliding window", "tokens", CATALOG, "Tokens a sliding-window layer keeps.", "model"),
     _inp("hidden_size", "Hidden size", "elements", CATALOG, "Width of the residual stream (hidden_size): the activations and all-reduce messages of every token.", "model", lo=1, hi=1e6, integer=True),
     _inp("intermediate_size", "MLP / expert width", "elements", CATALOG, "intermediate_size of the MLP (of one expert for a MoE): the widest activation of a prefill chunk.", "model", lo=1, hi=1e7, integer=True),
+    _inp("dense_intermediate_size", "Dense-layer MLP width (0 = the MLP width)", "elements", CATALOG, "A MoE model's dense layers' MLP width (DeepSeek-V3's first 3 layers 18,432; Llama-4 Maverick's intermediate_size_mlp 16,384); 0: intermediate_size.", "model", lo=0, hi=1e7, integer=True),
+    _inp("shared_intermediate_size", "Shared-expert width per MoE layer (0 = none)", "elements", CATALOG, "Gate/up + down width of the shared experts every token of a MoE layer passes through (n_shared_experts x moe_intermediate_size; Llama-4: one expert's width).", "model", lo=0, hi=1e7, integer=True),
     _inp("vocab_size", "Vocabulary", "tokens", CATALOG, "Logits per sequence: the sampler's working set is max_num_seqs x vocab.", "model", lo=1, hi=1e8, integer=True),
     _inp("num_experts", "Routed experts (0 = dense)", "experts", CATALOG, "Experts per MoE layer; their matrices are padded to the MoE kernel's tile.", "model", lo=0, hi=1e5, integer=True),
     _inp("experts_per_token", "Experts per token (0 = dense)", "experts", CATALOG, "Routed experts a token visits: each keeps its own MLP activations in prefill.", "model", lo=0, hi=1e4, integer=True),
@@ -170,7 +170,8 @@ INPUTS: tuple[Input, ...] = (
     _inp("gqa_decode", "GQA-aware decode attention (1 any group, 0 none, N only N-head groups)", "code", ENGINE["gqa_decode"], "1: the decode attention kernel reads each KV head once for its query group (FlashAttention, FlashInfer, TensorRT-LLM's XQA from 1.0); 0: once per query head (vLLM 0.3's PagedAttention); N > 1: once only where a group holds N query heads, once per query head otherwise (TensorRT-LLM 0.9's XQA runs at 8 heads per KV head, other groups on the masked MHA kernel, one thread block per query head; engines.csv).", "engine", lo=0, hi=1024, integer=True),
     *_kernel_curve_inputs(("qkv", "QKV GEMM", "token"),
                           ("o", "attention output GEMM", "token"),
-                          ("mlp", "MLP gate/up + down GEMMs (one expert's for a MoE)", "token"),
+                          ("mlp", "dense layer's MLP gate/up + down GEMMs", "token"),
+                          ("shared_mlp", "shared experts' gate/up + down GEMMs of a MoE layer", "token"),
                           ("lm_head", "LM-head GEMM", "token"),
                           ("decode_attention", "decode attention of one layer", "KV token read"),
                           ("prefill_attention", "causal attention of one prompt, one layer", "prompt length squared")),
@@ -270,9 +271,7 @@ def defaults() -> dict[str, float]:
 
 
 def validate_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Check every input against its range; raise LedgerInputError naming the first bad one.
-
-    Arrays are checked elementwise (all elements must pass)."""
+    """Check every input against its range (arrays elementwise); raise LedgerInputError naming the first bad one."""
     out: dict[str, Any] = {}
     for i in INPUTS:
         if i.name not in inputs:
