@@ -236,3 +236,24 @@ def test_numeric_validation_enforces_what_its_message_says(files):
     row = ws.parent.defined_names["num_params"].attr_text.split("$")[-1]
     dv = next(dv for dv in ws.data_validations.dataValidation if str(dv.sqref) == f"D{row}")
     assert dv.formula1 == f"AND(ISNUMBER(D{row}),D{row}>0,D{row}<=100000000000000)"
+
+
+def test_the_kernels_sheet_shows_every_figure_it_holds(files):
+    """A time per byte is a few picoseconds and per KV token a tenth of a nanosecond: a fixed nine decimals showed
+    both as 0.000000000 s.  Each column's format shows its smallest non-zero figure to three significant digits
+    (never scientific notation), and the two codes (tables measured: 1/0) are whole numbers, not seconds."""
+    import math
+
+    ws = opened(files["workbook"], data_only=True)["Kernels"]
+    fields = [c.value for c in ws[4]]
+    checked = 0
+    for row in ws.iter_rows(min_row=6):
+        for name, c in zip(fields, row):
+            if name in ("kernel_tables", "moe_kernel_table"):
+                assert c.number_format == "0" and c.value in (0, 1), (c.coordinate, c.number_format)
+            elif isinstance(c.value, float) and c.value:
+                decimals = len(c.number_format.split(".")[1].split('"')[0]) if "." in c.number_format else 0
+                assert "E" not in c.number_format.upper().replace('" S"', "")
+                assert decimals >= 2 - math.floor(math.log10(abs(c.value))), (c.coordinate, c.value, c.number_format)
+                checked += 1
+    assert checked > 10_000

@@ -21,6 +21,7 @@ from openpyxl.utils import get_column_letter
 from inference_ledger.catalogs import catalog, engines
 from inference_ledger.formulas import kernel_tables, kernels
 from inference_ledger.graph import plan, resolve
+from inference_ledger.core import unit_registry
 from inference_ledger.core.args import LedgerInputError
 
 from . import style
@@ -89,6 +90,14 @@ def choice_rows(ctx: Ctx) -> list:
     return out
 
 
+def column_format(name: str, values) -> str:
+    """A column's number format: a code as a whole number; a time in the unit's format at the column's smallest
+    non-zero magnitude (three significant digits of it: a time per byte is a few picoseconds, and a fixed nine
+    decimals showed it as 0), never scientific notation."""
+    nonzero = [abs(v) for v in values if v]
+    return unit_registry.excel_format(plan.INPUT_BY_NAME[name].unit, min(nonzero) if nonzero else None) or "0"
+
+
 def kernels_sheet(wb, ctx: Ctx) -> None:
     # the rows the Plan and the scenarios look up come first: the printed part (see the module doc)
     chosen = {r.id: r for r in choice_rows(ctx)}
@@ -110,9 +119,10 @@ def kernels_sheet(wb, ctx: Ctx) -> None:
         ws.column_dimensions[L].width = 40 if name == "id" else 14
     for i, r in enumerate(rows.values()):
         ctx.put(ws, f"A{FIRST_ROW + i}", r.id, style.INPUT)
-    # the figures (nineteen columns of every row): one block of numbers, written straight into the sheet's XML
-    ctx.number_block(ws, FIRST_ROW, 2, [[getattr(r, n) for n in KERNEL_INPUTS] for r in rows.values()], style.INPUT,
-                     ["0" if n == "kernel_tables" else '0.000000000" s"' for n in KERNEL_INPUTS])
+    # the figures (a column per input of every row): one block of numbers, written straight into the sheet's XML
+    block = [[getattr(r, n) for n in KERNEL_INPUTS] for r in rows.values()]
+    ctx.number_block(ws, FIRST_ROW, 2, block, style.INPUT,
+                     [column_format(n, [r[j] for r in block]) for j, n in enumerate(KERNEL_INPUTS)])
     last_col, end = get_column_letter(len(cols)), FIRST_ROW + max(len(rows), 1) - 1
     ctx.define(f"{KERNEL_PREFIX}_IDS", ws, f"A{FIRST_ROW}:A{end}")
     ctx.define(f"{KERNEL_PREFIX}_TABLE", ws, f"A{FIRST_ROW}:{last_col}{end}")
