@@ -337,3 +337,28 @@ def test_a_prompt_token_under_expert_parallelism_visits_k_over_ep_whole_experts_
     moe = v["moe_layers"] * v["experts_per_token"] / 8 * v["moe_expert_kernel_seconds_per_token"]
     assert v["experts_per_token"] == 8 and v["moe_layers"] == 94
     assert v["prefill_seconds_per_prompt_token"] == pytest.approx(dense + moe, rel=1e-12)
+
+
+def test_each_efficiency_input_says_where_it_applies():
+    """The efficiencies price the roofline; a GPU with measured kernel tables prices its GEMMs and attention from the
+    tables, so halving one there leaves the step as it was (the weight-streaming one still prices the element-wise
+    traffic).  Each input's description says so; on a GPU without tables (L4) every one of them moves the plan (the
+    compute efficiency the batch where a compute-bound step meets the TPOT target)."""
+    def run(gpu, model, tp, **eff):
+        r = _resolved(model, gpu, tp=tp, concurrency=64, input_tokens=2048, output_tokens=256, **eff)
+        v = plan.evaluate(r.inputs)
+        return v["kernel_tables"], v["tpot_seconds"], v["ttft_service_seconds"], v["tpot_batch_compute"]
+
+    roofline_only = ("decode_compute_efficiency", "prefill_efficiency", "kv_read_efficiency")
+    tables, tpot, ttft, _ = run("h100-sxm", "llama-3.1-70b", 4)
+    assert tables == 1
+    for name in roofline_only:
+        assert run("h100-sxm", "llama-3.1-70b", 4, **{name: plan.INPUT_BY_NAME[name].default / 2})[1:3] == (tpot, ttft)
+        assert "roofline" in plan.INPUT_BY_NAME[name].doc
+    assert run("h100-sxm", "llama-3.1-70b", 4, bw_efficiency=0.4)[1] > tpot
+    assert "element-wise" in plan.INPUT_BY_NAME["bw_efficiency"].doc
+    base = run("l4", "llama-3.1-8b", 1)
+    assert base[0] == 0
+    moved = {name: run("l4", "llama-3.1-8b", 1, **{name: plan.INPUT_BY_NAME[name].default / 2})[1:] != base[1:]
+             for name in (*roofline_only, "bw_efficiency")}
+    assert all(moved.values()), moved
