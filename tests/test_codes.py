@@ -47,11 +47,12 @@ def test_each_code_set_reads_the_same_in_python_and_as_a_formula():
 
 
 def test_every_coded_quantity_is_registered_once_where_it_is_written():
-    from inference_ledger.formulas import admission
+    from inference_ledger.formulas import admission, serving_lines
     from inference_ledger.graph import plan
 
     assert plan.CODES == {"verdict": verdict.VERDICT, "binding_limit": serving.LIMIT, "batching": serving.BATCHING,
-                          "kv_budget_rule": engine_ledger.KV_RULE, "kv_admission_policy": admission.ADMISSION}
+                          "kv_budget_rule": engine_ledger.KV_RULE, "kv_admission_policy": admission.ADMISSION,
+                          "kernel_priced": serving_lines.KERNEL_PRICED}
     assert all(q in plan.NAMES for q in plan.CODES)
 
 

@@ -362,3 +362,59 @@ def test_each_efficiency_input_says_where_it_applies():
     moved = {name: run("l4", "llama-3.1-8b", 1, **{name: plan.INPUT_BY_NAME[name].default / 2})[1:] != base[1:]
              for name in (*roofline_only, "bw_efficiency")}
     assert all(moved.values()), moved
+
+
+def test_a_what_if_on_the_gpus_bandwidth_or_peak_is_priced_on_the_roofline():
+    """The tables are latencies measured on the catalog GPU: they cannot follow a plan that doubles its bandwidth or
+    peak (an H100 with 6.7 TB/s had kept 97% of its step time).  Such a plan is priced on the roofline with the given
+    figures and says why; the catalog's own figure given explicitly keeps the tables."""
+    from inference_ledger.io import report
+
+    base = dict(tp=4, concurrency=1, batching="static", input_tokens=1024, output_tokens=256)
+    same = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", hbm_bw=3.35e12, **base).inputs)
+    assert same["kernel_tables"] == same["kernel_priced"] == 1 and same["kernel_hbm_bw"] == 3.35e12
+    assert same["kernel_peak_flops"] == 989e12   # the H100's dense BF16 peak, the weight format's unit
+    fast = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", hbm_bw=6.7e12, **base).inputs)
+    assert fast["kernel_tables"] == 1 and fast["kernel_priced"] == 0
+    # the roofline at one sequence: the weights a GPU streams at 6.7 TB/s x 0.8, half the H100's time for them
+    assert fast["decode_gpu_seconds"] == pytest.approx(
+        fast["step_weight_bytes_per_gpu"] / (6.7e12 * 0.8) + fast["step_kv_seconds"] + fast["allreduce_seconds_per_step"]
+        + fast["decode_overhead_seconds"], rel=1e-9)
+    assert fast["tpot_seconds"] < 0.75 * same["tpot_seconds"]
+    ops = report.step_ops(fast, model="llama-3.1-70b", gpu="h100-sxm", engine="vllm")
+    assert ops["kernel_source"] == "roofline fallback"
+    assert "not the GPU's its tables were measured on" in ops["decode_ops"]["linear"]["source"]
+    peak = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", peak_flops=2e15, **base).inputs)
+    assert peak["kernel_priced"] == 0
+
+
+@pytest.mark.libreoffice
+def test_a_bandwidth_typed_into_the_plan_sheet_switches_the_book_to_the_roofline(soffice, tmp_path):
+    """The same rule in the workbook: the default book reads the H100's tables; 6.7 TB/s typed into the Plan's
+    bandwidth override makes LibreOffice's recalculation price the step on the roofline (its linear layers, KV reads,
+    all-reduces and overhead), as `plan --hbm-bw` does."""
+    from openpyxl import load_workbook
+
+    from inference_ledger.workbook.recalc import recalculate
+
+    def named(wb, name):
+        sheet, ref = wb.defined_names[name].attr_text.split("!")
+        return wb[sheet.strip("'")][ref.replace("$", "")]
+
+    built = tmp_path / "book.xlsx"
+    code, _, err = cli("build", "-o", built)
+    assert code == 0, err
+    wb = load_workbook(built)
+    assert named(load_workbook(built, data_only=True), "kernel_priced").value == 1
+    bw = named(wb, "hbm_bw")
+    assert bw.value.startswith("=IF(ISBLANK(") and bw.offset(column=2).coordinate in bw.value
+    bw.offset(column=2).value = 6.7e12
+    edited = tmp_path / "what-if.xlsx"
+    wb.save(edited)
+    got = load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    assert named(got, "kernel_tables").value == 1 and named(got, "kernel_priced").value == 0
+    roofline = sum(named(got, n).value for n in ("step_linear_seconds", "step_kv_seconds", "allreduce_seconds_per_step",
+                                                 "decode_overhead_seconds"))
+    assert named(got, "decode_gpu_seconds").value == pytest.approx(roofline, rel=1e-9)
+    assert named(got, "step_linear_seconds").value < named(load_workbook(built, data_only=True),
+                                                           "decode_gpu_seconds").value

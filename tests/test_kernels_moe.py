@@ -152,17 +152,17 @@ def test_each_further_prompt_of_a_moe_prefill_pays_its_rows_of_the_all_reduces_b
     activations) = 122 x 1.4680064e-4 s = 17.909678 ms; total 33.429586 ms.  At TP 1 no all-reduce: 15.519908 ms.
     On the roofline: 2 x 37e9 x 1,024 / 8 / (5e15 x 0.5) = 3.7888 ms (no all-reduce term there).  Element-wise
     traffic of 2 us per token adds 1,024 x 2 us = 2.048 ms on the tables, nothing on the roofline."""
-    def extra(tp, kernel_tables=1, elementwise=0.0):
+    def extra(tp, kernel_priced=1, elementwise=0.0):
         per_token = step_lines.prefill_allreduce_seconds_per_prompt_token(tp, 2 * 61, 7168, 2, 1e-11)
         return step_lines.prefill_seconds_per_extra_prompt(
-            kernel_tables=kernel_tables, prefill_seconds_per_token=1.5e-5 + per_token + elementwise,
+            kernel_priced=kernel_priced, prefill_seconds_per_token=1.5e-5 + per_token + elementwise,
             num_layers=61, input_tokens=1024, prefill_attention_kernel_seconds_per_token_squared=2.5e-12,
             active_params=37e9, tp=tp, peak_flops=5e15, prefill_efficiency=0.5)
     assert extra(8) == pytest.approx(33.429586e-3, rel=1e-7)
     assert extra(1) == pytest.approx(15.519908e-3, rel=1e-7)
-    assert extra(8, kernel_tables=0) == pytest.approx(3.7888e-3, rel=1e-9)
+    assert extra(8, kernel_priced=0) == pytest.approx(3.7888e-3, rel=1e-9)
     assert extra(8, elementwise=2e-6) == pytest.approx(35.477586e-3, rel=1e-7)
-    assert extra(8, kernel_tables=0, elementwise=2e-6) == pytest.approx(3.7888e-3, rel=1e-9)
+    assert extra(8, kernel_priced=0, elementwise=2e-6) == pytest.approx(3.7888e-3, rel=1e-9)
 
 
 def test_a_further_moe_prompt_adds_the_all_reduce_growth_the_lone_prompt_pays():

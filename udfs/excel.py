@@ -252,7 +252,7 @@ def _evaluated_plan(model, gpu, tp, concurrency, input_tokens, output_tokens, we
     d = r.describe()
     labels = {k: d[k] for k in PLAN_LABELS[:5]} | report.code_words({**r.inputs, **values}) | {
         "concurrency_reason_words": values["concurrency_reason_words"],
-        "kernel_source": kernels.KERNEL_SOURCES[int(values["kernel_tables"])]}
+        "kernel_source": kernels.KERNEL_SOURCES[int(values["kernel_priced"])]}
     return values, labels
 
 

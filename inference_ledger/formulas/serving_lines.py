@@ -9,8 +9,9 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 
 from __future__ import annotations
 
-from inference_ledger.formulas import admission, ledger, serving, whatif
-from inference_ledger.core.sheetfuncs import eq, gt, maximum, minimum, where
+from inference_ledger.core.codes import Codes
+from inference_ledger.formulas import admission, kernels, ledger, serving, whatif
+from inference_ledger.core.sheetfuncs import and_, eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio, ratio_up, total
 from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS, RING_ALLREDUCE_FACTOR
 
@@ -270,14 +271,25 @@ def prefill_roofline_seconds(prefill_weight_bytes_per_gpu, active_params, prefil
                                   / tp, hbm_bw, peak_flops, bw_efficiency, prefill_efficiency)
 
 
+KERNEL_PRICED = Codes("kernel_priced", [(1, kernels.MEASURED), (0, kernels.FALLBACK)])
+
+
+@line("Step priced from the kernel tables (1) or the roofline (0)", "code", BANDWIDTH,
+      "1 when the GPU has measured kernel tables (kernel_tables 1) and its HBM bandwidth and dense peak are the ones "
+      "they were measured at; 0 prices the step on the roofline: a GPU without tables, or a what-if on a GPU's "
+      "bandwidth or peak, which measured latencies cannot follow.")
+def kernel_priced(kernel_tables, hbm_bw, kernel_hbm_bw, peak_flops, kernel_peak_flops):
+    return where(and_(eq(kernel_tables, 1), eq(hbm_bw, kernel_hbm_bw), eq(peak_flops, kernel_peak_flops)), 1, 0)
+
+
 @line("TTFT without queueing", "s", COMPUTE,
       "Prefill of the prompt tokens a TTFT waits for: the sum of its operations priced from the measured kernel "
       "tables (never below 2 N_active x tokens / TP / peak), or on the roofline where the GPU has no tables; + its "
       "EP/PP communication.")
-def ttft_service_seconds(kernel_tables, prefill_kernel_seconds, prefill_roofline_seconds, active_params,
+def ttft_service_seconds(kernel_priced, prefill_kernel_seconds, prefill_roofline_seconds, active_params,
                          prefill_batch_tokens, tp, peak_flops, prefill_parallel_seconds):
     measured = maximum(prefill_kernel_seconds, serving.step_flops(active_params, prefill_batch_tokens) / tp / peak_flops)
-    return where(eq(kernel_tables, 1), measured, prefill_roofline_seconds) + prefill_parallel_seconds
+    return where(eq(kernel_priced, 1), measured, prefill_roofline_seconds) + prefill_parallel_seconds
 
 
 queue_seconds = derived("queue_seconds", serving.queue_seconds, "Wait for admission", "s", COMPUTE,

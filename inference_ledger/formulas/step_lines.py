@@ -3,7 +3,7 @@
 One declaration per line, like :mod:`inference_ledger.formulas.serving_lines`; the formulas are in
 :mod:`inference_ledger.formulas.serving` and the tables' figures (each operation's floor and time per unit, plan inputs)
 come from :mod:`inference_ledger.formulas.kernels`.  ``tpot_seconds`` and ``ttft_service_seconds`` read
-``decode_kernel_seconds`` and ``prefill_kernel_seconds`` where the GPU has tables (``kernel_tables`` 1).
+``decode_kernel_seconds`` and ``prefill_kernel_seconds`` where the step is priced from tables (``kernel_priced`` 1).
 """
 
 from __future__ import annotations
@@ -301,13 +301,13 @@ prefill_seconds_per_token = total("prefill_seconds_per_token", ("prefill_seconds
 @line("Prefill of each further prompt", "s", COMPUTE,
       "What one more S-token prompt adds to a prefill: its tokens at prefill_seconds_per_token + its attention "
       "(kernel tables), or 2 N_active S / TP / (peak x prefill efficiency) on the roofline.")
-def prefill_seconds_per_extra_prompt(kernel_tables, prefill_seconds_per_token, num_layers, input_tokens,
+def prefill_seconds_per_extra_prompt(kernel_priced, prefill_seconds_per_token, num_layers, input_tokens,
                                      prefill_attention_kernel_seconds_per_token_squared, active_params, tp, peak_flops,
                                      prefill_efficiency):
     measured = prefill_seconds_per_token * input_tokens \
         + num_layers * prefill_attention_kernel_seconds_per_token_squared * input_tokens * input_tokens
     roofline = FLOPS_PER_PARAM * active_params * input_tokens / tp / (peak_flops * prefill_efficiency)
-    return where(eq(kernel_tables, 1), measured, roofline)
+    return where(eq(kernel_priced, 1), measured, roofline)
 
 
 prefill_chunk_fixed_seconds = derived("prefill_chunk_fixed_seconds", serving.chunk_fixed_seconds,

@@ -166,8 +166,8 @@ tpot_batch_bandwidth, tpot_batch_compute = (
 @line("Largest batch meeting the TPOT target", "sequences", BANDWIDTH,
       "Inverse of the expected TPOT: the most decoding sequences (KV cap aside) meeting the target (0 = none; MoE: "
       "with every expert read, a lower bound): from the kernel tables' step, or the roofline's two bounds.")
-def tpot_max_batch(kernel_tables, tpot_batch_kernel, tpot_batch_bandwidth, tpot_batch_compute):
-    return maximum(floor(where(eq(kernel_tables, 1), tpot_batch_kernel,
+def tpot_max_batch(kernel_priced, tpot_batch_kernel, tpot_batch_bandwidth, tpot_batch_compute):
+    return maximum(floor(where(eq(kernel_priced, 1), tpot_batch_kernel,
                                minimum(tpot_batch_bandwidth, tpot_batch_compute))), 0)
 
 

@@ -219,10 +219,10 @@ def allreduce_seconds_per_step(tp, tp_allreduces_per_pass, allreduce_latency_sec
       "The step's operations priced from the measured kernel tables (never below the TPOT floor), or on the roofline "
       "(linear layers + attention KV reads + TP all-reduces + per-layer and per-step overhead) where the GPU has no "
       "tables.")
-def decode_gpu_seconds(kernel_tables, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
+def decode_gpu_seconds(kernel_priced, decode_kernel_seconds, tpot_floor_seconds, step_linear_seconds, step_kv_seconds,
                        allreduce_seconds_per_step, decode_overhead_seconds):
     roofline = step_linear_seconds + step_kv_seconds + allreduce_seconds_per_step + decode_overhead_seconds
-    return where(eq(kernel_tables, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline)
+    return where(eq(kernel_priced, 1), maximum(decode_kernel_seconds, tpot_floor_seconds), roofline)
 
 
 @line("Decode: waiting for eager dispatch", "s", BANDWIDTH,

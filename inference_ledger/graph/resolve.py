@@ -188,6 +188,17 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
     return v
 
 
+def kernel_basis(inputs: Mapping[str, Any], gpu_id: Optional[str], weight_dtype: Optional[str]) -> dict[str, Any]:
+    """The inputs the kernel tables are read for: the plan's, at the catalog GPU's HBM bandwidth and dense peak (the
+    figures the tables were measured at, which ``kernel_hbm_bw`` / ``kernel_peak_flops`` record); a plan whose own
+    differ (a what-if) is priced on the roofline (``kernel_priced``)."""
+    out = dict(inputs)
+    if gpu_id and weight_dtype:
+        g = catalog.get_gpu(gpu_id)
+        out.update(hbm_bw=g.hbm_bw, peak_flops=peak_flops(g, find_dtype(weight_dtype, "weight")))
+    return out
+
+
 def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engines.DEFAULT_ENGINE, *,
                 gpu_id: str = "", max_model_len: Optional[int] = None, heads: Optional[float] = None,
                 weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
@@ -202,8 +213,8 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
                                      max_model_len=max_model_len))
     wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
     kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
-    figures, _ = kernels.plan_kernel_inputs(out, gpu_id or None, eng.kernel_table_engine, heads, wd, kd,
-                                            eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id))
+    figures, _ = kernels.plan_kernel_inputs(kernel_basis(out, gpu_id, wd), gpu_id or None, eng.kernel_table_engine,
+                                            heads, wd, kd, eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id))
     out.update(figures)
     return out
 

@@ -113,7 +113,7 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
              engine: Optional[str] = None) -> dict[str, Any]:
     """``kernel_source`` and the per-operation times of one decode step and one prefill, each with its source:
     {"decode_ops": {operation: {"seconds": ..., "source": ...}}, "prefill_ops": {...}}."""
-    measured = int(_num(values["kernel_tables"]) or 0) == 1
+    measured = int(_num(values.get("kernel_priced", values["kernel_tables"])) or 0) == 1
     sources: dict[str, str] = {}
     if measured and gpu:
         try:
@@ -142,6 +142,8 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
     extra_passes = f"; x {passes:g} passes over each KV head (a decode kernel that is not GQA-aware for this query " \
         "group reads it once per query head: data/engines.csv gqa_decode)" if passes > 1 else ""
 
+    what_if = "; the plan's HBM bandwidth or peak is not the GPU's its tables were measured on" \
+        if int(_num(values["kernel_tables"]) or 0) == 1 and not measured else ""
     link_bound = (_num(values.get("allreduce_seconds_per_byte")) or 0) \
         > (_num(values.get("allreduce_kernel_seconds_per_byte")) or 0)
 
@@ -154,7 +156,7 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
                 src = fixed[op]
             elif not measured:
                 src = f"{kernels.FALLBACK}: bytes / (HBM bandwidth x efficiency), FLOPs / (peak x efficiency) " \
-                      "(data/efficiencies.csv)"
+                      "(data/efficiencies.csv)" + what_if
             else:
                 key = "prefill_attention" if (prefill and op == "attention") else op_source.get(op, op)
                 src = sources.get(key, kernels.MEASURED)
