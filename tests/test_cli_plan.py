@@ -248,6 +248,10 @@ def test_a_bare_plan_is_the_default_deployment_the_workbook_opens_on(capsys, wor
     assert wb[dest[0]][dest[1].replace("$", "")].value == pytest.approx(bare["total_bytes_per_gpu"], rel=1e-9)
     generic = plan_json(capsys, "--params", "7e9")
     assert generic["model"] is None and generic["active_params"] == 7e9
+    # its shapes are the defaults' (the 70B's), so the 70B's measured GEMMs would have priced a 7B step (it ran at
+    # the 70B's 3,839 tokens/s): the roofline prices it from its own bytes
+    assert generic["kernel_source"] == "roofline fallback"
+    assert generic["tokens_per_second"] > 2 * bare["tokens_per_second"]
 
 
 def test_a_placeholder_price_is_said_under_the_sentences(capsys):

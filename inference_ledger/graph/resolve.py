@@ -287,7 +287,8 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     segment = (experts, g.id if g else None, eng.id)
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
                          heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) \
-        | bands.band_inputs(*segment) | bands.fitted_inputs(*segment) | explicit
+        | ({} if m is not None else {"kernel_tables": 0}) | bands.band_inputs(*segment) \
+        | bands.fitted_inputs(*segment) | explicit   # a model of numbers alone has no shapes to read tables at
     problem = engine_problem(eng, g)
     if problem:
         raise ChoiceError("engine", problem)
