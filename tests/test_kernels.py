@@ -365,9 +365,10 @@ def test_each_efficiency_input_says_where_it_applies():
 
 
 def test_a_what_if_on_the_gpus_bandwidth_or_peak_is_priced_on_the_roofline():
-    """The tables are latencies measured on the catalog GPU: they cannot follow a plan that doubles its bandwidth or
-    peak (an H100 with 6.7 TB/s had kept 97% of its step time).  Such a plan is priced on the roofline with the given
-    figures and says why; the catalog's own figure given explicitly keeps the tables."""
+    """The tables are latencies measured on the catalog GPU at the catalog model's shapes: they cannot follow a plan
+    that doubles its bandwidth or peak (an H100 with 6.7 TB/s had kept 97% of its step time) or changes the model's
+    size.  Such a plan is priced on the roofline with the given figures and says why; the catalog's own figure given
+    explicitly keeps the tables."""
     from inference_ledger.io import report
 
     base = dict(tp=4, concurrency=1, batching="static", input_tokens=1024, output_tokens=256)
@@ -383,9 +384,13 @@ def test_a_what_if_on_the_gpus_bandwidth_or_peak_is_priced_on_the_roofline():
     assert fast["tpot_seconds"] < 0.75 * same["tpot_seconds"]
     ops = report.step_ops(fast, model="llama-3.1-70b", gpu="h100-sxm", engine="vllm")
     assert ops["kernel_source"] == "roofline fallback"
-    assert "not the GPU's its tables were measured on" in ops["decode_ops"]["linear"]["source"]
+    assert "not the one its tables stand for (a what-if)" in ops["decode_ops"]["linear"]["source"]
     peak = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", peak_flops=2e15, **base).inputs)
     assert peak["kernel_priced"] == 0
+    # a 100B model on the 70B's shapes: the tables would price the 70B's GEMMs while memory holds 100B
+    size = plan.evaluate(_resolved("llama-3.1-70b", "h100-sxm", num_params=1e11, active_params=1e11, **base).inputs)
+    assert same["kernel_active_params"] == 69_503_033_344 == size["kernel_active_params"]
+    assert size["kernel_tables"] == 1 and size["kernel_priced"] == 0
 
 
 @pytest.mark.libreoffice

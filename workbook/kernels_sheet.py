@@ -48,8 +48,9 @@ def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None, gpu_entry=None):
                                          ep=ep)
         except LedgerInputError:
             return None
-    figures, _ = kernels.plan_kernel_inputs(resolve.kernel_basis(inputs, gpu, wd), gpu, engine, m.num_attention_heads,
-                                            wd, kd, fp4_tensor_cores=catalog.fp4_tensor_cores(gpu))
+    figures, _ = kernels.plan_kernel_inputs(resolve.kernel_basis(inputs, gpu, wd, m.active_params), gpu, engine,
+                                            m.num_attention_heads, wd, kd,
+                                            fp4_tensor_cores=catalog.fp4_tensor_cores(gpu))
     if not figures.get("kernel_tables"):
         return None
     return KernelRow(key(m.id, gpu, tp, ep, wd, kd, engine), *(float(figures.get(n, 0.0)) for n in KERNEL_INPUTS))

@@ -221,7 +221,8 @@ _SHEET_OF = {**{key: sheet for key, _, sheet in SELECTORS}, "gpu_cost": "GPU cos
 #: Kernel inputs looked up on the Kernels sheet (inference_ledger.workbook.kernels_sheet) by model|gpu|tp|ep|weight
 #: dtype|KV dtype|engine, in its column order (kernel_tables first).
 KERNEL_INPUTS = ("kernel_tables", *(n for op in kernels.OPS for n in kernels.op_input_names(op)),
-                 "moe_kernel_launch_seconds", "moe_kernel_table", "kernel_hbm_bw", "kernel_peak_flops")
+                 "moe_kernel_launch_seconds", "moe_kernel_table", "kernel_hbm_bw", "kernel_peak_flops",
+                 "kernel_active_params")
 KERNEL_PREFIX = "KERNEL"
 
 

@@ -255,8 +255,9 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
                        weight_dtype: Optional[str], kv_dtype: str,
                        table_version: Optional[str] = None,
                        fp4_tensor_cores: bool = False) -> tuple[dict[str, float], dict[str, str]]:
-    """The kernel plan inputs (``kernel_tables``, each operation's floor and time per unit, and the bandwidth and peak
-    of ``v`` they stand for: ``kernel_hbm_bw``, ``kernel_peak_flops``) for a deployment,
+    """The kernel plan inputs (``kernel_tables``, each operation's floor and time per unit, and the bandwidth, peak and
+    active parameters of ``v`` they stand for: ``kernel_hbm_bw``, ``kernel_peak_flops``, ``kernel_active_params``) for
+    a deployment,
     with the source of each operation; a GPU without tables (or a weight format without a GEMM table) keeps
     ``kernel_tables`` 0 and the plan prices the step on the roofline with the sourced efficiencies.  ``engine`` is
     the kernel-table engine (an engines.csv id or family; ``none``: no tables) and ``table_version`` the engine
@@ -374,4 +375,5 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
         src["prefill_attention"] = f"{MEASURED}: {mla[1].source}, MLA module per prompt length squared"
     out["kernel_tables"] = 1
     out["kernel_hbm_bw"], out["kernel_peak_flops"] = float(v["hbm_bw"]), float(v["peak_flops"])   # measured at
+    out["kernel_active_params"] = float(v["active_params"])   # the model whose shapes they are read at
     return out, src

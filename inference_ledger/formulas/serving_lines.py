@@ -275,11 +275,14 @@ KERNEL_PRICED = Codes("kernel_priced", [(1, kernels.MEASURED), (0, kernels.FALLB
 
 
 @line("Step priced from the kernel tables (1) or the roofline (0)", "code", BANDWIDTH,
-      "1 when the GPU has measured kernel tables (kernel_tables 1) and its HBM bandwidth and dense peak are the ones "
-      "they were measured at; 0 prices the step on the roofline: a GPU without tables, or a what-if on a GPU's "
-      "bandwidth or peak, which measured latencies cannot follow.")
-def kernel_priced(kernel_tables, hbm_bw, kernel_hbm_bw, peak_flops, kernel_peak_flops):
-    return where(and_(eq(kernel_tables, 1), eq(hbm_bw, kernel_hbm_bw), eq(peak_flops, kernel_peak_flops)), 1, 0)
+      "1 when the GPU has measured kernel tables (kernel_tables 1), its HBM bandwidth and dense peak are the ones "
+      "they were measured at and the model's active parameters the ones whose shapes they are read at; 0 prices the "
+      "step on the roofline: a GPU without tables, or a what-if on a GPU's bandwidth or peak or on the model's size, "
+      "which measured latencies cannot follow.")
+def kernel_priced(kernel_tables, hbm_bw, kernel_hbm_bw, peak_flops, kernel_peak_flops, active_params,
+                  kernel_active_params):
+    return where(and_(eq(kernel_tables, 1), eq(hbm_bw, kernel_hbm_bw), eq(peak_flops, kernel_peak_flops),
+                      eq(active_params, kernel_active_params)), 1, 0)
 
 
 @line("TTFT without queueing", "s", COMPUTE,

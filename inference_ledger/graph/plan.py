@@ -64,8 +64,7 @@ def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
 
 
 def _inp(name, label, unit, default, doc, group, lo=None, hi=None, integer=None, lo_inclusive=None, arg=None):
-    if default is CATALOG:
-        default = CATALOG_DEFAULTS[name]
+    default = CATALOG_DEFAULTS[name] if default is CATALOG else default
     base = ARGS.get(arg or name) or Arg(name, doc, unit, 0.0, 1e18)
     kw = {k: v for k, v in (("lo", lo), ("hi", hi), ("integer", integer), ("lo_inclusive", lo_inclusive)) if v is not None}
     a = Arg(name, doc, unit, kw.get("lo", base.lo), kw.get("hi", base.hi),
@@ -159,6 +158,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("kernel_tables", "Kernel source (1 measured tables, 0 roofline)", "code", 0, "1: the step is priced per operation from the measured kernel tables of data/kernels (NVIDIA aiconfigurator-core's SILICON database; for AMD, ROCm/aiter's tuner tables and published all-reduce figures); 0: roofline fallback with the sourced efficiencies (a GPU, engine or weight format without tables).", "kernel", lo=0, hi=1, integer=True),
     _inp("kernel_hbm_bw", "HBM bandwidth the kernel tables were measured at", "B/s", 0, "The GPU's catalog bandwidth its kernel tables were measured at (0 without tables): a plan whose hbm_bw differs (a what-if) is priced on the roofline (kernel_priced).", "kernel", lo=0, hi=1e15),
     _inp("kernel_peak_flops", "Dense peak the kernel tables were measured at", "FLOP/s", 0, "The GPU's catalog dense peak at the weight format (0 without tables): a plan whose peak_flops differs (a what-if) is priced on the roofline (kernel_priced).", "kernel", lo=0, hi=1e18),
+    _inp("kernel_active_params", "Active parameters the kernel tables' shapes stand for", "params", 0, "The model's catalog active parameters, whose shapes the kernel figures are read at (0 without tables): a plan whose active_params differs (a what-if on the model's size) is priced on the roofline (kernel_priced).", "kernel", lo=0, hi=1e15),
     _inp("chunked_prefill", "Chunked prefill (1 on, 0 whole prompts)", "1/0", ENGINE["chunked_prefill"], "1: the engine splits prompts into chunks that ride in the decode steps (vLLM V1, SGLang from 0.4); 0: each prompt runs whole as its own iteration and stalls the decoding sequences (TensorRT-LLM's enable_chunked_context off, vLLM V0 up to 32K max_model_len, SGLang 0.2-0.3; engines.csv).", "engine", lo=0, hi=1, integer=True),
     _inp("prefill_first", "Prompts before decodes (1 yes, 0 no)", "1/0", ENGINE["prefill_first"], "1: while prompts wait, the scheduler runs them before any decode step (SGLang's get_next_batch_to_run, 'Run prefill first if possible'; vLLM V0 without chunked prefill, 'Don't schedule decodes if prefills are scheduled'): the prompts a closed loop sends together decode and finish together; 0: running decodes first (vLLM V1, TensorRT-LLM's in-flight batching; engines.csv).", "engine", lo=0, hi=1, integer=True),
     _inp("kv_admission_reserve", "Output share reserved at admission", "fraction", ENGINE["kv_admission_reserve"], "Output tokens the scheduler reserves in the KV cache when it admits a request, as a share of its T: 1 reserves the whole S + T and never evicts (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity policy); 0 admits on the prompt's blocks alone and preempts the newest running request when the cache runs out (vLLM); SGLang reserves new_token_ratio x the remaining output, 0.098 once the ratio has decayed (engines.csv).", "engine", lo=0, hi=1),

@@ -188,20 +188,25 @@ def plan_inputs(model: Model | str | None, gpu: Gpu | str | None, *, weight_dtyp
     return v
 
 
-def kernel_basis(inputs: Mapping[str, Any], gpu_id: Optional[str], weight_dtype: Optional[str]) -> dict[str, Any]:
+def kernel_basis(inputs: Mapping[str, Any], gpu_id: Optional[str], weight_dtype: Optional[str],
+                 active_params: Optional[float] = None) -> dict[str, Any]:
     """The inputs the kernel tables are read for: the plan's, at the catalog GPU's HBM bandwidth and dense peak (the
-    figures the tables were measured at, which ``kernel_hbm_bw`` / ``kernel_peak_flops`` record); a plan whose own
-    differ (a what-if) is priced on the roofline (``kernel_priced``)."""
+    figures the tables were measured at) and the catalog model's active parameters (``active_params``: the model whose
+    shapes they are read at), which ``kernel_hbm_bw`` / ``kernel_peak_flops`` / ``kernel_active_params`` record; a
+    plan whose own differ (a what-if) is priced on the roofline (``kernel_priced``)."""
     out = dict(inputs)
     if gpu_id and weight_dtype:
         g = catalog.get_gpu(gpu_id)
         out.update(hbm_bw=g.hbm_bw, peak_flops=peak_flops(g, find_dtype(weight_dtype, "weight")))
+    if active_params is not None:
+        out["active_params"] = active_params
     return out
 
 
 def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engines.DEFAULT_ENGINE, *,
                 gpu_id: str = "", max_model_len: Optional[int] = None, heads: Optional[float] = None,
-                weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None) -> dict[str, Any]:
+                weight_dtype: Optional[str] = None, kv_dtype: Optional[str] = None,
+                active_params: Optional[float] = None) -> dict[str, Any]:
     """Plan inputs with an engine's numeric inputs filled in from the inputs' own GPU memory,
     interconnect and TP (what ``--engine`` does; apply explicit user values after this), and each operation's
     measured kernel figures for that GPU and engine at the inputs' shapes (:func:`with_kernels`; ``heads`` the query
@@ -213,7 +218,8 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
                                      max_model_len=max_model_len))
     wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
     kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
-    figures, _ = kernels.plan_kernel_inputs(kernel_basis(out, gpu_id, wd), gpu_id or None, eng.kernel_table_engine,
+    figures, _ = kernels.plan_kernel_inputs(kernel_basis(out, gpu_id, wd, active_params), gpu_id or None,
+                                            eng.kernel_table_engine,
                                             heads, wd, kd, eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id))
     out.update(figures)
     return out
@@ -286,7 +292,8 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
     experts = m.num_experts if m is not None else explicit.get("num_experts")
     segment = (experts, g.id if g else None, eng.id)
     inputs = with_engine(inputs, eng, gpu_id=g.id if g else "", max_model_len=max_model_len,
-                         heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id) \
+                         heads=m.num_attention_heads if m else None, weight_dtype=wd.id, kv_dtype=kd.id,
+                         active_params=m.active_params if m else None) \
         | ({} if m is not None else {"kernel_tables": 0}) | bands.band_inputs(*segment) \
         | bands.fitted_inputs(*segment) | explicit   # a model of numbers alone has no shapes to read tables at
     problem = engine_problem(eng, g)

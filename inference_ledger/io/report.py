@@ -142,7 +142,7 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
     extra_passes = f"; x {passes:g} passes over each KV head (a decode kernel that is not GQA-aware for this query " \
         "group reads it once per query head: data/engines.csv gqa_decode)" if passes > 1 else ""
 
-    what_if = "; the plan's HBM bandwidth or peak is not the GPU's its tables were measured on" \
+    what_if = "; the plan's HBM bandwidth, peak or model size is not the one its tables stand for (a what-if)" \
         if int(_num(values["kernel_tables"]) or 0) == 1 and not measured else ""
     link_bound = (_num(values.get("allreduce_seconds_per_byte")) or 0) \
         > (_num(values.get("allreduce_kernel_seconds_per_byte")) or 0)
