@@ -110,13 +110,18 @@ def kv_budget_bytes(rule, gpu_memory_bytes, memory_fraction, weights_bytes_per_g
         rule, memory_fraction, weights_bytes_per_gpu, non_torch, workspace)
 
 
+def ring_share(gpus):
+    """Bytes each GPU of a ring all-reduce sends per message byte: 2 (N-1)/N (reduce-scatter + all-gather)."""
+    return RING_ALLREDUCE_FACTOR * (gpus - 1) / gpus
+
+
 def allreduce_seconds(tp, allreduces, latency_seconds, message_bytes, interconnect_bw):
     """Tensor-parallel all-reduce time of one decode step (0 at TP 1).
 
     all-reduces (2 per layer x L, Megatron-LM) x (latency + 2 (TP-1)/TP x message / link bandwidth): the ring's
     bytes, and a fixed launch-and-synchronise latency that dominates at small batch.
     """
-    one = latency_seconds + RING_ALLREDUCE_FACTOR * (tp - 1) / tp * message_bytes / interconnect_bw
+    one = latency_seconds + ring_share(tp) * message_bytes / interconnect_bw
     return where(gt(tp, 1), allreduces * one, 0)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from inference_ledger.core.sheetfuncs import gt, where
+
 #: the GEMM operations of a pass, each priced from the GEMM table at its shapes
 GEMM_OPS = ("qkv", "o", "mlp", "shared_mlp", "lm_head")
 
@@ -21,10 +23,10 @@ GEMM_OPS = ("qkv", "o", "mlp", "shared_mlp", "lm_head")
 MLA_Q_LORA, MLA_NOPE, MLA_ROPE, MLA_V = 1536.0, 128.0, 64.0, 128.0
 
 
-def dense_width(v: Mapping[str, Any]) -> float:
+def dense_width(dense_intermediate_size, intermediate_size):
     """A dense layer's MLP width: ``dense_intermediate_size`` where the model gives one (a MoE model's dense layers),
-    else ``intermediate_size`` (a dense model's MLP)."""
-    return float(v.get("dense_intermediate_size", 0)) or float(v["intermediate_size"])
+    else ``intermediate_size`` (a dense model's MLP); numbers or cell expressions (the element-wise line reads it)."""
+    return where(gt(dense_intermediate_size, 0), dense_intermediate_size, intermediate_size)
 
 
 def glu_pair(width: float, hidden: float, split: float) -> list[tuple[float, float]]:
@@ -54,5 +56,6 @@ def gemm_shapes(v: Mapping[str, Any], heads: float) -> dict[str, list[tuple[floa
         qkv = [((heads + 2 * float(v["kv_heads"])) * hd / tp, hidden)]
         o = [(hidden, heads * hd / tp)]
     shared = float(v.get("shared_intermediate_size", 0)) if float(v["num_experts"]) > 0 else 0.0
-    return {"qkv": qkv, "o": o, "mlp": glu_pair(dense_width(v), hidden, tp),
+    dense = float(dense_width(float(v.get("dense_intermediate_size", 0)), float(v["intermediate_size"])))
+    return {"qkv": qkv, "o": o, "mlp": glu_pair(dense, hidden, tp),
             "shared_mlp": glu_pair(shared, hidden, tp), "lm_head": [(float(v["vocab_size"]) / tp, hidden)]}

@@ -291,7 +291,8 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
         out["kernel_tables"] = 0
         return out, {op: FALLBACK for op in OPS}
     try:
-        for op, shapes in gemm_shapes(v, h).items():
+        # the GEMM operations, and one routed expert's pair (the MoE layers' GEMMs where no fused-MoE table holds them)
+        for op, shapes in {**gemm_shapes(v, h), "moe_expert": expert_shapes(v)}.items():
             a = r = 0.0
             for n, k in shapes:
                 t1, s = gemm_seconds(gpu_id, engine, dt, 1, n, k)
@@ -301,15 +302,9 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
             out[fa], out[fr] = a, r
             src[op] = f"{MEASURED}: {s} at (N, K) = " + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + \
                 f" {dt}" if shapes else "none (no shared experts)"
-        shapes = expert_shapes(v)   # without a MoE table: one expert's GEMMs, as a dense MLP
-        fa, fr = op_input_names("moe_expert")
-        out[fa] = sum(gemm_seconds(gpu_id, engine, dt, 1, n, k)[0] for n, k in shapes)
-        out[fr] = sum(gemm_seconds(gpu_id, engine, dt, GEMM_REF_TOKENS, n, k)[0] for n, k in shapes) / GEMM_REF_TOKENS
         # a fused MoE kernel pays one launch per layer, not one per expert
-        launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in shapes)
-        out["moe_kernel_launch_seconds"] = min(launch, out[fa])
-        src["moe_expert"] = f"{MEASURED}: {gemm_seconds(gpu_id, engine, dt, 1, *shapes[0])[1]} at (N, K) = " \
-            + ", ".join(f"({n:.0f}, {k:.0f})" for n, k in shapes) + f" {dt}"
+        launch = sum(gemm_seconds(gpu_id, engine, dt, 1, *_smallest(gpu_id, engine, dt))[0] for _ in expert_shapes(v))
+        out["moe_kernel_launch_seconds"] = min(launch, out[op_input_names("moe_expert")[0]])
         out["moe_kernel_table"] = 0
         if float(v["num_experts"]) > 0:
             moe = kernels_fused.moe_table(gpu_id, engine, weight_dtype or "bf16", v["hidden_size"], v["intermediate_size"],

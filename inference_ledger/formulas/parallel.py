@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from inference_ledger.core.sheetfuncs import gt, maximum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, COST, MEMORY, derived, line, product, ratio_up, total
-from inference_ledger.core.units import DP_MLP_COLLECTIVES, EP_PASSES, GLU_MATRICES, RING_ALLREDUCE_FACTOR
+from inference_ledger.core.units import DP_MLP_COLLECTIVES, EP_PASSES, GLU_MATRICES
+from inference_ledger.formulas.engine_ledger import ring_share
 
 
 gpus_per_stage = product("gpus_per_stage", ("tp", "dp_attention"), "GPUs per pipeline stage", "GPUs", COST,
@@ -132,7 +133,7 @@ def dp_gather_scatter_seconds(dp_attention, ep, moe_layers, latency_seconds, hid
     all-gathered to every GPU before the experts and the output reduce-scattered back, each a latency plus
     (N - 1) / N of the gathered tokens' hidden states per GPU (a ring; the pair moves what one all-reduce does);
     0 without DP attention or with EP (whose all-to-all moves the tokens)."""
-    one_layer = DP_MLP_COLLECTIVES * latency_seconds + RING_ALLREDUCE_FACTOR * (gpus - 1) / gpus * tokens \
+    one_layer = DP_MLP_COLLECTIVES * latency_seconds + ring_share(gpus) * tokens \
         * hidden_size * unquantized_bytes * seconds_per_byte_
     return where(gt(dp_attention, 1), where(gt(ep, 1), 0, moe_layers * one_layer), 0)
 

@@ -10,10 +10,12 @@ these lines (their definitions stay in plan_lines / whatif_lines).
 from __future__ import annotations
 
 from inference_ledger.core.codes import Codes
-from inference_ledger.formulas import admission, kernels, ledger, serving, whatif
+from inference_ledger.formulas import admission, engine_ledger, kernels, ledger, serving, whatif
+from inference_ledger.formulas.gemm_shapes import dense_width
+from inference_ledger.formulas.step_lines import chunked_gemm_seconds, layer_gemm_seconds
 from inference_ledger.core.sheetfuncs import and_, eq, gt, maximum, minimum, where
 from inference_ledger.core.line import BANDWIDTH, COMPUTE, FIT, MEMORY, derived, line, product, ratio, ratio_up, total
-from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS, RING_ALLREDUCE_FACTOR
+from inference_ledger.core.units import ELEMENTWISE_GATE_ELEMENTS, ELEMENTWISE_NORM_ELEMENTS
 
 
 decode_context_tokens = derived("decode_context_tokens", serving.decode_context,
@@ -196,7 +198,7 @@ def step_kv_seconds(step_kv_bytes_per_gpu, hbm_bw, kv_read_efficiency):
       "runs inside its fused kernel).")
 def elementwise_bytes_per_token(num_layers, moe_layers, hidden_size, intermediate_size, dense_intermediate_size, tp,
                                 unquantized_bytes):
-    dense = where(gt(dense_intermediate_size, 0), dense_intermediate_size, intermediate_size)
+    dense = dense_width(dense_intermediate_size, intermediate_size)
     return (num_layers * ELEMENTWISE_NORM_ELEMENTS * hidden_size
             + (num_layers - moe_layers) * ELEMENTWISE_GATE_ELEMENTS * dense / tp) * unquantized_bytes
 
@@ -213,24 +215,21 @@ def elementwise_seconds_per_token(elementwise_bytes_per_token, hbm_bw, bw_effici
       "ring's 2 (TP-1)/TP of the message per GPU over the plan's interconnect bandwidth: a slower link than the "
       "measured one (PCIe, no peer-to-peer) sets the time.")
 def allreduce_seconds_per_byte(tp, allreduce_kernel_seconds_per_byte, interconnect_bw):
-    return maximum(allreduce_kernel_seconds_per_byte, RING_ALLREDUCE_FACTOR * (tp - 1) / tp / interconnect_bw)
+    return maximum(allreduce_kernel_seconds_per_byte, engine_ledger.ring_share(tp) / interconnect_bw)
 
 
-@line("Decode: shared-expert GEMMs", "s", BANDWIDTH,
-      "Each MoE layer's shared experts (gate/up + down over TP, the GEMM table) at M = tokens per step: every token "
-      "passes through them besides its routed experts; 0 without shared experts.")
-def decode_shared_mlp_seconds(moe_layers, step_tokens, shared_mlp_kernel_floor_seconds,
-                              shared_mlp_kernel_seconds_per_token):
-    return moe_layers * serving.gemm_curve(step_tokens, shared_mlp_kernel_floor_seconds,
-                                           shared_mlp_kernel_seconds_per_token)
+_SHARED = dict(zip(("floor_seconds", "seconds_per_token"), kernels.op_input_names("shared_mlp")))
 
 
-@line("Prefill: shared-expert GEMMs", "s", COMPUTE,
-      "Chunks x each MoE layer's shared experts at M = chunk tokens; 0 without shared experts.")
-def prefill_shared_mlp_seconds(prefill_chunks, moe_layers, prefill_chunk_tokens, shared_mlp_kernel_floor_seconds,
-                               shared_mlp_kernel_seconds_per_token):
-    return prefill_chunks * moe_layers * serving.gemm_curve(prefill_chunk_tokens, shared_mlp_kernel_floor_seconds,
-                                                            shared_mlp_kernel_seconds_per_token)
+decode_shared_mlp_seconds = derived("decode_shared_mlp_seconds", layer_gemm_seconds, "Decode: shared-expert GEMMs",
+    "s", BANDWIDTH, "Each MoE layer's shared experts (gate/up + down over TP, the GEMM table) at M = tokens per step: "
+    "every token passes through them besides its routed experts; 0 without shared experts.",
+    num_layers="moe_layers", tokens="step_tokens", **_SHARED)
+
+
+prefill_shared_mlp_seconds = derived("prefill_shared_mlp_seconds", chunked_gemm_seconds, "Prefill: shared-expert GEMMs",
+    "s", COMPUTE, "Chunks x each MoE layer's shared experts at M = chunk tokens; 0 without shared experts.",
+    chunks="prefill_chunks", num_layers="moe_layers", tokens="prefill_chunk_tokens", **_SHARED)
 
 
 prefill_batch_tokens = derived("prefill_batch_tokens", serving.prefill_batch_tokens,

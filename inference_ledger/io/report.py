@@ -113,7 +113,7 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
              engine: Optional[str] = None) -> dict[str, Any]:
     """``kernel_source`` and the per-operation times of one decode step and one prefill, each with its source:
     {"decode_ops": {operation: {"seconds": ..., "source": ...}}, "prefill_ops": {...}}."""
-    measured = int(_num(values.get("kernel_priced", values["kernel_tables"])) or 0) == 1
+    measured = int(_num(values["kernel_priced"]) or 0) == 1
     sources: dict[str, str] = {}
     if measured and gpu:
         try:
