@@ -254,6 +254,25 @@ def test_a_bare_plan_is_the_default_deployment_the_workbook_opens_on(capsys, wor
     assert generic["tokens_per_second"] > 2 * bare["tokens_per_second"]
 
 
+def test_build_takes_a_model_given_by_its_numbers_as_plan_does(capsys):
+    """`build --params 8B` was refused ("active_params must be <= num_params": the workbook put 8B on the default
+    70B's row and kept its 70B active) where `plan --params 8B` plans an 8B model, all of it active.  The workbook
+    opens on the default model's row with the numbers as overrides, sized as a model of numbers: the same plan."""
+    from inference_ledger.workbook.build import make_context
+
+    ctx = make_context(num_params=8e9)
+    assert ctx.choice["model"] == "llama-3.1-70b"
+    assert ctx.inputs["active_params"] == ctx.inputs["quantized_params"] == 8e9
+    assert ctx.inputs["active_quantized_params"] == 8e9
+    plan = plan_json(capsys, "--params", "8B")
+    for key in ("total_bytes_per_gpu", "tpot_seconds", "ttft_seconds", "tokens_per_second", "gpus_for_qps"):
+        assert ctx.values[key] == pytest.approx(plan[key], rel=1e-12), key
+    assert ctx.values["kernel_priced"] == 0   # the 70B's tables are not read at an 8B model's size
+    # a model named keeps its own sizes: 8B of a 70B is still refused, naming the rule
+    code, _, err = cli(capsys, "plan", "--model", "llama-3.1-70b", "--params", "8B")
+    assert code == 2 and "active_params must be <= num_params" in err
+
+
 def test_a_placeholder_price_is_said_under_the_sentences(capsys):
     """MI355X's catalog price is a placeholder (its price_source says so): `plan` says every cost rests on it; H100's
     is a listed price, and a price given on the command line is the user's."""

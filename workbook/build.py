@@ -107,9 +107,13 @@ def register_sheet(builder: SheetBuilder, after: Optional[str] = None) -> None:
 
 def resolve_build(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, config=None, context=None,
                   engine=None, numbers: Optional[Mapping[str, Any]] = None) -> resolve.Resolved:
-    """The workbook's plan as the resolver gives it; a model or GPU not given is the default one."""
+    """The workbook's plan as the resolver gives it; a model or GPU not given is the default one.  A model given by
+    its numbers alone is the default model's row with those numbers as overrides, sized as the resolver sizes a
+    model of numbers (:func:`inference_ledger.graph.resolve.generic_sizes`: ``--params 8B`` is all active)."""
     if model is None and config is None:
         model = DEFAULT_CHOICE["model"]
+        if numbers is not None and resolve.describes_a_model(numbers):
+            numbers = resolve.generic_sizes(numbers)
     return resolve.resolve(model, DEFAULT_CHOICE["gpu"] if gpu is None else gpu, weight_dtype=weight_dtype,
                            kv_dtype=DEFAULT_CHOICE["kv_dtype"] if kv_dtype is None else kv_dtype,
                            engine=engine or engines.DEFAULT_ENGINE, context=context, config=config, numbers=numbers)

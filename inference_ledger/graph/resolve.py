@@ -148,6 +148,21 @@ def batching_code(word: Any) -> int:
         raise ChoiceError("batching", str(e)) from None
 
 
+def describes_a_model(numbers: Mapping[str, Any]) -> bool:
+    """Whether plan inputs given by name describe a model of their own (a model fact such as ``num_params``)."""
+    return any(numbers.get(k) is not None for k in MODEL_INPUTS)
+
+
+def generic_sizes(numbers: Mapping[str, Any]) -> dict[str, Any]:
+    """A model given by its numbers: a size given is all active and all quantizable unless said otherwise
+    (``active_params``, ``quantized_params`` and ``active_quantized_params`` follow ``num_params``)."""
+    out = {k: v for k, v in numbers.items() if v is not None}
+    out.setdefault("active_params", out.get("num_params", plan.INPUT_BY_NAME["active_params"].default))
+    out.setdefault("quantized_params", out.get("num_params", plan.INPUT_BY_NAME["quantized_params"].default))
+    out.setdefault("active_quantized_params", out["active_params"])
+    return out
+
+
 def check_number(name: str, value: Any) -> float:
     """One plan input checked against its range (ChoiceError naming it)."""
     if name not in plan.INPUT_BY_NAME:
@@ -274,17 +289,15 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
         explicit["input_tokens"] = input_tokens_of(context, out_tokens)
     # nothing said of the model (or the GPU): the default one, so a bare plan is the default deployment the workbook
     # opens on; numbers of its own describe a generic one instead
-    if model is None and config is None and not explicit.keys() & set(MODEL_INPUTS):
+    if model is None and config is None and not describes_a_model(explicit):
         model = DEFAULT_MODEL
     if gpu is None and not explicit.keys() & {*GPU_INPUTS, "gpu_memory_bytes"}:
         gpu = DEFAULT_GPU
     m = catalog.model_from_config(config) if config is not None else \
         find_model(model, extra_models) if model is not None else None
     g = find_gpu(gpu) if gpu is not None else None
-    if m is None:  # no catalog model: a given size is all active and all quantizable unless said otherwise
-        explicit.setdefault("active_params", explicit.get("num_params", plan.INPUT_BY_NAME["active_params"].default))
-        explicit.setdefault("quantized_params", explicit.get("num_params", plan.INPUT_BY_NAME["quantized_params"].default))
-        explicit.setdefault("active_quantized_params", explicit["active_params"])
+    if m is None:
+        explicit = generic_sizes(explicit)
     wd = weight_format(m, weight_dtype)
     kd = find_dtype(kv_dtype, "kv")
     eng = engines.get_engine(engine)
