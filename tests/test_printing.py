@@ -82,3 +82,20 @@ def test_units_are_said_once(printed):
     doubled = re.compile(r"\d (s|ms|GB|TB/s|TFLOP/s|W) +\1(\s|$)")
     bad = [(s, ln.strip()[:100]) for s, ps in pages.items() for p in ps for ln in p.splitlines() if doubled.search(ln)]
     assert not bad, bad[:5]
+
+
+def test_each_sheets_introduction_prints_whole(printed, tmp_path):
+    """The sentence under each sheet's title (A3, merged over the columns of the sheet's first printed page) prints
+    to its last word: merged over columns that print on a later page it was cut at the page's edge (the Checks
+    sheet's ended "...Findings describe the plan and are count")."""
+    visible, pages = printed
+    book = load_workbook(next(Path(tmp_path).parent.glob("printed*/book.xlsx")), read_only=True)
+    cut = []
+    for sheet in visible:
+        text = book[sheet]["A3"].value
+        if not isinstance(text, str) or text.startswith("=") or len(text.split()) < 3:
+            continue
+        printed_words = " ".join(" ".join(pages[sheet]).split())
+        if " ".join(text.split()[-3:]) not in printed_words:
+            cut.append((sheet, text[-60:]))
+    assert not cut, cut

@@ -259,6 +259,40 @@ def wrap_purpose(ws) -> None:
     c.alignment = Alignment(wrap_text=True, vertical="top")
 
 
+def first_page_last_column(ws) -> int:
+    """The last column sure to print on the sheet's first page: its first column break; else, printed N pages wide,
+    the columns within 1/N of the printed width (column A's print titles repeat on every further page), which the
+    page's width holds whatever scale LibreOffice or Excel fits the columns at."""
+    c0, c1 = printed_columns(ws)
+    if ws.col_breaks.brk:
+        return min(int(ws.col_breaks.brk[0].id), c1)
+    pages = int(ws.page_setup.fitToWidth or 1)
+    widths = [column_width(ws, k) for k in range(c0, c1 + 1)]
+    if pages <= 1:
+        return c1
+    titles = column_width(ws, 1) if ws.print_title_cols else 0.0
+    room, run, last = (sum(widths) + (pages - 1) * titles) / pages, 0.0, c0
+    for k, w in zip(range(c0, c1 + 1), widths):
+        run += w
+        if run > room:
+            break
+        last = k
+    return last
+
+
+def fit_purpose_to_page(ws) -> None:
+    """The purpose under the title (A3), merged beyond the first printed page, was cut at the page's edge: it is
+    merged over the first page's columns instead (its rows then grow to the lines it needs)."""
+    m = next((m for m in ws.merged_cells.ranges if m.min_row == m.max_row == 3 and m.min_col == 1), None)
+    if m is None:
+        return
+    last = first_page_last_column(ws)
+    if m.max_col > last > 1:
+        ws.unmerge_cells(str(m))
+        ws.merge_cells(start_row=3, start_column=1, end_row=3, end_column=last)
+        ws["A3"].alignment = Alignment(wrap_text=True, vertical="top")
+
+
 def finish(wb, ctx: Ctx, title: str) -> None:
     """The central pass over every sheet of the workbook: widths, link, print setup, chart titles."""
     for ws in wb.worksheets:
@@ -266,6 +300,7 @@ def finish(wb, ctx: Ctx, title: str) -> None:
         wrap_purpose(ws)
         link_back(ws, ctx)
         print_setup(ws, ctx, title)
+        fit_purpose_to_page(ws)
         for chart in ws._charts:
             style.tidy_chart(chart)
 
