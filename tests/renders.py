@@ -175,3 +175,26 @@ def opened(path, data_only: bool = False):
     are a function of its bytes): read it, never change it."""
     st = os.stat(path)
     return _opened(str(path), st.st_mtime_ns, st.st_size, data_only)
+
+
+def named_cell(wb, name: str):
+    """The cell a workbook-level defined name points at."""
+    sheet, ref = next(iter(wb.defined_names[name].destinations))
+    return wb[sheet][ref.replace("$", "")]
+
+
+def typed_into_overrides(built, edits: dict, folder):
+    """The workbook at ``built`` with each value of ``edits`` typed into the Plan's Override cell of the input it
+    names (two columns right of its value), saved and recalculated by LibreOffice: the recalculated book, values only."""
+    from openpyxl import load_workbook
+
+    from inference_ledger.workbook.recalc import recalculate
+
+    wb = load_workbook(built)
+    for name, value in edits.items():
+        cell = named_cell(wb, name)
+        assert cell.value.startswith("=IF(ISBLANK(") and cell.offset(column=2).coordinate in cell.value, name
+        cell.offset(column=2).value = value
+    edited = folder / "what-if.xlsx"
+    wb.save(edited)
+    return load_workbook(recalculate(edited, folder / "out"), data_only=True)

@@ -30,7 +30,7 @@ from aiosmtpd.smtp import AuthResult
 
 from inference_ledger.io import mail
 
-from renders import memoised_renders, options_of
+from renders import memoised_renders, named_cell as named, options_of
 from test_cli_rules import cli as run_cli
 
 PASSWORD = "s3cret-Pa55word-9f2c"
@@ -228,10 +228,6 @@ def parse(raw: bytes):
     return msg, att
 
 
-def named(wb, name):
-    """The cell a workbook-level defined name points at."""
-    sheet, ref = next(iter(wb.defined_names[name].destinations))
-    return wb[sheet][ref.replace("$", "")]
 
 
 @functools.lru_cache(maxsize=None)

@@ -400,23 +400,13 @@ def test_a_bandwidth_typed_into_the_plan_sheet_switches_the_book_to_the_roofline
     all-reduces and overhead), as `plan --hbm-bw` does."""
     from openpyxl import load_workbook
 
-    from inference_ledger.workbook.recalc import recalculate
-
-    def named(wb, name):
-        sheet, ref = wb.defined_names[name].attr_text.split("!")
-        return wb[sheet.strip("'")][ref.replace("$", "")]
+    from renders import named_cell as named, typed_into_overrides
 
     built = tmp_path / "book.xlsx"
     code, _, err = cli("build", "-o", built)
     assert code == 0, err
-    wb = load_workbook(built)
     assert named(load_workbook(built, data_only=True), "kernel_priced").value == 1
-    bw = named(wb, "hbm_bw")
-    assert bw.value.startswith("=IF(ISBLANK(") and bw.offset(column=2).coordinate in bw.value
-    bw.offset(column=2).value = 6.7e12
-    edited = tmp_path / "what-if.xlsx"
-    wb.save(edited)
-    got = load_workbook(recalculate(edited, tmp_path / "out"), data_only=True)
+    got = typed_into_overrides(built, {"hbm_bw": 6.7e12}, tmp_path)
     assert named(got, "kernel_tables").value == 1 and named(got, "kernel_priced").value == 0
     roofline = sum(named(got, n).value for n in ("step_linear_seconds", "step_kv_seconds", "allreduce_seconds_per_step",
                                                  "decode_overhead_seconds"))

@@ -258,3 +258,35 @@ def test_the_fleet_sentence_counts_in_words_that_agree_with_the_count(args, flee
     assert fleet in said, said
     assert not re.search(r"\b1 (GPUs|servers|replicas)\b", said), said
     assert re.search(band, said, re.M), said
+
+
+@pytest.mark.parametrize("args, said", [
+    ((), "llama-3.1-70b on h100-sxm ("),
+    (("--model", "llama-3.1-70b", "--params", "100B", "--layers", "96"),
+     "llama-3.1-70b (2 of its figures overridden) on h100-sxm ("),
+    (("--params", "8B"), "the model given by its numbers on h100-sxm ("),
+])
+def test_the_first_sentence_says_when_a_catalog_models_figures_are_overridden(args, said):
+    """A 100B plan on llama-3.1-70b's row read "llama-3.1-70b on h100-sxm": a reader took it for the 70B. The first
+    sentence counts the model's figures the plan replaces; a model given by its numbers alone has no catalog row."""
+    code, out, err = cli("plan", *args)
+    assert code == 0, err
+    assert out.startswith(said), out.splitlines()[0]
+
+
+@pytest.mark.libreoffice
+def test_a_model_figure_typed_into_the_plan_sheet_is_counted_in_the_summary(soffice, tmp_path):
+    """The same count is live in the workbook: an override typed into the Plan's model figures (here the layers)
+    makes LibreOffice's recalculation of the Summary's first sentence and the count beside the model group say so."""
+    from openpyxl import load_workbook
+
+    from renders import named_cell as named, typed_into_overrides
+
+    built = tmp_path / "book.xlsx"
+    code, _, err = cli("build", "-o", built)
+    assert code == 0, err
+    assert load_workbook(built, data_only=True)["Summary"]["B6"].value.startswith("llama-3.1-70b on ")
+    got = typed_into_overrides(built, {"num_layers": 96}, tmp_path)
+    assert named(got, "model_figures_given").value == 1
+    assert got["Summary"]["B6"].value.startswith("llama-3.1-70b (1 of its figures overridden) on h100-sxm ("), \
+        got["Summary"]["B6"].value

@@ -14,6 +14,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 from inference_ledger.catalogs import bands
 from inference_ledger.graph import concurrency, plan, verdict
 from inference_ledger.core.expr import NOVALUE
+from inference_ledger.core.refs import count_of
 from inference_ledger.core.sheetfuncs import eq, isblank, where
 from inference_ledger.core.units import CONSTANTS
 
@@ -40,6 +41,9 @@ HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_s
 #: fleet, as TCO, Forecast and `recommend` size it.  The average-load bill (requests_per_day -> gpus_total
 #: -> monthly_cost, what `plan` and `email` print) is on the Cost sheet with every other cost line.
 DEMAND_INPUT = "target_qps"
+#: The input group of the model's figures, and how the count of those overridden reads beside its title.
+MODEL_GROUP = "model"
+FIGURES_GIVEN_FORMAT = '0" overridden"'
 BILL = ("gpus_for_qps", "monthly_cost_qps")
 #: The headline and bill figures with an error band (inference_ledger/graph/band_lines.py): line -> (low, high) lines.
 BANDED = {name: (f"{name}_low", f"{name}_high") for name in
@@ -94,14 +98,17 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     section(ctx, ws, f"A{r}", "Inputs")
     r += 1
     header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
-    group = None
+    group, rows = None, {}
     for inp in [i for i in plan.INPUTS if i.name != DEMAND_INPUT]:
         r += 1
         if inp.group != group:
             group = inp.group
             ctx.put(ws, f"A{r}", group.capitalize()).font = Font(italic=True, bold=True, color="1F3864")
+            rows[group] = [r]
             r += 1
         _input_row(ctx, ws, r, inp)
+        rows[group].append(r)
+    _figures_given(ctx, ws, rows[MODEL_GROUP])
     r += 2
     section(ctx, ws, f"A{r}", "Named constants")
     r += 1
@@ -154,6 +161,15 @@ def _concurrency_used_rows(ctx: Ctx, ws, r: int) -> int:
     ctx.formula(ws, f"B{r + 2}", concurrency.reason_words(ctx.name("concurrency_reason")), style.FORMULA)
     ws.merge_cells(f"B{r + 2}:C{r + 2}")
     return r + 2
+
+
+def _figures_given(ctx: Ctx, ws, rows: Sequence[int]) -> None:
+    """Beside the model group's title, in the Override column: how many of the model's figures are overridden
+    (``model_figures_given``: the Summary's first sentence says so after the model's id)."""
+    title, first, last = rows[0], rows[1], rows[-1]
+    coord = f"D{title}"
+    ctx.formula(ws, coord, count_of(ctx.span(ws, f"D{first}", f"D{last}")), style.NOTE, FIGURES_GIVEN_FORMAT)
+    ctx.define(named("model_figures_given"), ws, coord)
 
 
 def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:

@@ -26,6 +26,7 @@ from inference_ledger.core.expr import NOVALUE, Sym
 from inference_ledger.core.sheetfuncs import and_, concat, eq, gt, le, or_, where
 from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
+from inference_ledger.graph import resolve
 
 from . import style
 from .cells import bill, fit_rows, header, named, section, verdict_code, verdict_rules, verdict_words
@@ -61,7 +62,8 @@ def quantities(ctx: Ctx) -> dict[str, Any]:
     """The Python side of the summary sentences: the plan's values and the workbook's choice."""
     return summary.quantities({**ctx.inputs, **ctx.values}, {
         "model": ctx.choice["model"], "gpu": ctx.choice["gpu"], "weight_dtype": ctx.choice["weight_dtype"],
-        "kv_dtype": ctx.choice["kv_dtype"], "engine": ctx.choice["engine"]})
+        "kv_dtype": ctx.choice["kv_dtype"], "engine": ctx.choice["engine"],
+        "model_figures_given": resolve.figures_given(ctx.overrides)})
 
 
 def _wide(ctx: Ctx, ws, r: int, expr, cols: str = "B{r}:E{r}", st: str = style.ANSWER):

@@ -153,6 +153,11 @@ def describes_a_model(numbers: Mapping[str, Any]) -> bool:
     return any(numbers.get(k) is not None for k in MODEL_INPUTS)
 
 
+def figures_given(numbers: Mapping[str, Any]) -> int:
+    """How many of a catalog model's figures the numbers replace (the Plan sheet's model overrides)."""
+    return sum(numbers.get(k) is not None for k in MODEL_INPUTS)
+
+
 def generic_sizes(numbers: Mapping[str, Any]) -> dict[str, Any]:
     """A model given by its numbers: a size given is all active and all quantizable unless said otherwise
     (``active_params``, ``quantized_params`` and ``active_quantized_params`` follow ``num_params``)."""
@@ -257,6 +262,7 @@ class Resolved:
         """Ids and names for titles and JSON."""
         m, g = self.model, self.gpu
         return {"model": m.id if m else None, "model_name": m.name if m else None,
+                "model_figures_given": figures_given(self.explicit) if m else 0,
                 "gpu": g.id if g else None, "gpu_name": g.name if g else None,
                 "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype, "engine": self.engine,
                 "batching": self.batching}

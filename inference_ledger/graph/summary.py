@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from inference_ledger.formulas import serving
 from inference_ledger.graph import verdict
-from inference_ledger.core.sheetfuncs import concat, eq, ge, text, where
+from inference_ledger.core.sheetfuncs import concat, eq, ge, gt, text, where
 from inference_ledger.core.units import BYTES_PER_GB, MS_PER_S
 
 #: The choice ids a sentence names (the workbook's defined names of the dropdowns).
@@ -73,7 +73,10 @@ def _counted(n, one: str, many: str):
 
 
 def _question(q, cur):
-    return concat(q.model_id, " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
+    # a catalog model with figures replaced is not that model: say how many (the Plan sheet's model overrides)
+    given = where(gt(q.model_figures_given, 0), concat(" (", count(q.model_figures_given), " of its figures overridden)"),
+                  "")
+    return concat(q.model_id, given, " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
                   q.engine_id, "), ", _counted(q.gpus_per_replica, " GPU", " GPUs"), " per replica.")
 
 
@@ -203,6 +206,7 @@ def sentence(key: str, quantities: Mapping[str, Any], symbol: str = "$"):
 def quantities(values: Mapping[str, Any], desc: Mapping[str, Optional[str]]) -> dict[str, Any]:
     """A plan's evaluated values (inputs included) with the choice ids of ``Resolved.describe()``."""
     ids = {"model_id": desc.get("model") or "the model given by its numbers",
+           "model_figures_given": desc.get("model_figures_given") or 0,
            "gpu_id": desc.get("gpu") or "the GPU given by its numbers",
            "weight_dtype": desc.get("weight_dtype") or "checkpoint", "kv_dtype": desc.get("kv_dtype") or "bf16",
            "engine_id": desc.get("engine") or ""}
