@@ -184,7 +184,8 @@ def summary(r: Recommendation) -> dict[str, Any]:
             "nodes_per_replica": int(v["nodes_per_replica"]), "layout": layout_words(v),
             "gpus": int(v["gpus_for_qps"]), "replicas": int(v["replicas_for_qps"]),
             "concurrency": int(v["concurrency"]), "qps_per_replica": v["qps_per_replica"],
-            "qps_capacity": v["qps_capacity"], "qps_headroom": v["qps_headroom"], "ttft_seconds": v["ttft_seconds"],
+            "qps_capacity": v["qps_capacity"], "qps_headroom": v["qps_headroom"],
+            "ttft_open_seconds": v["ttft_open_seconds"], "ttft_seconds": v["ttft_seconds"],
             "tpot_seconds": v["tpot_seconds"], "price_per_gpu_hour": v["price_per_gpu_hour"],
             "price_placeholder": catalog.placeholder_price(r.labels.get("gpu"), v["price_per_gpu_hour"]),
             "monthly_gpu_hours": v["monthly_gpu_hours_qps"], "monthly_cost": v["monthly_cost_qps"], "why": r.why}
