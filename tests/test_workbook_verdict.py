@@ -115,7 +115,8 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     # ... and its headline gives no benchmark TTFT and no throughput (no replica runs), one sequence's TPOT
     plan_ws = cached["Plan"]
     headline = {plan_ws[f"A{r}"].value: plan_ws[f"B{r}"].value for r in range(20, 40)}
-    assert headline["TTFT expected"] == headline["Output tokens/s per GPU"] == "does not fit", headline
+    assert headline["TTFT a benchmark reports"] == headline["Output tokens/s per GPU"] == "does not fit", headline
+    assert headline["TTFT at the target QPS"] == "does not fit", headline
     assert isinstance(headline["TPOT expected"], float), headline
     # no sentence prices what needs a fleet: no bill, so no buy-or-rent answer and no TTFT at the target QPS
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))

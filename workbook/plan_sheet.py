@@ -35,7 +35,7 @@ SUMMARY = ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu
            "flops_request", "ttft_seconds", "tpot_floor_seconds", "tpot_seconds", "ridge_batch",
            "tokens_per_second", "tokens_per_second_per_gpu")
 #: The handful a buyer reads first (top left of Plan).
-HEADLINE = ("total_bytes_per_gpu", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
+HEADLINE = ("total_bytes_per_gpu", "ttft_open_seconds", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
             "cost_per_million_output_tokens")
 #: The Plan's one monthly bill and the demand input it is for, side by side under the headline: the peak
 #: fleet, as TCO, Forecast and `recommend` size it.  The average-load bill (requests_per_day -> gpus_total

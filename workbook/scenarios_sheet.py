@@ -73,7 +73,7 @@ GROUPS = (
     ("Workload", ("input_tokens", "output_tokens", "concurrency")),
     ("Memory per GPU", ("weights_bytes_per_gpu", "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu",
                         "usable_bytes_per_gpu", "headroom_bytes_per_gpu", "max_concurrency")),
-    ("Speed", ("ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu")),
+    ("Speed", ("ttft_open_seconds", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu")),
     (COST_GROUP, ("price_per_gpu_hour", "gpus_per_replica", "cost_per_million_output_tokens", "gpus_for_qps",
                   "monthly_cost_qps")),
     ("Verdict", ("verdict", "fits", "ttft_ok", "tpot_ok")),

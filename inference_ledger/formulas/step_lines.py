@@ -334,10 +334,10 @@ wave_ttft_seconds = derived("wave_ttft_seconds", serving.wave_ttft_seconds, "Mea
     prompts="rank_concurrency")
 
 
-@line("TTFT under open arrivals", "s", COMPUTE,
+@line("TTFT at the target QPS", "s", COMPUTE,
       "Steady state of requests arriving one by one below capacity: the prompt's own prefill + half of the step "
       "already running + the step an overlapping scheduler has already prepared (overlap_scheduling x TPOT, as in "
-      "admission_wait_seconds); no wave, no queue; static batching: the batch's prefill.")
+      "admission_wait_seconds); no wave, no queue; static: the batch's prefill. ttft_ok checks the target on it.")
 def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds, overlap_scheduling):
     return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0,
                                         tpot_seconds / STEP_RESIDUAL_DIVISOR + overlap_scheduling * tpot_seconds)
