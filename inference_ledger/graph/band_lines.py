@@ -41,11 +41,11 @@ tpot_seconds_high = derived("tpot_seconds_high", banded, "TPOT, band high", "s",
     "tpot_seconds x the band's high multiplier" + _BAND, value="tpot_seconds", multiplier="band_high_tpot")
 
 
-ttft_seconds_low = derived("ttft_seconds_low", banded, "TTFT, band low", "s", ACCURACY,
+ttft_seconds_low = derived("ttft_seconds_low", banded, "TTFT a benchmark reports, band low", "s", ACCURACY,
     "ttft_seconds x the band's low multiplier" + _BAND, value="ttft_seconds", multiplier="band_low_ttft")
 
 
-ttft_seconds_high = derived("ttft_seconds_high", banded, "TTFT, band high", "s", ACCURACY,
+ttft_seconds_high = derived("ttft_seconds_high", banded, "TTFT a benchmark reports, band high", "s", ACCURACY,
     "ttft_seconds x the band's high multiplier" + _BAND, value="ttft_seconds", multiplier="band_high_ttft")
 
 
