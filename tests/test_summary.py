@@ -290,3 +290,16 @@ def test_a_model_figure_typed_into_the_plan_sheet_is_counted_in_the_summary(soff
     assert named(got, "model_figures_given").value == 1
     assert got["Summary"]["B6"].value.startswith("llama-3.1-70b (1 of its figures overridden) on h100-sxm ("), \
         got["Summary"]["B6"].value
+
+
+def test_the_emails_subject_says_when_the_models_figures_are_overridden(tmp_path, cached_renders):
+    """The subject named 'Llama-3.1-70B' over a 100B what-if on its row, under a body that says otherwise; it takes
+    the first sentence's words ('(1 of its figures overridden)')."""
+    eml = tmp_path / "m.eml"
+    code, _, err = cli("email", "--to", "a@example.com", "--from", "b@example.com", "--eml", eml,
+                       "-o", tmp_path / "b.xlsx", "--model", "llama-3.1-70b", "--params", "100B")
+    assert code == 0, err
+    msg = email.message_from_bytes(eml.read_bytes(), policy=policy.default)
+    assert msg["Subject"].startswith("Inference plan: Llama-3.1-70B (1 of its figures overridden) on 4 x "), \
+        msg["Subject"]
+    assert "llama-3.1-70b (1 of its figures overridden) on h100-sxm" in msg.get_body(("plain",)).get_content()

@@ -72,11 +72,14 @@ def _counted(n, one: str, many: str):
     return concat(count(n), _noun(n, one, many))
 
 
+def figures_overridden(n):
+    """After a catalog model's name: ' (n of its figures overridden)' when the plan replaces n > 0 of its figures (the
+    Plan sheet's model overrides; a model with figures replaced is not that model), else nothing."""
+    return where(gt(n, 0), concat(" (", count(n), " of its figures overridden)"), "")
+
+
 def _question(q, cur):
-    # a catalog model with figures replaced is not that model: say how many (the Plan sheet's model overrides)
-    given = where(gt(q.model_figures_given, 0), concat(" (", count(q.model_figures_given), " of its figures overridden)"),
-                  "")
-    return concat(q.model_id, given, " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
+    return concat(q.model_id, figures_overridden(q.model_figures_given), " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
                   q.engine_id, "), ", _counted(q.gpus_per_replica, " GPU", " GPUs"), " per replica.")
 
 
