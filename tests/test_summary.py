@@ -272,6 +272,9 @@ def test_the_first_sentence_says_when_a_catalog_models_figures_are_overridden(ar
     code, out, err = cli("plan", *args)
     assert code == 0, err
     assert out.startswith(said), out.splitlines()[0]
+    # the table's title names the model the same way
+    title = out.split("\n\n")[1].splitlines()[0]
+    assert ("(2 of its figures overridden) on 4 x" in title) == ("overridden" in said), title
 
 
 @pytest.mark.libreoffice
