@@ -93,8 +93,11 @@ def _verdict(q, cur):
 
 
 def _memory(q, cur):
+    # what is to spare is the engine's KV budget after the peak KV (what `fits` tests): usable - total under vLLM's
+    # rule, more under SGLang's (its activations live outside the budget), so the sentence says whose it is
     return concat("Memory per GPU: ", gb(q.total_bytes_per_gpu), " of ", gb(q.usable_bytes_per_gpu), " usable",
-                  where(ge(q.headroom_bytes_per_gpu, 0), concat(", ", gb(q.headroom_bytes_per_gpu), " to spare."),
+                  where(ge(q.headroom_bytes_per_gpu, 0),
+                        concat("; the engine's KV budget has ", gb(q.headroom_bytes_per_gpu), " to spare."),
                         ": it does not fit."))
 
 
