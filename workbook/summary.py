@@ -20,13 +20,12 @@ from openpyxl.formatting.rule import FormulaRule
 from openpyxl.styles import Alignment, Font, PatternFill
 
 from inference_ledger.formulas import finance_forecast, serving
-from inference_ledger.graph import plan, summary, verdict
+from inference_ledger.graph import plan, resolve, summary, verdict
 from inference_ledger.core.refs import reference
 from inference_ledger.core.expr import NOVALUE, Sym
 from inference_ledger.core.sheetfuncs import and_, concat, eq, gt, le, or_, where
 from inference_ledger.core.refs import count_of, iferror, index, match, min_of
 from inference_ledger.core.units import MS_PER_S
-from inference_ledger.graph import resolve
 
 from . import style
 from .cells import bill, fit_rows, header, named, section, verdict_code, verdict_rules, verdict_words
@@ -156,7 +155,7 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
     words = lambda ok_name, yes, no: where(eq(n(ok_name), 1), yes, no)  # noqa: E731
     row("Memory per GPU (planned / usable)", line("total_bytes_per_gpu"), fmt("B"), line("usable_bytes_per_gpu"),
         fmt("B"), words("fits", "fits", "does not fit"), named("fits"))
-    row("Headroom per GPU", line("headroom_bytes_per_gpu"), fmt("B"))
+    row(plan.LINE_BY_NAME["headroom_bytes_per_gpu"].label, line("headroom_bytes_per_gpu"), fmt("B"))
     row("GPUs for the target QPS / replicas", unless_unfit("gpus_for_qps"), "#,##0",
         unless_unfit("replicas_for_qps"), "#,##0")
     row("Servers / GPUs per server", unless_unfit("servers_for_qps"), "#,##0", line("gpus_per_server"), "#,##0")

@@ -133,7 +133,7 @@ usable_bytes_per_gpu = derived("usable_bytes_per_gpu", ledger.usable_bytes, "Usa
 
 
 headroom_bytes_per_gpu = difference("headroom_bytes_per_gpu", ("kv_cache_budget_bytes_per_gpu", "kv_bytes_per_gpu"),
-    "Headroom per GPU", "B", MEMORY,
+    "KV budget to spare per GPU", "B", MEMORY,
     "What the engine's KV budget has left after the peak KV (negative = does not fit); under vLLM's rule "
     "this is usable memory - total.")
 
