@@ -82,8 +82,7 @@ def test_plan_prints_the_summary_sentences_first(book):
     sheet = _summary_sentences(path)
     assert out.splitlines()[:len(sheet)] == sheet
     assert sheet[2] in ("Verdict: fits, meets targets.",)
-    assert re.fullmatch(r"Memory per GPU: [\d.,]+ GB of [\d.,]+ GB usable; the engine's KV budget has [\d.,]+ GB to "
-                        r"spare\.", sheet[3])
+    assert re.fullmatch(r"Memory per GPU: [\d.,]+ GB of [\d.,]+ GB usable, [\d.,]+ GB free for KV\.", sheet[3])
 
 
 def test_email_body_says_the_summary_sentences(tmp_path, cached_renders):
@@ -309,18 +308,19 @@ def test_the_emails_subject_says_when_the_models_figures_are_overridden(tmp_path
     assert "llama-3.1-70b (1 of its figures overridden) on h100-sxm" in msg.get_body(("plain",)).get_content()
 
 
-@pytest.mark.parametrize("args", [(), ("--engine", "sglang-0.4", "--model", "deepseek-r1", "--gpu", "h200", "--tp", "8")])
+@pytest.mark.parametrize("args", [
+    (), ("--engine", "sglang-0.4", "--model", "deepseek-r1", "--gpu", "h200", "--tp", "8")])
 def test_the_memory_sentence_says_whose_spare_memory_it_gives(args):
     """'104.2 GB of 121.6 GB usable, 19.2 GB to spare' did not add up under SGLang's rule, whose KV budget also holds
     the activations vLLM's subtracts (kv_budget_rule_adjustment_bytes_per_gpu): what is to spare is the engine's KV
-    budget after the peak KV (what `fits` tests), usable - total + that adjustment, and the sentence says so."""
+    budget after the peak KV (what `fits` tests), usable - total + that adjustment: the sentence says it is free for
+    KV."""
     import json
 
     code, out, err = cli("plan", *args)
     assert code == 0, err
     said = out.splitlines()[3]
-    m = re.fullmatch(r"Memory per GPU: ([\d.,]+) GB of ([\d.,]+) GB usable; the engine's KV budget has ([\d.,]+) GB "
-                     r"to spare\.", said)
+    m = re.fullmatch(r"Memory per GPU: ([\d.,]+) GB of ([\d.,]+) GB usable, ([\d.,]+) GB free for KV\.", said)
     assert m, said
     total, usable, spare = (float(x.replace(",", "")) for x in m.groups())
     code, out, err = cli("plan", *args, "--json")

@@ -12,7 +12,7 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.utils import column_index_from_string, get_column_letter
 
 from inference_ledger.catalogs import bands
-from inference_ledger.graph import concurrency, plan, verdict
+from inference_ledger.graph import concurrency, plan, summary, verdict
 from inference_ledger.core.expr import NOVALUE
 from inference_ledger.core.refs import count_of
 from inference_ledger.core.sheetfuncs import eq, isblank, where
@@ -164,12 +164,15 @@ def _concurrency_used_rows(ctx: Ctx, ws, r: int) -> int:
 
 
 def _figures_given(ctx: Ctx, ws, rows: Sequence[int]) -> None:
-    """Beside the model group's title, in the Override column: how many of the model's figures are overridden
-    (``model_figures_given``: the Summary's first sentence says so after the model's id)."""
+    """Beside the model group's title: in the Override column how many of the model's figures are overridden
+    (``model_figures_given``), and the words the Summary's first sentence puts after the model's id
+    (``model_overridden``)."""
     title, first, last = rows[0], rows[1], rows[-1]
     coord = f"D{title}"
     ctx.formula(ws, coord, count_of(ctx.span(ws, f"D{first}", f"D{last}")), style.NOTE, FIGURES_GIVEN_FORMAT)
     ctx.define(named("model_figures_given"), ws, coord)
+    ctx.formula(ws, f"E{title}", summary.figures_overridden(ctx.at(ws, coord)), style.NOTE)
+    ctx.define(named("model_overridden"), ws, f"E{title}")
 
 
 def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:

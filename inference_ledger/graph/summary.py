@@ -79,8 +79,10 @@ def figures_overridden(n):
 
 
 def _question(q, cur):
-    return concat(q.model_id, figures_overridden(q.model_figures_given), " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype, " KV cache, ",
-                  q.engine_id, "), ", _counted(q.gpus_per_replica, " GPU", " GPUs"), " per replica.")
+    # model_overridden: figures_overridden of the model's overridden figures, a cell of its own in the workbook (the
+    # Plan sheet's, beside the model group's title), which keeps this formula short
+    return concat(q.model_id, q.model_overridden, " on ", q.gpu_id, " (", q.weight_dtype, " weights, ", q.kv_dtype,
+                  " KV cache, ", q.engine_id, "), ", _counted(q.gpus_per_replica, " GPU", " GPUs"), " per replica.")
 
 
 def _targets(q, cur):
@@ -93,11 +95,10 @@ def _verdict(q, cur):
 
 
 def _memory(q, cur):
-    # what is to spare is the engine's KV budget after the peak KV (what `fits` tests): usable - total under vLLM's
-    # rule, more under SGLang's (its activations live outside the budget), so the sentence says whose it is
+    # what is left is the engine's KV budget after the peak KV (what `fits` tests): usable - total under vLLM's rule,
+    # more under SGLang's (its activations live outside the budget), so the sentence says it is free for KV
     return concat("Memory per GPU: ", gb(q.total_bytes_per_gpu), " of ", gb(q.usable_bytes_per_gpu), " usable",
-                  where(ge(q.headroom_bytes_per_gpu, 0),
-                        concat("; the engine's KV budget has ", gb(q.headroom_bytes_per_gpu), " to spare."),
+                  where(ge(q.headroom_bytes_per_gpu, 0), concat(", ", gb(q.headroom_bytes_per_gpu), " free for KV."),
                         ": it does not fit."))
 
 
@@ -212,7 +213,7 @@ def sentence(key: str, quantities: Mapping[str, Any], symbol: str = "$"):
 def quantities(values: Mapping[str, Any], desc: Mapping[str, Optional[str]]) -> dict[str, Any]:
     """A plan's evaluated values (inputs included) with the choice ids of ``Resolved.describe()``."""
     ids = {"model_id": desc.get("model") or "the model given by its numbers",
-           "model_figures_given": desc.get("model_figures_given") or 0,
+           "model_overridden": str(figures_overridden(desc.get("model_figures_given") or 0)),
            "gpu_id": desc.get("gpu") or "the GPU given by its numbers",
            "weight_dtype": desc.get("weight_dtype") or "checkpoint", "kv_dtype": desc.get("kv_dtype") or "bf16",
            "engine_id": desc.get("engine") or ""}
