@@ -112,7 +112,7 @@ def resolve_build(model=None, gpu=None, weight_dtype=None, kv_dtype=None, *, con
     model of numbers (:func:`inference_ledger.graph.resolve.generic_sizes`: ``--params 8B`` is all active)."""
     if model is None and config is None:
         model = DEFAULT_CHOICE["model"]
-        if numbers is not None and resolve.describes_a_model(numbers):
+        if numbers is not None and resolve.figures_given(numbers):
             numbers = resolve.generic_sizes(numbers)
     return resolve.resolve(model, DEFAULT_CHOICE["gpu"] if gpu is None else gpu, weight_dtype=weight_dtype,
                            kv_dtype=DEFAULT_CHOICE["kv_dtype"] if kv_dtype is None else kv_dtype,

@@ -241,9 +241,9 @@ def is_bill(name: str) -> bool:
 
 #: Figures of a running replica (a benchmark's TTFT, tokens/s, the bands): the Plan shows the verdict's words there
 #: when the plan does not start, as for a bill and as the Summary's key numbers do (TPOT stays: one sequence's step).
-REPLICA_FIGURES = frozenset({"ttft_open_seconds", "ttft_seconds", "ttft_seconds_low", "ttft_seconds_high", "tokens_per_second",
-                             "tokens_per_second_low", "tokens_per_second_high", "tokens_per_second_per_gpu",
-                             "tpot_seconds_low", "tpot_seconds_high"})
+REPLICA_FIGURES = frozenset({"ttft_open_seconds", "ttft_seconds", "ttft_seconds_low", "ttft_seconds_high",
+                             "tokens_per_second", "tokens_per_second_low", "tokens_per_second_high",
+                             "tokens_per_second_per_gpu", "tpot_seconds_low", "tpot_seconds_high"})
 needs_a_replica = lambda name: is_bill(name) or name in REPLICA_FIGURES  # noqa: E731  (a bill or a replica figure)
 
 

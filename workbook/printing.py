@@ -264,12 +264,12 @@ def first_page_last_column(ws) -> int:
     the columns within 1/N of the printed width (column A's print titles repeat on every further page), which the
     page's width holds whatever scale LibreOffice or Excel fits the columns at."""
     c0, c1 = printed_columns(ws)
+    pages = int(ws.page_setup.fitToWidth or 1)
     if ws.col_breaks.brk:
         return min(int(ws.col_breaks.brk[0].id), c1)
-    pages = int(ws.page_setup.fitToWidth or 1)
-    widths = [column_width(ws, k) for k in range(c0, c1 + 1)]
     if pages <= 1:
         return c1
+    widths = [column_width(ws, k) for k in range(c0, c1 + 1)]
     titles = column_width(ws, 1) if ws.print_title_cols else 0.0
     room, run, last = (sum(widths) + (pages - 1) * titles) / pages, 0.0, c0
     for k, w in zip(range(c0, c1 + 1), widths):

@@ -104,7 +104,7 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
     name = mail.attachment_name(model.id, gpu.id, dt.date.today())
     saved, plan = build_workbook(output if output is not None else fresh_name(Path.cwd() / name), **build)
     saved = Path(saved).resolve()
-    named = (model.name or model.id) + str(summary.figures_overridden(chosen.describe()["model_figures_given"]))
+    named = (model.name or model.id) + summary.overridden_words(chosen.describe())
     verdict = mail.Verdict.from_plan(plan, named, gpu.name or gpu.id,
                                      sentences=summary.sentences_of(summary.quantities(plan, chosen.describe()), symbol),
                                      currency_symbol=symbol)

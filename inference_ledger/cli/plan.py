@@ -169,8 +169,8 @@ def plan_from_options(*, model: Optional[str] = None, config: Optional[str] = No
 
 
 def title(values: dict[str, Any], desc: dict[str, Any]) -> str:
-    model = (desc["model_name"] + str(summary.figures_overridden(desc.get("model_figures_given") or 0))
-             if desc["model_name"] else f"{values['num_params'] / 1e9:,.1f}B-parameter model")
+    model = (desc["model_name"] + summary.overridden_words(desc) if desc["model_name"]
+             else f"{values['num_params'] / 1e9:,.1f}B-parameter model")
     gpu = desc["gpu_name"] or "GPU"
     dtypes = f"weights {desc['weight_dtype'] or human(values['weight_bytes'], 'B/param')}, KV {desc['kv_dtype']}"
     layout = " x ".join(f"{k} {int(values[n])}" for k, n in (("TP", "tp"), ("DP attention", "dp_attention"),

@@ -148,13 +148,9 @@ def batching_code(word: Any) -> int:
         raise ChoiceError("batching", str(e)) from None
 
 
-def describes_a_model(numbers: Mapping[str, Any]) -> bool:
-    """Whether plan inputs given by name describe a model of their own (a model fact such as ``num_params``)."""
-    return any(numbers.get(k) is not None for k in MODEL_INPUTS)
-
-
 def figures_given(numbers: Mapping[str, Any]) -> int:
-    """How many of a catalog model's figures the numbers replace (the Plan sheet's model overrides)."""
+    """How many model figures (``num_params``, ``num_layers``, ...) the numbers give: those of a catalog model they
+    replace (the Plan sheet's model overrides); without a model, any at all describe a model of their own."""
     return sum(numbers.get(k) is not None for k in MODEL_INPUTS)
 
 
@@ -295,7 +291,7 @@ def resolve(model: Model | str | None = None, gpu: Gpu | str | None = None, *, w
         explicit["input_tokens"] = input_tokens_of(context, out_tokens)
     # nothing said of the model (or the GPU): the default one, so a bare plan is the default deployment the workbook
     # opens on; numbers of its own describe a generic one instead
-    if model is None and config is None and not describes_a_model(explicit):
+    if model is None and config is None and not figures_given(explicit):
         model = DEFAULT_MODEL
     if gpu is None and not explicit.keys() & {*GPU_INPUTS, "gpu_memory_bytes"}:
         gpu = DEFAULT_GPU

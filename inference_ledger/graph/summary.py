@@ -78,6 +78,11 @@ def figures_overridden(n):
     return where(gt(n, 0), concat(" (", count(n), " of its figures overridden)"), "")
 
 
+def overridden_words(desc: Mapping[str, Any]) -> str:
+    """:func:`figures_overridden` of a ``Resolved.describe()`` (its ``model_figures_given``), as text."""
+    return str(figures_overridden(desc.get("model_figures_given") or 0))
+
+
 def _question(q, cur):
     # model_overridden: figures_overridden of the model's overridden figures, a cell of its own in the workbook (the
     # Plan sheet's, beside the model group's title), which keeps this formula short
@@ -213,7 +218,7 @@ def sentence(key: str, quantities: Mapping[str, Any], symbol: str = "$"):
 def quantities(values: Mapping[str, Any], desc: Mapping[str, Optional[str]]) -> dict[str, Any]:
     """A plan's evaluated values (inputs included) with the choice ids of ``Resolved.describe()``."""
     ids = {"model_id": desc.get("model") or "the model given by its numbers",
-           "model_overridden": str(figures_overridden(desc.get("model_figures_given") or 0)),
+           "model_overridden": overridden_words(desc),
            "gpu_id": desc.get("gpu") or "the GPU given by its numbers",
            "weight_dtype": desc.get("weight_dtype") or "checkpoint", "kv_dtype": desc.get("kv_dtype") or "bf16",
            "engine_id": desc.get("engine") or ""}
