@@ -120,6 +120,23 @@ def test_help_lists_every_input(capsys):
     assert "--model" in flat and "--config" in flat and "--json" in flat
 
 
+@pytest.mark.parametrize("command", ["plan", "recommend"])
+def test_every_command_takes_the_targets_under_both_spellings(capsys, command):
+    """`recommend --qps 7 --ttft 0.4 --tpot 0.03` and `plan --target-qps 7 ...` name the same targets: each command
+    takes both spellings, and the JSON's targets are the numbers typed under either."""
+    head = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]
+    got = []
+    for spelling in (("--qps", "--ttft", "--tpot"), ("--target-qps", "--ttft-target", "--tpot-target")):
+        code, out, err = cli(capsys, command, *head, *(x for opt, v in zip(spelling, ("7", "0.4", "0.03"))
+                                                       for x in (opt, v)))
+        assert code == 0, err
+        d = json.loads(out)
+        got.append(d["targets"] if command == "recommend" else {k: d[n] for k, n in
+                                                               (("qps", "target_qps"), ("ttft", "ttft_target"),
+                                                                ("tpot", "tpot_target"))})
+    assert got[0] == got[1] == {"qps": 7, "ttft": 0.4, "tpot": 0.03}
+
+
 @pytest.mark.parametrize("argv, needle", [
     (("plan", "--bogus"), "No such option"),
     (("plan", "--tp", "0"), "tp must be"),

@@ -327,3 +327,30 @@ def test_the_memory_sentence_says_whose_spare_memory_it_gives(args):
     adjustment = json.loads(out)["kv_budget_rule_adjustment_bytes_per_gpu"] / 1e9
     assert spare == pytest.approx(usable - total + adjustment, abs=0.11)
     assert (adjustment > 1) == bool(args)    # SGLang's rule: more to spare than usable - total
+
+
+@pytest.mark.parametrize("args", [("--model", "llama-3.1-8b", "--gpu", "l4", "--tp", "1"), (),
+                                  ("--engine", "atom", "--gpu", "mi300x")])   # a band around its estimate
+def test_the_benchmark_ttft_sentences_count_clients_and_say_where_the_band_sits(args):
+    """'A benchmark of 1 clients started together' was what a plan at concurrency 1 read, and 'TTFT 0.91 s (band 1.15
+    to 6.55 s)' left a reader to wonder why the estimate sat outside its own band. One client takes the singular and
+    is not 'started together'; the band is a sentence of its own, which says when its low end is above the estimate
+    (the measurements of such deployments ran longer than the model says)."""
+    import json
+
+    code, out, err = cli("plan", *args)
+    assert code == 0, err
+    lines = out.split("\n\n")[0].splitlines()
+    code, doc, err = cli("plan", *args, "--json")
+    d = json.loads(doc)
+    bench = next(s for s in lines if s.startswith("A benchmark of "))
+    want = ("1 client reports" if d["concurrency"] == 1 else
+            f"{d['concurrency']:,.0f} clients started together reports")
+    assert bench == f"A benchmark of {want} TTFT {d['ttft_seconds']:.2f} s.", bench
+    band = lines[lines.index(bench) + 1]
+    assert band.startswith(f"Its band (about 80% of new measurements fall inside): {d['ttft_seconds_low']:.2f} to "
+                           f"{d['ttft_seconds_high']:.2f} s"), band
+    assert band.endswith("; measured TTFTs run longer than modelled.") == (d["ttft_seconds_low"] > d["ttft_seconds"])
+    assert not re.search(r"\b1 clients\b", out)
+    if "atom" in args:
+        assert band.endswith(" s."), band

@@ -22,6 +22,7 @@ from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import calibrated_line, load_profile, profile_option
 from inference_ledger.graph.plan import CODES, ENGINE, INPUT_BY_NAME, INPUTS, Input
+from inference_ledger.graph.recommend import TARGETS
 from inference_ledger.io.report import human, plan_json, plan_table
 
 #: Option names that read better than the input names.
@@ -31,6 +32,9 @@ OPTION_NAMES = {
     "gpu_memory_bytes": "gpu-memory",
     "workspace_bytes_per_gpu": "workspace",
 }
+
+#: Each target's short spelling (`recommend --qps 20 --ttft 0.5 --tpot 0.05`): every command takes both spellings.
+SHORT_OPTIONS = {name: "--" + short for short, name in TARGETS.items()}
 
 #: What --concurrency auto (the default) means, for every command's help.
 AUTO_HELP = ("the largest concurrency whose expected TTFT and TPOT meet the targets, that the KV cache holds and the "
@@ -94,6 +98,11 @@ def option_name(inp: Input) -> str:
     return "--" + OPTION_NAMES.get(inp.name, inp.name.replace("_", "-"))
 
 
+def option_decls(inp: Input) -> tuple[str, ...]:
+    """The option's spellings: its name, then a target's short one (:data:`SHORT_OPTIONS`)."""
+    return (option_name(inp),) + ((SHORT_OPTIONS[inp.name],) if inp.name in SHORT_OPTIONS else ())
+
+
 def default_help(inp: Input, per_row: bool = False) -> str:
     """' Default: ...' as the option accepts it, saying when the catalog or --engine supplies it; a code's words.
 
@@ -124,7 +133,7 @@ def _help(inp: Input) -> str:
 
 def plan_options(f: Callable) -> Callable:
     """Decorate a click command with --model/--config/--gpu, dtypes, --context and every plan input."""
-    numeric = [click.option(option_name(i), i.name, type=Quantity(i), default=None, help=_help(i)) for i in INPUTS]
+    numeric = [click.option(*option_decls(i), i.name, type=Quantity(i), default=None, help=_help(i)) for i in INPUTS]
     named = [
         click.option("--model", "-m", metavar="ID", help="Model from the catalog: id, alias or Hugging Face repo "
                      "(see `inference-ledger models`)."),

@@ -20,7 +20,7 @@ import click
 from inference_ledger.catalogs import catalog, prices
 from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
-from inference_ledger.cli.plan import Quantity, default_help
+from inference_ledger.cli.plan import Quantity, default_help, option_decls
 from inference_ledger.cli.sweep import SWEPT, input_options, split_list, write_with_progress
 from inference_ledger.graph.plan import INPUT_BY_NAME
 from inference_ledger.graph.recommend import (DEFAULT_MAX_GPUS, TARGETS, Recommendation, cheapest_of_each_kind,
@@ -54,11 +54,11 @@ def _text(found: Sequence[Recommendation], top: int, multi_model: bool) -> str:
 
 @click.command("recommend", cls=Command)
 @click.option("--model", "-m", required=True, metavar="IDS", help="Model(s), comma-separated.")
-@click.option("--qps", type=Quantity(INPUT_BY_NAME["target_qps"]), required=True,
+@click.option(*option_decls(INPUT_BY_NAME["target_qps"]), "qps", type=Quantity(INPUT_BY_NAME["target_qps"]), required=True,
               help="Requests per second to sustain (target QPS).")
-@click.option("--ttft", type=Quantity(INPUT_BY_NAME["ttft_target"]), default=None,
+@click.option(*option_decls(INPUT_BY_NAME["ttft_target"]), "ttft", type=Quantity(INPUT_BY_NAME["ttft_target"]), default=None,
               help=f"TTFT target [s] (500ms or 0.5s).{default_help(INPUT_BY_NAME['ttft_target'])}")
-@click.option("--tpot", type=Quantity(INPUT_BY_NAME["tpot_target"]), default=None,
+@click.option(*option_decls(INPUT_BY_NAME["tpot_target"]), "tpot", type=Quantity(INPUT_BY_NAME["tpot_target"]), default=None,
               help=f"TPOT target [s] (50ms or 0.05s).{default_help(INPUT_BY_NAME['tpot_target'])}")
 @click.option("--gpu", "-g", default=None, metavar="IDS", help="GPUs to consider (default: every GPU in the catalog).")
 @click.option("--tp", default="1,2,4,8", show_default=True, metavar="LIST", help="Tensor-parallel degrees to consider.")

@@ -19,7 +19,7 @@ from inference_ledger.graph import concurrency as concurrency_choice
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.cli.options import (Command, engine_option, calibrated_line, check_output, load_profile, profile_option,
                                           write_options)
-from inference_ledger.cli.plan import AUTO_HELP, Quantity, default_help, option_name, parse_quantity
+from inference_ledger.cli.plan import AUTO_HELP, Quantity, default_help, option_decls, parse_quantity
 from inference_ledger.graph.plan import INPUT_BY_NAME, INPUTS
 from inference_ledger.graph.sweep import DEFAULT_MAX_ROWS, SweepSpec, Table, build_sweep
 from inference_ledger.workbook.sweep import write
@@ -83,7 +83,7 @@ def input_options(exclude: Iterable[str], scope: str = "every row") -> Callable:
 
     def deco(f):
         for i in reversed([i for i in INPUTS if i.name not in skip]):
-            f = click.option(option_name(i), i.name, type=Quantity(i), default=None,
+            f = click.option(*option_decls(i), i.name, type=Quantity(i), default=None,
                              help=f"{i.label} [{i.unit}], {scope}.{default_help(i, per_row=True)}")(f)
         return f
     return deco

@@ -140,10 +140,21 @@ def _ttft(q, cur):
 
 
 def _ttft_benchmark(q, cur):
+    # one client is not "started together": its TTFT is a lone prompt's
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No benchmark TTFT: the plan does not fit.",
-                 concat("A benchmark of ", count(q.concurrency), " clients started together reports TTFT ",
-                        seconds(q.ttft_seconds), " (band ", text(q.ttft_seconds_low, SECONDS_FORMAT), " to ",
-                        seconds(q.ttft_seconds_high), ")."))
+                 concat("A benchmark of ", count(q.concurrency),
+                        where(eq(q.concurrency, 1), " client", " clients started together"), " reports TTFT ",
+                        seconds(q.ttft_seconds), "."))
+
+
+def _ttft_band(q, cur):
+    # the band is the left-out measurements' spread around the estimate: where even its low end is above the estimate,
+    # the measurements of this kind of deployment ran longer than the model says, and the sentence says so
+    lo = q.ttft_seconds_low
+    return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No TTFT band: the plan does not fit.",
+                 concat("Its band (about 80% of new measurements fall inside): ", text(lo, SECONDS_FORMAT), " to ",
+                        seconds(q.ttft_seconds_high),
+                        where(gt(lo, q.ttft_seconds), "; measured TTFTs run longer than modelled.", ".")))
 
 
 def _tpot(q, cur):
@@ -194,6 +205,7 @@ SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("own", "Own or rent", _own),
     ("ttft", "Time to first token", _ttft),
     ("ttft_benchmark", "TTFT a benchmark reports", _ttft_benchmark),
+    ("ttft_band", "Its band", _ttft_band),
     ("tpot", "Time per output token", _tpot),
     ("band", "How far to trust it", _band),
     ("band_cost", "Its monthly cost", _band_cost),
