@@ -48,6 +48,7 @@ def test_a_unit_added_to_the_registry_is_parsed_and_shown(tmp_path):
     (80e9, "B", "80GB"), (79.1875 * 2**30, "B", "79.1875GiB"), (0.5e9, "B", "0.5GB"), (12, "B", "12 B"),
     (3.35e12, "B/s", "3.35TB/s"), (989e12, "FLOP/s", "989TFLOP/s"), (0.5, "s", "500ms"), (2, "s", "2s"),
     (0.9, "fraction", "90%"), (70.5537e9, "params", "70.5537B"), (2.5, "$/GPU-h", "$2.50/GPU-h"),
+    (1, "stages", "1 stage"), (2, "stages", "2 stages"), (1, "GPUs", "1 GPU"), (1, "all-reduces", "1 all-reduce"),
 ])
 def test_defaults_show_as_the_option_takes_them(x, unit, option):
     assert shown_default(x, unit) == option
@@ -59,6 +60,9 @@ def test_defaults_show_as_the_option_takes_them(x, unit, option):
     (327680, "B/token", "327,680 B/token (320.0 KiB)"), (1.5e-5, "s", "0.02 ms"), (2.5, "s", "2.500 s"),
     (0.925, "fraction", "92.5%"), (0.08, "fraction/year", "8.0%/year"), (1, "1/0", "yes"),
     (33113.4, "$/month", "$33,113/month"), (0.0123, "$/Mtok", "$0.0123/Mtok"),
+    # a count of one takes its noun's singular ('1 stages' in the table and 'Default: 1 stages.' in the help before)
+    (1, "stages", "1 stage"), (1, "replicas", "1 replica"), (3, "replicas", "3 replicas"), (1, "s", "1.000 s"),
+    (1, "tokens/s", "1 tokens/s"), (1, "x", "1 x"),
 ])
 def test_the_plan_table_text(x, unit, text):
     assert human(x, unit) == text

@@ -104,6 +104,19 @@ def value_in(x: float, name: str, base: Optional[str] = None) -> float:
     return x * per if per and math.isclose(per * factor, 1, rel_tol=1e-12) else x / factor
 
 
+def singular(base: str) -> str:
+    """A counted unit's noun for one of it (stages -> stage, GPUs -> GPU); any other unit as it is (s, ms, B/token,
+    requests/s): a count unit is a plural word that is not in units.csv."""
+    counted = base.replace("-", "").isalpha() and len(base) > 2 and base.endswith("s") and not of_base(base) \
+        and all(u.name != base for u in units())
+    return base[:-1] if counted else base
+
+
+def counted(x: float, base: str) -> str:
+    """The unit a value is written with: the singular at exactly one (1 stage, 2 stages)."""
+    return singular(base) if x == 1 else base
+
+
 # --- the CLI: typed values and shown defaults ----------------------------------------------------------------
 
 
@@ -117,6 +130,7 @@ def suffixes(base: str) -> dict[str, float]:
                 table.setdefault(s.lower(), u.factor)
     if base:
         table.setdefault(base.lower(), 1)
+        table.setdefault(singular(base).lower(), 1)   # '1 stage' as the help shows a default of one
     if base.startswith("$"):
         table.setdefault(base[1:].lower(), 1)
     return table
@@ -156,7 +170,7 @@ def option_text(x: float, base: str) -> str:
         return f"${x:,.2f}{base[1:]}"
     if ranked:   # a unit with display units, below all of them (12 B)
         return f"{x:.15g} {base}"
-    return f"{x:,.15g} {base}".rstrip()
+    return f"{x:,.15g} {counted(x, base)}".rstrip()
 
 
 # --- text and Excel views -----------------------------------------------------------------------------------
@@ -190,7 +204,7 @@ def text(x: float, base: str, symbol: str = "$") -> str:
     f = _format(base, "text", x)
     if f is None:
         number = f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}"
-        return f"{number} {base}".rstrip()
+        return f"{number} {counted(x, base)}".rstrip()
     main = value_in(x, f.in_, base) if f.in_ != base else x   # B/token, params: the base unit itself
     return f.format.format(main, value_in(x, f.also, base) if f.also else None)
 
