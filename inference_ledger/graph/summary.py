@@ -148,11 +148,11 @@ def _ttft_benchmark(q, cur):
 
 
 def _ttft_band(q, cur):
-    # the band is the left-out measurements' spread around the estimate: where even its low end is above the estimate,
+    # the band is the left-out measurements' spread around the estimate (the GPU band's sentence says how much of it): where even its low end is above the estimate,
     # the measurements of this kind of deployment ran longer than the model says, and the sentence says so
     lo = q.ttft_seconds_low
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No TTFT band: the plan does not fit.",
-                 concat("Its band (about 80% of new measurements fall inside): ", text(lo, SECONDS_FORMAT), " to ",
+                 concat("Its band: ", text(lo, SECONDS_FORMAT), " to ",
                         seconds(q.ttft_seconds_high),
                         where(gt(lo, q.ttft_seconds), "; measured TTFTs run longer than modelled.", ".")))
 
