@@ -68,6 +68,25 @@ def test_plan_disaggregated_json(capsys):
     assert doc["xpyd"].endswith("D") and doc["gpus"] > 0 and doc["kv_transfer_bytes"] == 327_680 * 1024
 
 
+def test_the_prefill_pools_time_is_the_one_its_ttft_and_rate_are_built_on(capsys):
+    """The prefill pool's column showed its plan's benchmark TTFT (330 ms, a closed loop of clients the pool never
+    sees) above 'TTFT (prefill + KV transfer): 283 ms'. It shows the prefill time the TTFT and the pool's rate are
+    built on: prefill + KV transfer = TTFT, and DP ranks / prefill = requests/s per instance."""
+    args = ("plan", "--model", "deepseek-v3", "--gpu", "h800", "--tp", 1, "--dp-attention", 144, "--ep", 144,
+            "--redundant-experts", 32,
+            "--disaggregated", "--prefill-dp-attention", 32, "--prefill-ep", 32, "--target-qps", 50)
+    code, out, err = _cli(capsys, *args, "--json")
+    assert code in (0, None), err
+    doc = json.loads(out)
+    p = doc["prefill"]
+    assert p["ttft_service_seconds"] + doc["kv_transfer_seconds"] == pytest.approx(doc["ttft_seconds"])
+    assert p["requests_per_second_per_instance"] == pytest.approx(32 / p["ttft_service_seconds"])
+    code, out, err = _cli(capsys, *args)
+    assert code in (0, None), err
+    row = next(line for line in out.splitlines() if line.startswith("prefill / TPOT"))
+    assert f"{p['ttft_service_seconds'] * 1000:.2f} ms" in row, row
+
+
 def test_recommend_disaggregated_compares_with_aggregated(capsys):
     code, out, err = _cli(capsys, "recommend", "--model", "deepseek-v3", "--qps", 5, "--gpu", "h100-sxm,h200,b200",
                           "--disaggregated", "--json")

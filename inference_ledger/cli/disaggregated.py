@@ -30,7 +30,7 @@ def pools_text(pools: disaggregated.Pools, title: str = "") -> str:
              f"{d['requests_per_second_per_instance']:.2f}"),
             ("tokens/s per GPU", f"{p['input_tokens_per_second_per_gpu']:,.0f} in",
              f"{d['output_tokens_per_second_per_gpu']:,.0f} out"),
-            ("TTFT / TPOT", human(p["ttft_seconds"], "s"), human(d["tpot_seconds"], "s")),
+            ("prefill / TPOT", human(p["ttft_service_seconds"], "s"), human(d["tpot_seconds"], "s")),
             ("batch", "1 prompt per DP rank", str(d["concurrency"]))]
     w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
     lines = [title, "=" * len(title)] if title else []

@@ -78,7 +78,9 @@ class Pools:
         n = self.numbers
         return {"xpyd": f"{int(n['prefill_instances'])}P{int(n['decode_instances'])}D",
                 "prefill": pool(self.prefill, n["prefill_instances"], n["prefill_requests_per_second"])
-                | {"ttft_seconds": self.prefill["ttft_seconds"],
+                # a prompt's prefill time, what the pool's rate and the TTFT are built on (its plan's benchmark
+                # TTFT, ttft_seconds, is a closed loop of clients this pool never sees)
+                | {"ttft_service_seconds": self.prefill["ttft_service_seconds"],
                    "input_tokens_per_second_per_gpu": n["prefill_input_tokens_per_second_per_gpu"]},
                 "decode": pool(self.decode, n["decode_instances"], n["decode_requests_per_second"])
                 | {"concurrency": int(self.decode["concurrency"]), "tpot_seconds": self.decode["tpot_seconds"],
