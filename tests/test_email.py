@@ -135,10 +135,26 @@ def test_message_states_verdict_in_text_and_html_and_attaches_xlsx(tmp_path):
 
 
 def test_verdict_says_no_when_it_does_not_fit():
-    v = mail.Verdict.from_plan({"gpus_per_replica": 1.0, "gpus_for_qps": 3.0, "verdict": 0.0, "tpot_seconds": 0.1,
-                                "monthly_cost_qps": 5475.0}, "llama-3.1-405b", "l4")
-    assert v.headline() == "llama-3.1-405b on 1 x l4: does not fit, TPOT 100.0 ms, $5,475/month"
-    assert ("Verdict", "does not fit") in v.rows()
+    """A plan that does not fit has no fleet and no bill: the subject and the figures said '$20,252,120/month' and
+    '34713' GPUs under sentences saying 'No fleet' and 'No bill'."""
+    v = mail.Verdict.from_plan({"gpus_per_replica": 1.0, "gpus_for_qps": 3.0, "verdict": 0.0, "tpot_seconds": 3.3698,
+                                "monthly_cost_qps": 5475.0, "concurrency_used": 1.0}, "llama-3.1-405b", "l4")
+    assert v.headline() == "llama-3.1-405b on 1 x l4: does not fit"
+    rows = dict(v.rows())
+    assert rows["Verdict"] == "does not fit" and "Concurrency per model copy" not in rows
+    assert rows["GPUs for the target QPS"] == rows["Monthly cost for the target QPS"] == "none: the plan does not fit"
+    assert rows["TPOT"] == "3,369.8 ms for one sequence"
+    assert "5,475" not in v.text() + v.html()
+
+
+def test_a_fitting_plans_figures_are_written_with_separators_and_counted_nouns():
+    v = mail.Verdict.from_plan({"gpus_per_replica": 8.0, "gpus_for_qps": 34713.0, "verdict": 2.0,
+                                "tpot_seconds": 1.2345, "monthly_cost_qps": 2e7, "concurrency_used": 1.0,
+                                "concurrency_reason_words": "TPOT target"}, "llama-3.1-405b", "l4")
+    rows = dict(v.rows())
+    assert rows["GPUs for the target QPS"] == "34,713" and rows["TPOT"] == "1,234.5 ms per output token"
+    assert rows["Concurrency per model copy"] == "1 sequence (chosen by: TPOT target)"
+    assert v.headline() == "llama-3.1-405b on 8 x l4: fits, misses targets, TPOT 1,234.5 ms, $20,000,000/month"
 
 
 def test_attachment_name_has_model_gpu_and_date():

@@ -41,7 +41,7 @@ from inference_ledger import PASSWORD_ENV
 from inference_ledger.graph import verdict
 from inference_ledger.core.args import echo
 from inference_ledger.core.files import write_bytes
-from inference_ledger.core.unit_registry import money_text, value_in
+from inference_ledger.core.unit_registry import counted, money_text, value_in
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 SECURITY_MODES = ("plain", "starttls", "ssl")
@@ -85,21 +85,31 @@ class Verdict:
         """The monthly cost in the build's currency: '$12,345/month', '€12,345/month'."""
         return money_text(self.monthly_cost_qps, "$/month", self.currency_symbol)
 
+    @property
+    def fits(self) -> bool:
+        """A replica starts: a plan that does not fit has no fleet and no bill (the summary's sentences say so)."""
+        return self.verdict != verdict.DOES_NOT_FIT
+
+    def tpot(self) -> str:
+        return f"{value_in(self.tpot_seconds, 'ms'):,.1f} ms"
+
     def rows(self) -> list[tuple[str, str]]:
+        none = "none: the plan does not fit"
         return [
             ("Model", self.model),
             ("GPU", f"{self.gpus_per_replica} x {self.gpu} per model copy"),
-            ("GPUs for the target QPS", str(self.gpus_for_qps)),
-            *([("Concurrency per model copy", f"{self.concurrency_used} sequences (chosen by: "
-                f"{self.concurrency_reason})")] if self.concurrency_used else []),
+            ("GPUs for the target QPS", f"{self.gpus_for_qps:,}" if self.fits else none),
+            *([("Concurrency per model copy", f"{self.concurrency_used:,} "
+                f"{counted(self.concurrency_used, 'sequences')} (chosen by: {self.concurrency_reason})")]
+              if self.concurrency_used and self.fits else []),
             ("Verdict", verdict.words_of(self.verdict)),
-            ("TPOT", f"{value_in(self.tpot_seconds, 'ms'):.1f} ms per output token"),
-            ("Monthly cost for the target QPS", self.monthly()),
+            ("TPOT", f"{self.tpot()} per output token" if self.fits else f"{self.tpot()} for one sequence"),
+            ("Monthly cost for the target QPS", self.monthly() if self.fits else none),
         ]
 
     def headline(self) -> str:
-        return (f"{self.model} on {self.gpus_per_replica} x {self.gpu}: {verdict.words_of(self.verdict)}, "
-                f"TPOT {value_in(self.tpot_seconds, 'ms'):.1f} ms, {self.monthly()}")
+        said = f"{self.model} on {self.gpus_per_replica} x {self.gpu}: {verdict.words_of(self.verdict)}"
+        return f"{said}, TPOT {self.tpot()}, {self.monthly()}" if self.fits else said
 
     def text(self) -> str:
         width = max(len(k) for k, _ in self.rows())
