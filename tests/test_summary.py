@@ -85,6 +85,21 @@ def test_plan_prints_the_summary_sentences_first(book):
     assert re.fullmatch(r"Memory per GPU: [\d.,]+ GB of [\d.,]+ GB usable, [\d.,]+ GB free for KV\.", sheet[3])
 
 
+def test_the_key_numbers_show_the_benchmark_ttfts_band_as_plan_gives_it(book):
+    """The TTFT band had a sentence but no key-number row beside TPOT's; its cells are the plan's band in ms."""
+    import json
+
+    path, args, _ = book
+    code, out, err = cli("plan", *args, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    ws = opened(path, data_only=True)["Summary"]
+    label = "TTFT a benchmark would report, band low / high"
+    row = next(r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value == label)
+    assert ws[f"C{row}"].value == pytest.approx(d["ttft_seconds_low"] * 1000, rel=1e-9)
+    assert ws[f"D{row}"].value == pytest.approx(d["ttft_seconds_high"] * 1000, rel=1e-9)
+
+
 def test_email_body_says_the_summary_sentences(tmp_path, cached_renders):
     eml = tmp_path / "m.eml"
     code, _, err = cli("email", "--to", "a@example.com", "--from", "b@example.com", "--eml", eml,

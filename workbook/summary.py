@@ -179,6 +179,10 @@ def _key_numbers(ctx: Ctx, ws, r: int) -> tuple[int, str]:
         runs=verdict_code(ctx))
     row("TTFT a benchmark would report, clients started together",
         unless_unfit("", line("ttft_seconds", lambda x: x * MS_PER_S)), fmt("ms"))
+    if "ttft_seconds_low" in v:
+        row("TTFT a benchmark would report, band low / high",
+            unless_unfit("", line("ttft_seconds_low", lambda x: x * MS_PER_S)), fmt("ms"),
+            unless_unfit("", line("ttft_seconds_high", lambda x: x * MS_PER_S)), fmt("ms"))
     row("TPOT / target", line("tpot_seconds", lambda x: x * MS_PER_S), fmt("ms"),
         line("tpot_target", lambda x: x * MS_PER_S), fmt("ms"),
         unless_unfit("", words("tpot_ok", "meets the target", "misses the target")), named("tpot_ok"),
