@@ -98,6 +98,13 @@ FACT_NAMES = tuple(dict.fromkeys(n for n in (*_MODEL_FIELDS, *_GPU_FIELDS, *NAME
                                              *finance.GPU_COST_INPUTS) if n != "id"))
 
 
+@functools.lru_cache(maxsize=None)
+def _facts() -> tuple[tuple[str, Fact], ...]:
+    """(name, :func:`fact`) of every name in :data:`FACT_NAMES`, made once (a plan resolves them thousands of times:
+    the Kernels sheet's grid)."""
+    return tuple((n, fact(n)) for n in FACT_NAMES)
+
+
 class _NoRow(Exception):
     """A fact reads a row that was not chosen (no model, no GPU, a GPU without a cost row)."""
 
@@ -131,8 +138,7 @@ def catalog_facts(model: Optional[Model], gpu: Optional[Gpu], weight: Dtype, kv:
 
     field, cell = _reader(rows), _reader(rows, blank=0)
     v: dict[str, Any] = {}
-    for name in FACT_NAMES:
-        f = fact(name)
+    for name, f in _facts():
         try:
             value = f.of(cell if f.formula else field)
         except _NoRow:
