@@ -128,9 +128,11 @@ def moe_seconds(gpu_id: str, engine: str, weight_dtype: str, tokens: float, hidd
 MOE_FIT_TOUCHED = 0.95
 
 
+@functools.lru_cache(maxsize=65536)
 def _moe_counts(tokens: float, topk: float, experts: float, ep: float, gpus: float) -> tuple[float, float]:
     """(touched experts per GPU, tokens per touched expert) at ``tokens``: the plan's own distinct-expert rule
-    (serving.distinct_experts, serving.experts_per_gpu, serving.expert_tokens)."""
+    (serving.distinct_experts, serving.experts_per_gpu, serving.expert_tokens); kept per arguments, a pure function
+    of numbers that the Kernels sheet's grid asks again for every row of a MoE model."""
     d = float(serving.distinct_experts(experts, topk, tokens))
     return float(serving.experts_per_gpu(d, ep, gpus)), float(serving.expert_tokens(tokens, topk, d))
 
