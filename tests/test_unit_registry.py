@@ -63,6 +63,8 @@ def test_defaults_show_as_the_option_takes_them(x, unit, option):
     # a count of one takes its noun's singular ('1 stages' in the table and 'Default: 1 stages.' in the help before)
     (1, "stages", "1 stage"), (1, "replicas", "1 replica"), (3, "replicas", "3 replicas"), (1, "s", "1.000 s"),
     (1, "tokens/s", "1 tokens/s"), (1, "x", "1 x"),
+    # a small fraction keeps three significant digits ('-0.00 s2' before)
+    (-0.000764023, "s2", "-0.000764 s2"), (2.5, "x", "2.50 x"), (0.0123, "x", "0.01 x"),
 ])
 def test_the_plan_table_text(x, unit, text):
     assert human(x, unit) == text

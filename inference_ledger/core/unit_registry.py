@@ -203,8 +203,9 @@ def text(x: float, base: str, symbol: str = "$") -> str:
         return money_text(x, base, symbol)
     f = _format(base, "text", x)
     if f is None:
-        number = f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}"
-        return f"{number} {counted(x, base)}".rstrip()
+        # a whole number as it is; a fraction to 0.01, or to three significant digits below that (never "-0.00")
+        d = 0 if float(x).is_integer() else 2 if abs(x) >= 0.01 else decimals_for(x)
+        return f"{x:,.{d}f} {counted(x, base)}".rstrip()
     main = value_in(x, f.in_, base) if f.in_ != base else x   # B/token, params: the base unit itself
     return f.format.format(main, value_in(x, f.also, base) if f.also else None)
 
