@@ -111,6 +111,18 @@ def test_table_has_ledgers_and_labelled_units(capsys):
     assert "327,680 B/token" in out and " ms " in out and "TFLOP" in out
 
 
+@pytest.mark.parametrize("args, unfit", [(("--model", "llama-3.1-405b", "--gpu", "l4", "--tp", "1"), True), ((), False)])
+def test_a_plan_that_does_not_fit_says_so_over_its_fleet_ledgers(capsys, args, unfit):
+    """The sentences say 'No fleet' and 'No bill' for a 405B model on one L4; the table below them gave its cost ledger
+    ($20,252,120/month for 34,713 GPUs) without a word. The fleet's ledgers say no fleet runs their figures."""
+    code, out, err = cli(capsys, "plan", *args)
+    assert code == 0, err
+    titles = [line for line in out.splitlines() if line.startswith("[") and " ledger" in line]
+    said = [t for t in titles if t.endswith(f"{report.NO_FLEET}]")]
+    assert [t.split(" ledger")[0][1:] for t in said] == (list(report.FLEET_LEDGERS) if unfit else [])
+    assert "[memory ledger]" in titles and "[compute ledger]" in titles
+
+
 def test_help_lists_every_input(capsys):
     code, out, _ = cli(capsys, "plan", "--help")
     assert code == 0

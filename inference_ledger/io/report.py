@@ -16,12 +16,16 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.graph import concurrency
+from inference_ledger.graph import concurrency, verdict
 from inference_ledger.formulas import finance_forecast, kernels, step_lines
 from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
+#: Ledgers whose figures are a fleet's (GPUs for the QPS, bills, their bands): a plan that does not fit runs none, and
+#: the table's section title says so, as the sentences do ("No fleet", "No bill").
+FLEET_LEDGERS = ("cost", "finance", "accuracy")
+NO_FLEET = ": the plan does not fit, so no fleet runs these figures"
 INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance", "accuracy")
 
 
@@ -209,10 +213,11 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
         section("concurrency the plan runs at")
         rows.append(("Concurrency used", human(values["concurrency_used"], "sequences"), "concurrency_used"))
         rows.append(("Chosen by", concurrency.reason_words(values["concurrency_reason"]), "concurrency_reason_words"))
+    unfit = _num(values.get("verdict")) == verdict.DOES_NOT_FIT
     for ledger in LEDGERS:
         items = [l for l in LINES if l.ledger == ledger and l.name in values]
         if items:
-            section(f"{ledger} ledger")
+            section(f"{ledger} ledger" + (NO_FLEET if unfit and ledger in FLEET_LEDGERS else ""))
             rows.extend((l.label, shown(l.name, values[l.name], l.unit), l.name) for l in items)
     for fam in FAMILIES:   # one row per member at each candidate
         if fam.name in values:
