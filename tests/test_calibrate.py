@@ -66,8 +66,8 @@ def test_kv_tokens_of_a_left_out_log_within_one_percent(tmp_path, fit_on, left_o
 def test_one_log_is_thin_data_and_says_so(tmp_path):
     code, out, err = cli("calibrate", str(LOG20K), *RTX3090, "-o", str(tmp_path / "p.csv"))
     assert code == 0, err
-    assert "Start-up logs: 1 measured points, 1 parameter(s) fitted." in out
-    assert "thin data: 1 points for 1 parameter(s)" in out
+    assert "Start-up logs: 1 measured point, 1 parameter fitted." in out   # a count of one in the singular
+    assert "thin data: 1 point for 1 parameter" in out
     assert "fitted cuda_context_bytes" in out and "left nccl_bytes at its default: the data does not move it" in out
 
 
@@ -125,7 +125,7 @@ def test_calibrate_reports_fit_defaults_residuals_outliers_and_leave_one_out(tmp
     assert "# deployment: model=llama-3.1-70b gpu=h100-sxm tp=2 pp=1 ep=1 weight_dtype=fp8 kv_dtype=fp8" in text
     prof = calibrate_profile.read_profile(out_csv)
     assert set(prof.values) >= {"gpu_memory_utilization", *fitted}
-    assert all("points of 7 benchmark file(s)" in row for row in text.splitlines()
+    assert all("points of 7 benchmark files" in row for row in text.splitlines()
                if row.startswith("gpu_memory_utilization,"))
 
 
@@ -155,6 +155,9 @@ VLLM8B = BENCH / "vllm" / "llama-3.1-8b-sharegpt-1000.json"
      "field 'kv_cache_bytes': -2.14 GiB left for the KV cache"),
     ([SWEEP[5]], NIM + ["--concurrency", "8"], "'--concurrency': each file states its own workload"),
     ([SWEEP[5]], ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "3"], "'--tp'"),
+    # neither the file nor the options say the TP: the plan's default (4) is not what was measured
+    ([VLLM8B], ["--model", "llama-3.1-8b", "--gpu", "h100-sxm"],
+     "no file says the tensor-parallel degree it ran at: give --tp"),
 ])
 def test_refusals_are_one_line(tmp_path, files, argv, needle):
     out = tmp_path / "p.csv"

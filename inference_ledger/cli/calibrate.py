@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from inference_ledger.core import files as _files
+from inference_ledger.core.unit_registry import counted
 from inference_ledger.cli.options import Command, check_output, write_options
 from inference_ledger.cli.plan import option_hint, plan_options
 
@@ -60,4 +61,5 @@ def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
     result = cal.calibrate(records, dep)
     _files.write_bytes(output, calibrate_profile.profile_csv(result).encode("utf-8"), "csv", "--output")
     click.echo(calibrate_profile.report(result))
-    click.echo(f"wrote {output}: {len(result.values)} fitted plan input(s); use it with --profile {output}")
+    n = len(result.values)
+    click.echo(f"wrote {output}: {n} fitted plan {counted(n, 'inputs')}; use it with --profile {output}")

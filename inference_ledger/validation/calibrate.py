@@ -209,6 +209,11 @@ def calibrate(records: Sequence[Record], dep: Deployment, *, today: Optional[str
     engines_seen = {r.engine for r in records if isinstance(r, Startup)}
     if len(engines_seen) > 1:
         raise CalibrationError(f"the logs come from {' and '.join(sorted(engines_seen))}: calibrate one engine at a time")
+    if dep.numbers.get("tp") is None and all(getattr(r, "tp", None) is None for r in records):
+        # the plan's TP default (the seed's 70B on 4 GPUs) is a what-if, not what the benchmark ran: a fit against it
+        # fits another deployment (an 8B measured on one H100 fitted an 8% compute efficiency at TP 4)
+        raise CalibrationError(f"no file says the tensor-parallel degree it ran at: give --tp (--tp 1 for one GPU; "
+                               f"without it the plan's default TP {int(base.inputs['tp'])} would be fitted)")
     inputs = [record_inputs(dep, r) for r in records]
     groups: list[GroupFit] = []
     held: dict[str, float] = {}

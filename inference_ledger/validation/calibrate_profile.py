@@ -20,12 +20,19 @@ import numpy as np
 
 from inference_ledger.catalogs import bands
 from inference_ledger.core import csvfile
+from inference_ledger.core.unit_registry import counted
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.graph import plan
 from inference_ledger.io.benchfiles import BadFile, Record, Run, read_text
 from inference_ledger.validation.calibrate import Calibration, _workload
 from inference_ledger.validation.calibrate_fit import METRICS, PARAM_BY_NAME
 from inference_ledger.io.report import human
+
+
+def _n(n: int, plural: str) -> str:
+    """A count and its noun phrase, the noun singular at one: '1 measured point', '3 parameters'."""
+    head, _, noun = plural.rpartition(" ")
+    return f"{n:,} {head + ' ' if head else ''}{counted(n, noun)}"
 
 
 # ----------------------------------------------------------------------------------------
@@ -48,11 +55,11 @@ def report(cal: Calibration) -> str:
     """The words calibrate prints: what it fitted, what it left and why, residuals, outliers, leave-one-out."""
     d = cal.resolved.describe()
     out = [f"Calibrated {d['model'] or 'the given model'} on {d['gpu'] or 'the given GPU'}, TP "
-           f"{int(cal.resolved.inputs['tp'])}, engine {d['engine']}, from {len(cal.files)} file(s)."]
+           f"{int(cal.resolved.inputs['tp'])}, engine {d['engine']}, from {_n(len(cal.files), 'files')}."]
     out += [f"  {line}" for line in cal.accepted]
     for g in cal.groups:
         kind = "benchmark runs" if g.kind == "benchmark" else "start-up logs"
-        out.append(f"{kind.capitalize()}: {g.points} measured points, {len(g.fitted)} parameter(s) fitted.")
+        out.append(f"{kind.capitalize()}: {_n(g.points, 'measured points')}, {_n(len(g.fitted), 'parameters')} fitted.")
         for n, v in g.fitted.items():
             p = PARAM_BY_NAME[n]
             edge = " [at its bound: the data asks for more than the step model allows]" \
@@ -61,7 +68,7 @@ def report(cal: Calibration) -> str:
         for n, why in g.left.items():
             out.append(f"  left {n} at its default: {why}")
         if g.thin:
-            out.append(f"  thin data: {g.points} points for {len(g.fitted)} parameter(s) (fewer than twice as many); "
+            out.append(f"  thin data: {_n(g.points, 'points')} for {_n(len(g.fitted), 'parameters')} (fewer than twice as many); "
                        "measure more runs before trusting these values")
         out.append(f"  RMS residual {g.rms_before * 100:.1f}% before, {g.rms_after * 100:.1f}% after")
         bands_ = {n: v for n, (v, _) in residual_bands(cal).items()}
@@ -151,7 +158,7 @@ def profile_csv(cal: Calibration) -> str:
         for n, why in g.left.items():
             buf.write(f"# not fitted: {n} ({why})\n")
         if g.thin:
-            buf.write(f"# thin data: {g.points} points for {len(g.fitted)} parameter(s) of the {g.kind} fit\n")
+            buf.write(f"# thin data: {_n(g.points, 'points')} for {_n(len(g.fitted), 'parameters')} of the {g.kind} fit\n")
     for rec in cal.records:
         buf.write(f"# measured: {_measured_line(rec)}\n")
     buf.write("#   name       the plan input (inference_ledger/graph/plan.py INPUTS)\n")
@@ -168,7 +175,7 @@ def profile_csv(cal: Calibration) -> str:
         nfiles = len(g.files)
         for n, v in g.fitted.items():
             w.writerow([n, f"{v:.10g}", f"{g.defaults[n]:.10g}", plan.INPUT_BY_NAME[n].unit,
-                        f"{PARAM_BY_NAME[n].what}: {g.points} points of {nfiles} {g.kind} file(s), RMS residual "
+                        f"{PARAM_BY_NAME[n].what}: {_n(g.points, 'points')} of {nfiles} {g.kind} {counted(nfiles, 'files')}, RMS residual "
                         f"{g.rms_after * 100:.1f}%"])
     return buf.getvalue()
 
