@@ -214,6 +214,28 @@ def test_number_formats_follow_the_line_not_the_model_picked(files, workbooks):
     assert row[2].value in (None, "") and row[3].number_format == '#,##0.00" GiB"'
 
 
+def test_a_unit_column_names_a_unit_its_value_does_not_show_and_stands_off_it(files):
+    """'213.51 TFLOP  FLOP' named a unit the value's format had already scaled and shown; and a unit the format does
+    not show was printed against the right-aligned value ('2,048elements'). The unit column is blank where the format
+    shows a unit, and its words are indented off the value."""
+    wb = opened(files["workbook"])
+    units = []
+    for ws in (wb["Memory"], wb["Compute"], wb["Bandwidth"]):   # one line a row: Line | Value | Unit | Also | Why
+        assert [c.value for c in ws[5][:3]] == ["Line", "Value", "Unit"]
+        for row in ws.iter_rows(min_row=6, max_col=3):
+            text = row[2].value
+            if isinstance(text, str) and text and not text.startswith("=") and row[0].value and \
+                    str(row[1].value).startswith("="):
+                units.append((ws.title, row[0].value, row[1].number_format, row[2]))
+    assert units
+    for sheet, label, fmt, cell in units:
+        shown = re.findall(r'"\s*([^"]+)"\s*$', fmt)
+        assert not (shown and shown[0].split()[-1].endswith(cell.value)), (sheet, label, fmt, cell.value)
+        assert cell.alignment.horizontal == "left" and cell.alignment.indent >= 1, (sheet, label, cell.value)
+    compute = {label: cell.value for sheet, label, _, cell in units if sheet == "Compute"}
+    assert "FLOPs per request" not in compute and compute.get("Prompt tokens per other sequence per step") == "tokens"
+
+
 def test_numeric_validation_enforces_what_its_message_says(files):
     """Plan!D34 (total parameters) said "> 0" but allowed 0: the rule now excludes the bound it names."""
     ws = opened(files["workbook"])["Plan"]

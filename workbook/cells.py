@@ -206,7 +206,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     value = py_value(ctx.values[line.name])
     fmt = quantity_format(line.name, line.unit, value)
     ctx.formula(ws, coord, line_expression(ctx, line), style.FORMULA, fmt)
-    ctx.put(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
+    ctx.put_unit(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
     also = second_view(line.unit, scale(line.name, line.unit, value))
     if line.unit == "code" and line.name in plan.CODES:   # the words where the unit and second view would be
         code_words(ctx, ws, f"{L(2)}{r}", line.name, coord)
@@ -396,4 +396,4 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence
             for c in row:  # labels and values line up with the first line of the wrapped text
                 if c.value is not None and c.alignment.vertical != "top":
                     c.alignment = Alignment(vertical="top", wrap_text=c.alignment.wrap_text,
-                                            horizontal=c.alignment.horizontal)
+                                            horizontal=c.alignment.horizontal, indent=c.alignment.indent)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import IllegalCharacterError
@@ -148,6 +149,10 @@ class Ctx:
                                             CHECK_FAILS)), style.CHECK)
 
     # --- cells -------------------------------------------------------------------
+    def put_unit(self, ws: Worksheet, coord: str, text: str) -> None:
+        """A unit column's cell, indented off the right-aligned value beside it ("576 elements", not "576elements")."""
+        self.put(ws, coord, text).alignment = Alignment(horizontal="left", indent=1)
+
     def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,
             *, is_formula: bool = False):
         """A cell's value; a string is always a text cell (a label '=HYPERLINK(..)' stays text), unless is_formula."""
