@@ -206,7 +206,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     value = py_value(ctx.values[line.name])
     fmt = quantity_format(line.name, line.unit, value)
     ctx.formula(ws, coord, line_expression(ctx, line), style.FORMULA, fmt)
-    ctx.put_unit(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
+    ctx.put_beside(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
     also = second_view(line.unit, scale(line.name, line.unit, value))
     if line.unit == "code" and line.name in plan.CODES:   # the words where the unit and second view would be
         code_words(ctx, ws, f"{L(2)}{r}", line.name, coord)

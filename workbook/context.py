@@ -149,9 +149,12 @@ class Ctx:
                                             CHECK_FAILS)), style.CHECK)
 
     # --- cells -------------------------------------------------------------------
-    def put_unit(self, ws: Worksheet, coord: str, text: str) -> None:
-        """A unit column's cell, indented off the right-aligned value beside it ("576 elements", not "576elements")."""
-        self.put(ws, coord, text).alignment = Alignment(horizontal="left", indent=1)
+    def put_beside(self, ws: Worksheet, coord: str, text: str, style: Optional[str] = None) -> None:
+        """Text in the cell after a right-aligned value (a unit, a note), indented off it: "576 elements", not
+        "576elements"."""
+        c = self.put(ws, coord, text, style)
+        c.alignment = Alignment(horizontal="left", indent=1, vertical=c.alignment.vertical,
+                                wrap_text=c.alignment.wrap_text)
 
     def put(self, ws: Worksheet, coord: str, value: Any, style: Optional[str] = None, fmt: Optional[str] = None,
             *, is_formula: bool = False):

@@ -95,13 +95,13 @@ def disaggregated_sheet(wb, ctx: Ctx) -> None:
     for name in LOCAL:
         inp = plan.INPUT_BY_NAME[name]
         ctx.put(ws, f"A{row[name]}", inp.label)
-        ctx.put_unit(ws, f"E{row[name]}", unit_text(inp.unit, ws[f"B{row[name]}"].number_format))
+        ctx.put_beside(ws, f"E{row[name]}", unit_text(inp.unit, ws[f"B{row[name]}"].number_format))
         ctx.put(ws, f"F{row[name]}", name, style.NOTE)
     for line in lines:
         ctx.put(ws, f"A{row[line.name]}", line.label)
         fmts = [ws[f"{c}{row[line.name]}"].number_format for c in "BCD"]
         shown_units = {unit_text(line.unit, f) for f in fmts}   # units once: blank when a column's format says it
-        ctx.put_unit(ws, f"E{row[line.name]}", "" if "" in shown_units else unit_text(line.unit, fmts[0]))
+        ctx.put_beside(ws, f"E{row[line.name]}", "" if "" in shown_units else unit_text(line.unit, fmts[0]))
         ctx.put(ws, f"F{row[line.name]}", line.name, style.NOTE)
     _totals(ctx, ws, FIRST + len(row) + 1, row, values)
     ws.freeze_panes = "B6"
@@ -125,6 +125,6 @@ def _totals(ctx: Ctx, ws, r: int, row: dict[str, int], values: dict[str, dict[st
         k, v = own[name], _num(numbers[name].value)
         ctx.put(ws, f"A{k}", label)
         ctx.formula(ws, f"B{k}", formula, style.FORMULA, style.number_format(unit, v))
-        ctx.put_unit(ws, f"E{k}", unit_text(unit, ws[f"B{k}"].number_format))   # units once
+        ctx.put_beside(ws, f"E{k}", unit_text(unit, ws[f"B{k}"].number_format))   # units once
         ctx.put(ws, f"F{k}", name, style.NOTE)
         ctx.define(name, ws, f"B{k}")

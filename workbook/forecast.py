@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from openpyxl.chart import BarChart, LineChart, Reference, Series
-from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import finance_forecast
@@ -67,9 +66,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A5", "Summary", style.SECTION)
     ctx.put(ws, "A6", "Months in the timeline")
     ctx.put(ws, "B6", n, style.CONSTANT, "0")
-    # set off from the right-aligned count beside it ("36set at build" before)
-    ctx.put(ws, "C6", "set at build: --forecast-months N", style.NOTE).alignment = \
-        Alignment(horizontal="left", indent=1, vertical="top", wrap_text=True)
+    ctx.put_beside(ws, "C6", "set at build: --forecast-months N", style.NOTE)
     ws.merge_cells("C6:F6")
     ctx.define("forecast_months", ws, "B6")
     rows = finance_forecast.forecast_rows(ctx.name("forecast_months"))

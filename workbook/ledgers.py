@@ -90,7 +90,7 @@ def family_table(ctx: Ctx, ws, fam: Family, top: int) -> None:
             fmt = quantity_format(m.name, m.unit, v)
             expr, _ = plan.member_expression(fam.flat_name(c, m.name), ctx.ref, value=v)
             ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, fmt)
-        ctx.put_unit(ws, f"{unit_col}{r}", unit_text(m.unit, fmt or ""))
+        ctx.put_beside(ws, f"{unit_col}{r}", unit_text(m.unit, fmt or ""))
         ctx.put(ws, f"{name_col}{r}", f"{fam.name}.<{fam.param}>.{m.name}", style.NOTE)
         if m.unit == "1/0":
             flag_rules(ws, f"B{r}:{last}{r}", f"B{r}")

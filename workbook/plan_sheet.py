@@ -182,7 +182,7 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     coord = f"B{r}"
     ctx.put(ws, f"A{r}", inp.label)
     fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
-    ctx.put_unit(ws, f"C{r}", unit_text(inp.unit, fmt, ctx.inputs[inp.name]))
+    ctx.put_beside(ws, f"C{r}", unit_text(inp.unit, fmt, ctx.inputs[inp.name]))
     ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
     lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, ctx.choice)
     typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
@@ -242,7 +242,7 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
             if needs_a_replica(line):   # no replica, so no band, for a plan that does not start
                 expr = bill(verdict_code(ctx), expr)
             ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, quantity_format(line, q.unit, value))
-        ctx.put_unit(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
+        ctx.put_beside(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
     ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
             f"rows of this deployment's segment ({bands.SEGMENT_WORDS}), each held out from what "
             "predicts it: the Band multiplier inputs below (docs/accuracy.md). GPUs and cost follow the tokens/s band.",
@@ -293,7 +293,7 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
             ctx.formula(ws, f"{L(1)}{r}", bill(verdict_code(ctx), ctx.quantity(name)), style.FORMULA, fmt)
         else:
             ctx.formula(ws, f"{L(1)}{r}", ctx.quantity(name), style.FORMULA, fmt)
-        ctx.put_unit(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
+        ctx.put_beside(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
         also = second_view(q.unit, scale(name, q.unit, value))
         if also:
             view = also.convert(ctx.at(ws, f"{L(1)}{r}"))

@@ -81,7 +81,7 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, "A5", "Step (+/-)")
     ctx.put(ws, "B5", STEP, style.INPUT, "0%")
     ctx.define("sensitivity_step", ws, "B5")
-    ctx.put(ws, "C5", "Each key input is multiplied by (1 - step) and (1 + step).", style.NOTE)
+    ctx.put_beside(ws, "C5", "Each key input is multiplied by (1 - step) and (1 + step).", style.NOTE)
     ws.merge_cells("C5:J5")
     lines = grid_lines()
     head, moved_row = 7, 8
