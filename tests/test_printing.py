@@ -84,6 +84,29 @@ def test_units_are_said_once(printed):
     assert not bad, bad[:5]
 
 
+def test_every_note_merged_along_a_row_prints_whole(printed, tmp_path):
+    """A text merged along a row prints to its last word: the Calibration sheet's notes beside its values ran past
+    the first page's columns and were cut at the page's edge ("... Prices the pr")."""
+    visible, pages = printed
+    book = load_workbook(next(Path(tmp_path).parent.glob("printed*/book.xlsx")))
+    cut, seen = [], 0
+    for sheet in visible:
+        ws = book[sheet]
+        printed_words = " ".join(" ".join(pages[sheet]).split())   # a text whose first words no page prints
+        for m in ws.merged_cells.ranges:
+            text = ws.cell(m.min_row, m.min_col).value
+            if m.min_row != m.max_row or not isinstance(text, str) or text.startswith("=") or len(text.split()) < 3:
+                continue
+            seen += 1
+            # the page that prints its first words prints its last ones: a text merged across a page's edge goes on
+            # with its tail on the next page, out of the reader's sight
+            first, last = " ".join(text.split()[:3]), " ".join(text.split()[-3:])
+            page = next((" ".join(p.split()) for p in pages[sheet] if first in " ".join(p.split())), printed_words)
+            if last not in page:
+                cut.append((sheet, ws.cell(m.min_row, m.min_col).coordinate, text[-60:]))
+    assert seen > 20 and not cut, cut
+
+
 def test_each_sheets_introduction_prints_whole(printed, tmp_path):
     """The sentence under each sheet's title (A3, merged over the columns of the sheet's first printed page) prints
     to its last word: merged over columns that print on a later page it was cut at the page's edge (the Checks

@@ -143,8 +143,8 @@ def add_calibration_sheet(wb, ctx: Ctx, measurements: Optional[list[dict[str, fl
 
 
 def _note(ctx: Ctx, ws, r: int, text: str) -> None:
-    """A one-line explanation spanning the measurement columns (no tall wrapped rows)."""
-    ctx.put(ws, f"C{r}", text, style.NOTE)
+    """An explanation beside a value, spanning the measurement columns (the print pass keeps it on the first page)."""
+    ctx.put_beside(ws, f"C{r}", text, style.NOTE)
     ws.merge_cells(f"C{r}:{get_column_letter(20)}{r}")
 
 

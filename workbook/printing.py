@@ -280,17 +280,20 @@ def first_page_last_column(ws) -> int:
     return last
 
 
-def fit_purpose_to_page(ws) -> None:
-    """The purpose under the title (A3), merged beyond the first printed page, was cut at the page's edge: it is
-    merged over the first page's columns instead (its rows then grow to the lines it needs)."""
-    m = next((m for m in ws.merged_cells.ranges if m.min_row == m.max_row == 3 and m.min_col == 1), None)
-    if m is None:
-        return
+def fit_merged_text_to_page(ws) -> None:
+    """A text merged along a row beyond the first printed page was cut at the page's edge (the purpose under the
+    title; the Calibration sheet's notes beside its values): it is merged over the first page's columns instead and
+    wraps, and its row then grows to the lines it needs (a formula's text is left as it is)."""
     last = first_page_last_column(ws)
-    if m.max_col > last > 1:
+    for m in list(ws.merged_cells.ranges):
+        c = ws.cell(m.min_row, m.min_col)
+        if m.min_row != m.max_row or not m.min_col < last < m.max_col or not isinstance(c.value, str) \
+                or c.value.startswith("="):
+            continue
         ws.unmerge_cells(str(m))
-        ws.merge_cells(start_row=3, start_column=1, end_row=3, end_column=last)
-        ws["A3"].alignment = Alignment(wrap_text=True, vertical="top")
+        ws.merge_cells(start_row=m.min_row, start_column=m.min_col, end_row=m.min_row, end_column=last)
+        c.alignment = Alignment(wrap_text=True, vertical="top", horizontal=c.alignment.horizontal,
+                                indent=c.alignment.indent)
 
 
 def finish(wb, ctx: Ctx, title: str) -> None:
@@ -300,7 +303,7 @@ def finish(wb, ctx: Ctx, title: str) -> None:
         wrap_purpose(ws)
         link_back(ws, ctx)
         print_setup(ws, ctx, title)
-        fit_purpose_to_page(ws)
+        fit_merged_text_to_page(ws)
         for chart in ws._charts:
             style.tidy_chart(chart)
 
