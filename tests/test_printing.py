@@ -122,3 +122,25 @@ def test_each_sheets_introduction_prints_whole(printed, tmp_path):
         if " ".join(text.split()[-3:]) not in printed_words:
             cut.append((sheet, text[-60:]))
     assert not cut, cut
+
+
+@pytest.mark.parametrize("text, per_line, lines", [
+    ("Batch (sequences decoding together)", 15, 4),   # Batch / (sequences / decoding / together): not 35 // 15 + 1
+    ("Measured KV cache tokens (engine log)", 15, 3),
+    ("Run", 15, 1), ("", 15, 1),
+    ("x" * 40, 15, 3),                                 # a word longer than a line breaks at the line's end
+])
+def test_a_headers_lines_are_counted_at_word_ends(text, per_line, lines):
+    from inference_ledger.workbook.style import word_lines
+
+    assert word_lines(text, per_line) == lines
+
+
+def test_the_calibration_sheets_header_row_holds_its_longest_label(workbooks):
+    """'Batch (sequences decoding together)' printed without its last word: the header row was three lines high."""
+    from renders import opened
+
+    path, _ = workbooks()
+    ws = opened(path)["Calibration"]
+    row = next(c.row for c in ws["B"] if c.value == "Batch (sequences decoding together)")
+    assert ws.row_dimensions[row].height >= 4 * 13.5

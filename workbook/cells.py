@@ -385,7 +385,8 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence
             width = sum(ws.column_dimensions[get_column_letter(k)].width or default for k in cols)
             size = (c.font.sz or 11) if c.font else 11
             per_line = max(1.0, width * 11.0 / size * (1.0 if c.font and c.font.b else 1.15))
-            need = min(ROW_LINES_MAX, max(need, -(-len(text) // int(per_line))))
+            lines = style.word_lines(text, int(per_line)) if c.font and c.font.b else -(-len(text) // int(per_line))
+            need = min(ROW_LINES_MAX, max(need, lines))
         if need > 1:
             r = row[0].row
             for b in blocks:

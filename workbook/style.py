@@ -211,3 +211,16 @@ def _parsed_format(fmt: str) -> tuple:
     decimals = len(m.group(1) or "") - (1 if m.group(1) else 0)
     return tuple(conditions), (prefix, suffix, decimals, 1000 ** len(m.group(2)), m.group(3),
                                "," in body[:m.start(2)])
+
+
+def word_lines(text: str, per_line: int) -> int:
+    """Lines a short bold label (a header) wraps to at word ends: 'Batch (sequences decoding together)' takes four
+    lines of 15 where its length says three; a word longer than a line breaks at the line's end."""
+    lines, run = 0, per_line          # the first word opens a line
+    for w in text.split():
+        if run + 1 + len(w) <= per_line:
+            run += 1 + len(w)
+        else:
+            chunks = -(-len(w) // per_line)
+            lines, run = lines + chunks, len(w) - (chunks - 1) * per_line
+    return max(lines, 1)
