@@ -232,6 +232,11 @@ def test_a_unit_column_names_a_unit_its_value_does_not_show_and_stands_off_it(fi
         shown = re.findall(r'"\s*([^"]+)"\s*$', fmt)
         assert not (shown and shown[0].split()[-1].endswith(cell.value)), (sheet, label, fmt, cell.value)
         assert cell.alignment.horizontal == "left" and cell.alignment.indent >= 1, (sheet, label, cell.value)
+    # ... and so is the sentence after the Also column's right-aligned figure ('131.42 GiBResident weights ...')
+    why = [ws.cell(r, 5) for ws in (wb["Memory"], wb["Compute"], wb["Bandwidth"]) for r in range(6, ws.max_row + 1)
+           if isinstance(ws.cell(r, 4).value, str) and isinstance(ws.cell(r, 5).value, str)
+           and not ws.cell(r, 5).value.startswith("=")]    # a line row, not the family tables' formulas below
+    assert why and all(c.alignment.indent >= 1 and c.alignment.horizontal == "left" for c in why)
     compute = {label: cell.value for sheet, label, _, cell in units if sheet == "Compute"}
     assert "FLOPs per request" not in compute and compute.get("Prompt tokens per other sequence per step") == "tokens"
 

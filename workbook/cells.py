@@ -214,7 +214,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
         ws.merge_cells(f"{L(2)}{r}:{L(3)}{r}")
     elif also:
         ctx.formula(ws, f"{L(3)}{r}", also.convert(ctx.at(ws, coord)), style.FORMULA, also.format)
-    ctx.put(ws, f"{L(4)}{r}", line.doc, style.NOTE)
+    ctx.put_beside(ws, f"{L(4)}{r}", line.doc, style.NOTE)
     ctx.define(named(line.name), ws, coord)
     return coord
 

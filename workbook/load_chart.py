@@ -74,7 +74,7 @@ def binding_limit_row(ctx: Ctx, ws, r: int) -> None:
     ctx.put(ws, f"A{r}", "Limit that binds")
     ctx.formula(ws, f"B{r}", serving.limit_words(ctx.quantity("binding_limit")), style.FORMULA)
     ws.merge_cells(f"B{r}:C{r}")
-    ctx.put(ws, f"E{r}", "What caps the replica at this concurrency: the KV cache (the rest queue), the engine's "
+    ctx.put_beside(ws, f"E{r}", "What caps the replica at this concurrency: the KV cache (the rest queue), the engine's "
             "max_num_seqs, the TPOT target, compute, or none (bandwidth-bound). Chart: the Load sheet.", style.NOTE)
 
 

@@ -83,7 +83,7 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         ws.add_data_validation(dv)
         dv.add(coord)
         ctx.put(ws, f"C{r}", "id")
-        ctx.put(ws, f"E{r}", ENGINE_NOTE if key == "engine" else
+        ctx.put_beside(ws, f"E{r}", ENGINE_NOTE if key == "engine" else
                 f"Dropdown of the {sheet} sheet's ids (add a row there to extend it).", style.NOTE)
         r += 1
     section(ctx, ws, f"A{r + 1}", "Headline")
@@ -117,8 +117,8 @@ def plan_sheet(wb, ctx: Ctx) -> None:
         r += 1
         ctx.put(ws, f"A{r}", const.name)
         ctx.put(ws, f"B{r}", float(const), style.CONSTANT, style.number_format("", float(const)))
-        ctx.put(ws, f"C{r}", const.unit)
-        ctx.put(ws, f"E{r}", const.doc, style.NOTE)
+        ctx.put_beside(ws, f"C{r}", const.unit)
+        ctx.put_beside(ws, f"E{r}", const.doc, style.NOTE)
         ctx.define(const.name, ws, f"B{r}")
     _plan_results(ctx, ws, body)
     ws.print_area = f"A1:{PRINTED_LAST_COLUMN}{ws.max_row}"
@@ -141,9 +141,9 @@ def _concurrency_used_rows(ctx: Ctx, ws, r: int) -> int:
     v = ctx.values
     ctx.put(ws, f"A{r}", "Concurrency the bill is sized at")
     ctx.formula(ws, f"B{r}", ctx.quantity("concurrency"), style.FORMULA, "#,##0")
-    ctx.put(ws, f"C{r}", shown("sequences"))
+    ctx.put_beside(ws, f"C{r}", shown("sequences"))
     ctx.define("concurrency_used", ws, f"B{r}")
-    ctx.put(ws, f"E{r}", "Sequences per model copy: the largest meeting the TTFT and TPOT targets within the KV cache "
+    ctx.put_beside(ws, f"E{r}", "Sequences per model copy: the largest meeting the TTFT and TPOT targets within the KV cache "
             "and the engine's batch limit (Load sheet), unless a number is typed in the concurrency's Override.",
             style.NOTE)
     requested = where(isblank(ctx.name("concurrency_override")), 0, 1)
@@ -153,9 +153,9 @@ def _concurrency_used_rows(ctx: Ctx, ws, r: int) -> int:
     ctx.put(ws, f"A{r + 1}", "Reason code")
     # the Load sheet's choice is further on: the code is the one the plan's choice gives (inference_ledger.concurrency)
     ctx.formula(ws, f"B{r + 1}", code.at(py_value(v["concurrency_reason"])), style.FORMULA, "0")
-    ctx.put(ws, f"C{r + 1}", "code")
+    ctx.put_beside(ws, f"C{r + 1}", "code")
     ctx.define("concurrency_reason", ws, f"B{r + 1}")
-    ctx.put(ws, f"E{r + 1}", "0 requested, 1 KV cache, 2 engine batch limit, 3 TPOT target, 4 TTFT target, "
+    ctx.put_beside(ws, f"E{r + 1}", "0 requested, 1 KV cache, 2 engine batch limit, 3 TPOT target, 4 TTFT target, "
             "5 none meets the targets (1 used).", style.NOTE)
     ctx.put(ws, f"A{r + 2}", "Chosen by")
     ctx.formula(ws, f"B{r + 2}", concurrency.reason_words(ctx.name("concurrency_reason")), style.FORMULA)
@@ -183,7 +183,7 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     ctx.put(ws, f"A{r}", inp.label)
     fmt = quantity_format(inp.name, inp.unit, ctx.inputs[inp.name])
     ctx.put_beside(ws, f"C{r}", unit_text(inp.unit, fmt, ctx.inputs[inp.name]))
-    ctx.put(ws, f"E{r}", inp.doc, style.NOTE)
+    ctx.put_beside(ws, f"E{r}", inp.doc, style.NOTE)
     lk = lookup(inp.name, ctx.tables, SELECTOR_NAMES, ctx.choice)
     typed = coord if lk is None else f"D{r}"          # the cell a user types into: value or override
     dv = numeric_validation(inp, typed)
@@ -209,8 +209,8 @@ def _concurrency_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
     """The concurrency: its Override (a number typed, or blank for auto), else the Load sheet's concurrency_auto."""
     typed = f"D{r}"
     ctx.put(ws, f"A{r}", inp.label)
-    ctx.put(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
-    ctx.put(ws, f"E{r}", "Blank Override: auto, the largest concurrency meeting the TTFT and TPOT targets within the "
+    ctx.put_beside(ws, f"C{r}", shown(inp.unit, ctx.inputs[inp.name]))
+    ctx.put_beside(ws, f"E{r}", "Blank Override: auto, the largest concurrency meeting the TTFT and TPOT targets within the "
             "KV cache and the engine's batch limit (Load sheet); type a number to use it as given. " + inp.doc,
             style.NOTE)
     dv = numeric_validation(inp, typed)
@@ -243,7 +243,7 @@ def _band_block(ctx: Ctx, ws, r: int) -> int:
                 expr = bill(verdict_code(ctx), expr)
             ctx.formula(ws, f"{col}{r}", expr, style.FORMULA, quantity_format(line, q.unit, value))
         ctx.put_beside(ws, f"C{r}", unit_text(q.unit, ws[f"B{r}"].number_format, scale(name, q.unit, ctx.values[name])))
-    ctx.put(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
+    ctx.put_beside(ws, f"E{first}", "The figure x the 10th and 90th percentiles of measured / predicted over published load "
             f"rows of this deployment's segment ({bands.SEGMENT_WORDS}), each held out from what "
             "predicts it: the Band multiplier inputs below (docs/accuracy.md). GPUs and cost follow the tokens/s band.",
             style.NOTE)
@@ -259,7 +259,7 @@ def _plan_verdict(ctx: Ctx, ws, r: int) -> int:
     ctx.define("verdict_words", ws, f"B{r}")   # what other sheets say when the plan does not start
     ws.merge_cells(f"B{r}:C{r}")
     verdict_rules(ws, f"B{r}:C{r}", named("verdict"))
-    ctx.put(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
+    ctx.put_beside(ws, f"E{r}", "Green fits the requested concurrency and meets the targets; amber runs but misses a target or "
             "queues part of the concurrency; red does not start (code 0), or an input breaks a rule (code -1, "
             "\"invalid input\": the rule is named, and listed on the Checks sheet).", style.NOTE)
     r += 1
@@ -300,8 +300,7 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
             if needs_a_replica(name):   # the value cell holds the verdict's words then: so does its second view
                 view = bill(verdict_code(ctx), view)
             ctx.formula(ws, f"{L(3)}{r}", view, style.FORMULA, also.format)
-        ctx.put(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""),
-                                                                                   "Plan: Inputs"))
+        ctx.put_beside(ws, f"{L(4)}{r}", dict(LEDGER_SHEETS).get(getattr(q, "ledger", ""), "Plan: Inputs"))
     return r
 
 

@@ -141,7 +141,7 @@ def _sources(ctx: Ctx, ws, r: int) -> int:
             expr = bill(verdict_code(ctx), expr)
         ctx.formula(ws, f"B{r}", expr, style.CHECK if q.unit == "1/0" else style.FORMULA,
                     style.number_format(q.unit, v))
-        ctx.put(ws, f"C{r}", q.doc, style.NOTE)
+        ctx.put_beside(ws, f"C{r}", q.doc, style.NOTE)
         ws.merge_cells(f"C{r}:H{r}")
     return r
 
