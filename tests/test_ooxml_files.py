@@ -241,6 +241,19 @@ def test_a_unit_column_names_a_unit_its_value_does_not_show_and_stands_off_it(fi
     assert "FLOPs per request" not in compute and compute.get("Prompt tokens per other sequence per step") == "tokens"
 
 
+def test_a_scenarios_dropdown_column_holds_its_longest_id_on_one_line(files):
+    """'qwen3-235b-a22b' wrapped at a hyphen in a 13-character Model column and was cut at its row's height."""
+    from inference_ledger.catalogs import catalog, engines
+
+    ws = opened(files["workbook"])["Scenarios"]
+    for name, rows in (("model_id", catalog.load_models()), ("gpu_id", catalog.load_gpus()),
+                       ("engine_id", engines.load_engines())):
+        cell = next(c for row in ws.iter_rows(max_row=12) for c in row if c.value == name)
+        ids = [r.id for r in rows]
+        width = ws.column_dimensions[cell.column_letter].width
+        assert width >= max(len(i) for i in ids) + 1, (name, width, max(ids, key=len))
+
+
 def test_numeric_validation_enforces_what_its_message_says(files):
     """Plan!D34 (total parameters) said "> 0" but allowed 0: the rule now excludes the bound it names."""
     ws = opened(files["workbook"])["Plan"]

@@ -154,9 +154,13 @@ def scenarios_sheet(wb, ctx: Ctx) -> None:
     ctx.put(ws, f"A{GROUP_ROW}", "Scenario", style.SECTION)
     for g, col in group_cols:
         ctx.put(ws, f"{col}{GROUP_ROW}", g, style.SECTION)
+    # a dropdown's column holds its sheet's longest id on one line ('qwen3-235b-a22b' wrapped at a hyphen and was
+    # cut at the row's height)
+    id_width = {col: max([13] + [len(e.id) + 2 for e in ctx.tables[sheet].rows]) for (key, _, sheet), col in
+                zip(SELECTORS, sel_cols.values())}
     for k in range(FIRST_GROUP_COL, last_col + 1):
         dim = ws.column_dimensions[get_column_letter(k)]
-        dim.width = 13
+        dim.width = id_width.get(get_column_letter(k), 13)
         if k > last_visible:  # the detail: one collapsed outline group
             dim.outline_level, dim.hidden = 1, True
     ws.sheet_properties.outlinePr = Outline(summaryBelow=True, summaryRight=False)
