@@ -254,6 +254,18 @@ def test_a_scenarios_dropdown_column_holds_its_longest_id_on_one_line(files):
         assert width >= max(len(i) for i in ids) + 1, (name, width, max(ids, key=len))
 
 
+def test_every_sheets_title_fits_its_first_printed_page(files):
+    """The GPU costs title ran past its five printed columns and was cut at the page's edge ('... one source per').
+    A title's width at its font size (Calibri: about one column-width unit a character at 11 pt) is within the
+    columns sure to print on the sheet's first page."""
+    from inference_ledger.workbook.printing import column_width, first_page_last_column
+
+    for ws in opened(files["workbook"]).worksheets:
+        title = ws["A1"]
+        room = sum(column_width(ws, k) for k in range(1, first_page_last_column(ws) + 1))
+        assert len(title.value) * title.font.sz / 11 <= room, (ws.title, title.value, room)
+
+
 def test_numeric_validation_enforces_what_its_message_says(files):
     """Plan!D34 (total parameters) said "> 0" but allowed 0: the rule now excludes the bound it names."""
     ws = opened(files["workbook"])["Plan"]

@@ -175,7 +175,7 @@ def load_tables() -> dict[str, Table]:
         "Dtypes": dtypes,
         "Engines": Table("Engines", "ENGINE", "Serving engines: KV budget rule, memory-profile defaults and error "
                          "bands (one source per row)", _columns(EngineRow, ENGINE_FIELDS), engine_rows()),
-        "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent; one source per row)",
+        "GPU costs": Table("GPU costs", "GPUCOST", "GPU costs: server price and power per GPU (own vs rent)",
                            _columns(GpuCost, GPU_COST_FIELDS), load_gpu_costs()),
     }
 
