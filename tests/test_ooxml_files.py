@@ -266,6 +266,14 @@ def test_every_sheets_title_fits_its_first_printed_page(files):
         assert len(title.value) * title.font.sz / 11 <= room, (ws.title, title.value, room)
 
 
+def test_the_plans_input_groups_each_have_one_title(files):
+    """The Plan listed its inputs in plan.INPUTS order, where the engine, kernel and efficiency inputs interleave:
+    'Engine', 'Kernel' and 'Efficiency' each titled two or three blocks down the sheet, and 'Gpu' was misspelt."""
+    ws = opened(files["workbook"])["Plan"]
+    titles = [c.value for c in ws["A"] if isinstance(c.value, str) and c.font and c.font.i and c.font.b]
+    assert len(titles) == len(set(titles)) and titles[:3] == ["Model", "Precision", "GPU"], titles
+
+
 def test_numeric_validation_enforces_what_its_message_says(files):
     """Plan!D34 (total parameters) said "> 0" but allowed 0: the rule now excludes the bound it names."""
     ws = opened(files["workbook"])["Plan"]

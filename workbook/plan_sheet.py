@@ -50,6 +50,9 @@ BANDED = {name: (f"{name}_low", f"{name}_high") for name in
           ("ttft_seconds", "tpot_seconds", "tokens_per_second", "cost_per_million_output_tokens", "gpus_for_qps",
            "monthly_cost_qps")}
 
+#: An input group's title where capitalising its name would misspell it ("Gpu").
+GROUP_TITLES = {"gpu": "GPU"}
+
 
 #: What the engine dropdown changes, and what the build filled for it.
 ENGINE_NOTE = ("Dropdown of the Engines sheet: its KV budget rule and fixed memory are looked up by name; its "
@@ -99,11 +102,15 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     r += 1
     header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
     group, rows = None, {}
-    for inp in [i for i in plan.INPUTS if i.name != DEMAND_INPUT]:
+    # each group's inputs together, the groups in the order they first appear (the engine's, kernel and efficiency
+    # inputs are interleaved in plan.INPUTS, and their titles repeated down the sheet)
+    order = {g: k for k, g in enumerate(dict.fromkeys(i.group for i in plan.INPUTS))}
+    for inp in sorted((i for i in plan.INPUTS if i.name != DEMAND_INPUT), key=lambda i: order[i.group]):
         r += 1
         if inp.group != group:
             group = inp.group
-            ctx.put(ws, f"A{r}", group.capitalize()).font = Font(italic=True, bold=True, color="1F3864")
+            ctx.put(ws, f"A{r}", GROUP_TITLES.get(group, group.capitalize())).font = \
+                Font(italic=True, bold=True, color="1F3864")
             rows[group] = [r]
             r += 1
         _input_row(ctx, ws, r, inp)
