@@ -97,6 +97,20 @@ def test_sweep_recalculated_by_libreoffice_matches_plan_json_row_by_row(tmp_path
     assert rows == N_ROWS
 
 
+def test_the_verdict_and_the_headers_print_whole(tmp_path):
+    """'fits, meets target' was cut at the verdict column's 14 characters, and the 54-point header row (four lines)
+    cut 'Active parameters in quantizable layers (bn params)' (five lines at its width)."""
+    table = sweep.build_sweep(SPEC)
+    path = sweep.write(table, tmp_path / "s.xlsx")
+    ws = openpyxl.load_workbook(path)["Sweep"]
+    cols = sweep.columns(table)
+    verdict_col = openpyxl.utils.get_column_letter([c.key for c in cols].index(sweep.VERDICT_WORDS) + 1)
+    assert ws.column_dimensions[verdict_col].width >= len("fits below the requested concurrency") + 1
+    # "Active / parameters in / quantizable / layers (bn / params)": five lines of 15 characters, 13.5 pt each
+    assert any(c.value == "Active parameters in quantizable layers (bn params)" for c in ws[1])
+    assert ws.row_dimensions[1].height >= 5 * 13.5
+
+
 def test_rows_follow_the_lists_and_cached_values_are_the_plans(tmp_path):
     table = sweep.build_sweep(SPEC)
     labels, inputs = next(table.blocks())

@@ -393,7 +393,7 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence
                 if r in b.rows:
                     b.to_cells(ws, r)
                     row = [ws.cell(r, col) for col in range(1, last + 1)]
-            ws.row_dimensions[r].height = max(ws.row_dimensions[r].height or 0, 13.5 * need)
+            ws.row_dimensions[r].height = max(ws.row_dimensions[r].height or 0, style.LINE_POINTS * need)
             for c in row:  # labels and values line up with the first line of the wrapped text
                 if c.value is not None and c.alignment.vertical != "top":
                     c.alignment = Alignment(vertical="top", wrap_text=c.alignment.wrap_text,

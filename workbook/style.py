@@ -213,6 +213,10 @@ def _parsed_format(fmt: str) -> tuple:
                                "," in body[:m.start(2)])
 
 
+#: Points a line of 10-11 pt text takes in a row's height.
+LINE_POINTS = 13.5
+
+
 def word_lines(text: str, per_line: int) -> int:
     """Lines a short bold label (a header) wraps to at word ends: 'Batch (sequences decoding together)' takes four
     lines of 15 where its length says three; a word longer than a line breaks at the line's end."""

@@ -44,7 +44,7 @@ from .cells import bill, billed, build_date
 from .package import MissingCachedValue, zip_info
 from .printing import PAGE_WIDTH, streamed_print_setup
 from .sweep_csv import write_csv
-from .style import AMBER, GREEN, RED, number_format, shown_as
+from .style import AMBER, GREEN, LINE_POINTS, RED, number_format, shown_as, word_lines
 from .tables import load_tables
 
 XLSX_MAX_ROWS = 1_048_576 - 1          # one header row
@@ -244,19 +244,19 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
 
     spans = {c.key: (f'<c r="{letters[j]}', attrs(c)) for j, c in enumerate(cols)}
     formula_keys = [c.key for c in cols if c.kind == "line"]
-
-    header = "".join(_text_cell(f"{letters[j]}1", c.header + (f" ({shown_as(c.unit)})" if c.unit else ""), 1)
-                     for j, c in enumerate(cols))
+    heads = [c.header + (f" ({shown_as(c.unit)})" if c.unit else "") for c in cols]
+    header = "".join(_text_cell(f"{letters[j]}1", text, 1) for j, text in enumerate(heads))
     last_row = table.n_rows + 1
-    widths = "".join(f'<col min="{j + 1}" max="{j + 1}" width="{16 if c.kind == "label" else 14}" customWidth="1"/>'
-                     for j, c in enumerate(cols))
-    n_labels = len(table.labels)
-    pages = max(1, -(-sum(16 if c.kind == "label" else 14 for c in cols) // PAGE_WIDTH))
+    # the verdict's words on one line ("fits, meets target" was cut at 14); a header row its labels' words fill (bold 10 pt)
+    width = [16 if c.kind == "label" else max(map(len, verdict.WORDS)) + 2 if c.key == VERDICT_WORDS else 14 for c in cols]
+    widths = "".join(f'<col min="{j + 1}" max="{j + 1}" width="{w}" customWidth="1"/>' for j, w in enumerate(width))
+    lines, n_labels = max(word_lines(text, int(w * 1.1)) for text, w in zip(heads, width)), len(table.labels)
+    pages = max(1, -(-sum(width) // PAGE_WIDTH))
     printed = streamed_print_setup(f"inference-ledger {__version__}: sweep", pages)
     head = (_XML + f'<worksheet {_NS} {_NS_R}><sheetPr><pageSetUpPr fitToPage="1"/></sheetPr><sheetViews><sheetView workbookViewId="0" tabSelected="1">'
             f'<pane xSplit="{n_labels + 1}" ySplit="1" topLeftCell="{letters[n_labels + 1]}2" activePane="bottomRight" state="frozen"/>'
             f'</sheetView></sheetViews><sheetFormatPr defaultRowHeight="13"/><cols>{widths}</cols>'
-            f'<sheetData><row r="1" ht="54" customHeight="1">{header}</row>')
+            f'<sheetData><row r="1" ht="{max(4, lines) * LINE_POINTS}" customHeight="1">{header}</row>')
     vcol = col_of[VERDICT_WORDS]
     cf = "".join(
         f'<cfRule type="cellIs" dxfId="{dxf}" priority="{k + 1}" operator="equal"><formula>"{escape(text)}"</formula></cfRule>'
