@@ -44,10 +44,11 @@ from .cells import bill, billed, build_date
 from .package import MissingCachedValue, zip_info
 from .printing import PAGE_WIDTH, streamed_print_setup
 from .sweep_csv import write_csv
-from .style import AMBER, GREEN, LINE_POINTS, RED, number_format, shown_as, word_lines
+from .style import AMBER, GREEN, LINE_POINTS, RED, chars_per_line, number_format, shown_as, word_lines
 from .tables import load_tables
 
 XLSX_MAX_ROWS = 1_048_576 - 1          # one header row
+FONT_POINTS = 10                       # the sheet's font size, its bold header's too
 SLICE_ROWS = 256                       # rows turned into XML at a time (bounds the text in memory)
 #: Verdict words -> conditional format (dxf 0 green, 1 amber, 2 red).
 _VERDICT_DXF = {verdict.WORDS[3]: 0, verdict.WORDS[2]: 1, verdict.WORDS[1]: 1, verdict.WORDS[0]: 2}
@@ -107,8 +108,8 @@ def _styles_xml(formats: list[str]) -> str:
     dxf = "".join(f'<dxf><font><color rgb="FF{fg}"/></font><fill><patternFill><bgColor rgb="FF{bg}"/></patternFill></fill></dxf>'
                   for bg, fg in (GREEN, AMBER, RED))
     return (_XML + f'<styleSheet {_NS}>' + (f'<numFmts count="{len(custom)}">{numfmts}</numFmts>' if custom else "") +
-            '<fonts count="2"><font><sz val="10"/><name val="Calibri"/></font>'
-            '<font><b/><sz val="10"/><color rgb="FFFFFFFF"/><name val="Calibri"/></font></fonts>'
+            f'<fonts count="2"><font><sz val="{FONT_POINTS}"/><name val="Calibri"/></font>'
+            f'<font><b/><sz val="{FONT_POINTS}"/><color rgb="FFFFFFFF"/><name val="Calibri"/></font></fonts>'
             '<fills count="3"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>'
             '<fill><patternFill patternType="solid"><fgColor rgb="FF305496"/><bgColor indexed="64"/></patternFill></fill></fills>'
             '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
@@ -245,13 +246,12 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     spans = {c.key: (f'<c r="{letters[j]}', attrs(c)) for j, c in enumerate(cols)}
     formula_keys = [c.key for c in cols if c.kind == "line"]
     heads = [c.header + (f" ({shown_as(c.unit)})" if c.unit else "") for c in cols]
-    header = "".join(_text_cell(f"{letters[j]}1", text, 1) for j, text in enumerate(heads))
-    last_row = table.n_rows + 1
-    # the verdict's words on one line ("fits, meets target" was cut at 14); a header row its labels' words fill (bold 10 pt)
+    header, last_row = "".join(_text_cell(f"{letters[j]}1", text, 1) for j, text in enumerate(heads)), table.n_rows + 1
+    # the verdict's words on one line ("fits, meets target" was cut at 14); a header row its labels' words fill
     width = [16 if c.kind == "label" else max(map(len, verdict.WORDS)) + 2 if c.key == VERDICT_WORDS else 14 for c in cols]
     widths = "".join(f'<col min="{j + 1}" max="{j + 1}" width="{w}" customWidth="1"/>' for j, w in enumerate(width))
-    lines, n_labels = max(word_lines(text, int(w * 1.1)) for text, w in zip(heads, width)), len(table.labels)
-    pages = max(1, -(-sum(width) // PAGE_WIDTH))
+    lines = max(word_lines(text, chars_per_line(w, FONT_POINTS, bold=True)) for text, w in zip(heads, width))
+    n_labels, pages = len(table.labels), max(1, -(-sum(width) // PAGE_WIDTH))
     printed = streamed_print_setup(f"inference-ledger {__version__}: sweep", pages)
     head = (_XML + f'<worksheet {_NS} {_NS_R}><sheetPr><pageSetUpPr fitToPage="1"/></sheetPr><sheetViews><sheetView workbookViewId="0" tabSelected="1">'
             f'<pane xSplit="{n_labels + 1}" ySplit="1" topLeftCell="{letters[n_labels + 1]}2" activePane="bottomRight" state="frozen"/>'

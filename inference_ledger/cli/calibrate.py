@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from inference_ledger.core import files as _files
-from inference_ledger.core.unit_registry import counted
+from inference_ledger.core.unit_registry import count_text
 from inference_ledger.cli.options import Command, check_output, write_options
 from inference_ledger.cli.plan import option_hint, plan_options
 
@@ -61,5 +61,4 @@ def calibrate_cmd(files: tuple[str, ...], output: str, **options: Any) -> None:
     result = cal.calibrate(records, dep)
     _files.write_bytes(output, calibrate_profile.profile_csv(result).encode("utf-8"), "csv", "--output")
     click.echo(calibrate_profile.report(result))
-    n = len(result.values)
-    click.echo(f"wrote {output}: {n} fitted plan {counted(n, 'inputs')}; use it with --profile {output}")
+    click.echo(f"wrote {output}: {count_text(len(result.values), 'fitted plan inputs')}; use it with --profile {output}")

@@ -117,6 +117,12 @@ def counted(x: float, base: str) -> str:
     return singular(base) if x == 1 else base
 
 
+def count_text(n: int, plural: str) -> str:
+    """A whole count and its noun phrase, the noun singular at one: '1 measured point', '1,024 sequences'."""
+    head, _, noun = plural.rpartition(" ")
+    return f"{n:,} {head + ' ' if head else ''}{counted(n, noun)}"
+
+
 # --- the CLI: typed values and shown defaults ----------------------------------------------------------------
 
 

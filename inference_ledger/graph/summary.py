@@ -148,8 +148,8 @@ def _ttft_benchmark(q, cur):
 
 
 def _ttft_band(q, cur):
-    # the band is the left-out measurements' spread around the estimate (the GPU band's sentence says how much of it): where even its low end is above the estimate,
-    # the measurements of this kind of deployment ran longer than the model says, and the sentence says so
+    # the band is the left-out measurements' spread around the estimate (the GPU band's sentence says how much of it
+    # falls inside); where even its low end is above the estimate, such deployments ran longer than the model says
     lo = q.ttft_seconds_low
     return where(eq(q.verdict, verdict.DOES_NOT_FIT), "No TTFT band: the plan does not fit.",
                  concat("Its band: ", text(lo, SECONDS_FORMAT), " to ",

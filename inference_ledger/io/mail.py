@@ -41,7 +41,7 @@ from inference_ledger import PASSWORD_ENV
 from inference_ledger.graph import verdict
 from inference_ledger.core.args import echo
 from inference_ledger.core.files import write_bytes
-from inference_ledger.core.unit_registry import counted, money_text, value_in
+from inference_ledger.core.unit_registry import count_text, money_text, value_in
 
 XLSX_TYPE = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 SECURITY_MODES = ("plain", "starttls", "ssl")
@@ -99,8 +99,8 @@ class Verdict:
             ("Model", self.model),
             ("GPU", f"{self.gpus_per_replica} x {self.gpu} per model copy"),
             ("GPUs for the target QPS", f"{self.gpus_for_qps:,}" if self.fits else none),
-            *([("Concurrency per model copy", f"{self.concurrency_used:,} "
-                f"{counted(self.concurrency_used, 'sequences')} (chosen by: {self.concurrency_reason})")]
+            *([("Concurrency per model copy", f"{count_text(self.concurrency_used, 'sequences')} (chosen by: "
+                f"{self.concurrency_reason})")]
               if self.concurrency_used and self.fits else []),
             ("Verdict", verdict.words_of(self.verdict)),
             ("TPOT", f"{self.tpot()} per output token" if self.fits else f"{self.tpot()} for one sequence"),

@@ -20,19 +20,13 @@ import numpy as np
 
 from inference_ledger.catalogs import bands
 from inference_ledger.core import csvfile
-from inference_ledger.core.unit_registry import counted
+from inference_ledger.core.unit_registry import count_text
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.graph import plan
 from inference_ledger.io.benchfiles import BadFile, Record, Run, read_text
 from inference_ledger.validation.calibrate import Calibration, _workload
 from inference_ledger.validation.calibrate_fit import METRICS, PARAM_BY_NAME
 from inference_ledger.io.report import human
-
-
-def _n(n: int, plural: str) -> str:
-    """A count and its noun phrase, the noun singular at one: '1 measured point', '3 parameters'."""
-    head, _, noun = plural.rpartition(" ")
-    return f"{n:,} {head + ' ' if head else ''}{counted(n, noun)}"
 
 
 # ----------------------------------------------------------------------------------------
@@ -55,11 +49,12 @@ def report(cal: Calibration) -> str:
     """The words calibrate prints: what it fitted, what it left and why, residuals, outliers, leave-one-out."""
     d = cal.resolved.describe()
     out = [f"Calibrated {d['model'] or 'the given model'} on {d['gpu'] or 'the given GPU'}, TP "
-           f"{int(cal.resolved.inputs['tp'])}, engine {d['engine']}, from {_n(len(cal.files), 'files')}."]
+           f"{int(cal.resolved.inputs['tp'])}, engine {d['engine']}, from {count_text(len(cal.files), 'files')}."]
     out += [f"  {line}" for line in cal.accepted]
     for g in cal.groups:
         kind = "benchmark runs" if g.kind == "benchmark" else "start-up logs"
-        out.append(f"{kind.capitalize()}: {_n(g.points, 'measured points')}, {_n(len(g.fitted), 'parameters')} fitted.")
+        out.append(f"{kind.capitalize()}: {count_text(g.points, 'measured points')}, "
+                   f"{count_text(len(g.fitted), 'parameters')} fitted.")
         for n, v in g.fitted.items():
             p = PARAM_BY_NAME[n]
             edge = " [at its bound: the data asks for more than the step model allows]" \
@@ -68,7 +63,8 @@ def report(cal: Calibration) -> str:
         for n, why in g.left.items():
             out.append(f"  left {n} at its default: {why}")
         if g.thin:
-            out.append(f"  thin data: {_n(g.points, 'points')} for {_n(len(g.fitted), 'parameters')} (fewer than twice as many); "
+            out.append(f"  thin data: {count_text(g.points, 'points')} for {count_text(len(g.fitted), 'parameters')} "
+                       "(fewer than twice as many); "
                        "measure more runs before trusting these values")
         out.append(f"  RMS residual {g.rms_before * 100:.1f}% before, {g.rms_after * 100:.1f}% after")
         bands_ = {n: v for n, (v, _) in residual_bands(cal).items()}
@@ -158,7 +154,8 @@ def profile_csv(cal: Calibration) -> str:
         for n, why in g.left.items():
             buf.write(f"# not fitted: {n} ({why})\n")
         if g.thin:
-            buf.write(f"# thin data: {_n(g.points, 'points')} for {_n(len(g.fitted), 'parameters')} of the {g.kind} fit\n")
+            buf.write(f"# thin data: {count_text(g.points, 'points')} for {count_text(len(g.fitted), 'parameters')} "
+                      f"of the {g.kind} fit\n")
     for rec in cal.records:
         buf.write(f"# measured: {_measured_line(rec)}\n")
     buf.write("#   name       the plan input (inference_ledger/graph/plan.py INPUTS)\n")
@@ -175,7 +172,8 @@ def profile_csv(cal: Calibration) -> str:
         nfiles = len(g.files)
         for n, v in g.fitted.items():
             w.writerow([n, f"{v:.10g}", f"{g.defaults[n]:.10g}", plan.INPUT_BY_NAME[n].unit,
-                        f"{PARAM_BY_NAME[n].what}: {_n(g.points, 'points')} of {nfiles} {g.kind} {counted(nfiles, 'files')}, RMS residual "
+                        f"{PARAM_BY_NAME[n].what}: {count_text(g.points, 'points')} of "
+                        f"{count_text(nfiles, g.kind + ' files')}, RMS residual "
                         f"{g.rms_after * 100:.1f}%"])
     return buf.getvalue()
 
