@@ -122,6 +122,9 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     said = " ".join(str(c.value) for row in cached["Summary"].iter_rows() for c in row if isinstance(c.value, str))
     assert not re.search(r"(?i)(owning|renting) is cheaper|TTFT at the target QPS \d", said), said
     assert "No own-or-rent answer: the plan does not fit." in said
+    # ... nor does the Forecast's summary buy servers or add up a cash flow for a fleet that does not start
+    for name in ("forecast_gpus_end", "forecast_cash_total", "forecast_npv_buy", "forecast_saving", "forecast_verdict"):
+        assert _cell(cached, name).value == "does not fit", name
     # nor does a step that no replica runs meet or miss the TPOT target, and the failures name the fit alone
     assert not re.search(r"TPOT [\d.,]+ ms (meets|misses)|(TTFT|TPOT) over target", said), said
     assert re.search(r"TPOT [\d.,]+ ms for one sequence, but the plan does not fit\.", said), said

@@ -29,6 +29,7 @@ from inference_ledger.formulas import finance_forecast
 from inference_ledger.graph import plan
 
 from . import style
+from .cells import bill, verdict_code
 from .context import Ctx
 
 SHEET = "Forecast"
@@ -105,8 +106,9 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     for name, label, unit, fn in finance_forecast.FORECAST_SUMMARY:
         r += 1
         ctx.put(ws, f"A{r}", label)
-        ctx.formula(ws, f"B{r}", fn(span, end, ctx.name), style.CHECK if name == "forecast_verdict" else style.FORMULA,
-                    formats[unit])
+        # a plan that does not start buys and rents nothing: each conclusion says so, as the Summary's bill does
+        ctx.formula(ws, f"B{r}", bill(verdict_code(ctx), fn(span, end, ctx.name)),
+                    style.CHECK if name == "forecast_verdict" else style.FORMULA, formats[unit])
         ctx.define(name, ws, f"B{r}")
     ws.merge_cells(f"B{r}:F{r}")
     # --- what it reads from Plan (right of the summary) ---------------------------------------------
