@@ -123,6 +123,19 @@ def test_a_plan_that_does_not_fit_says_so_over_its_fleet_ledgers(capsys, args, u
     assert "[memory ledger]" in titles and "[compute ledger]" in titles
 
 
+def test_the_table_shows_every_input_the_json_has(capsys):
+    """The table's input groups were a hand-written list without the engine's and the kernel tables' inputs, so
+    chunked prefill, CUDA graphs and every measured kernel figure were in --json but not in the table."""
+    code, out, err = cli(capsys, "plan", "--model", "mixtral-8x7b", "--gpu", "h100-sxm")
+    assert code == 0, err
+    keys = {line.split()[-1] for line in out.splitlines() if line.startswith("  ")}
+    assert {i.name for i in INPUTS} - keys == set()
+    assert "[inputs: engine]" in out and "[inputs: kernel]" in out
+    # a kernel floor in microseconds and a time per token in nanoseconds, never "0.00 ms"
+    assert " µs  qkv_kernel_floor_seconds" in out and " ns  qkv_kernel_seconds_per_token" in out
+    assert "fused-MoE table (1)" in out and " code " not in out
+
+
 def test_help_lists_every_input(capsys):
     code, out, _ = cli(capsys, "plan", "--help")
     assert code == 0

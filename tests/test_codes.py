@@ -52,7 +52,8 @@ def test_every_coded_quantity_is_registered_once_where_it_is_written():
 
     assert plan.CODES == {"verdict": verdict.VERDICT, "binding_limit": serving.LIMIT, "batching": serving.BATCHING,
                           "kv_budget_rule": engine_ledger.KV_RULE, "kv_admission_policy": admission.ADMISSION,
-                          "kernel_priced": serving_lines.KERNEL_PRICED}
+                          "kernel_priced": serving_lines.KERNEL_PRICED, "kernel_tables": serving_lines.KERNEL_TABLES,
+                          "moe_kernel_table": serving_lines.MOE_KERNEL_TABLE}
     assert all(q in plan.NAMES for q in plan.CODES)
 
 

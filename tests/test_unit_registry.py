@@ -57,7 +57,7 @@ def test_defaults_show_as_the_option_takes_them(x, unit, option):
 
 @pytest.mark.parametrize("x, unit, text", [
     (80e9, "B", "80.00 GB (74.51 GiB)"), (5e8, "B", "500.0 MB (476.8 MiB)"), (512, "B", "512 B"),
-    (327680, "B/token", "327,680 B/token (320.0 KiB)"), (1.5e-5, "s", "0.02 ms"), (2.5, "s", "2.500 s"),
+    (327680, "B/token", "327,680 B/token (320.0 KiB)"), (1.5e-5, "s", "15.00 µs"), (5.5664e-8, "s", "55.66 ns"), (4.13e-10, "s", "0.413 ns"), (2.5, "s", "2.500 s"),
     (0.925, "fraction", "92.5%"), (0.08, "fraction/year", "8.0%/year"), (1, "1/0", "yes"),
     (33113.4, "$/month", "$33,113/month"), (0.0123, "$/Mtok", "$0.0123/Mtok"),
     # a count of one takes its noun's singular ('1 stages' in the table and 'Default: 1 stages.' in the help before)

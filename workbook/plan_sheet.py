@@ -102,9 +102,8 @@ def plan_sheet(wb, ctx: Ctx) -> None:
     r += 1
     header(ctx, ws, r, 1, ["Input", "Value", "Unit", "Override", "What it is"])
     group, rows = None, {}
-    # each group's inputs together, the groups in the order they first appear (the engine's, kernel and efficiency
-    # inputs are interleaved in plan.INPUTS, and their titles repeated down the sheet)
-    order = {g: k for k, g in enumerate(dict.fromkeys(i.group for i in plan.INPUTS))}
+    # each group's inputs together (their titles were repeated down the sheet), in plan.INPUT_GROUPS' order
+    order = {g: k for k, g in enumerate(plan.INPUT_GROUPS)}
     for inp in sorted((i for i in plan.INPUTS if i.name != DEMAND_INPUT), key=lambda i: order[i.group]):
         r += 1
         if inp.group != group:

@@ -203,6 +203,8 @@ def text(x: float, base: str, symbol: str = "$") -> str:
     """One base-unit value as the plan table shows it: 80.00 GB (74.51 GiB), 3.35 TB/s, 12.50 ms, 90.0%, $1,234/month."""
     if base == "1/0":
         return "yes" if x else "NO"
+    if base == "code":   # a code with no list of words (gqa_decode's N): the number alone, never "8 code"
+        return f"{x:g}"
     if base.startswith("fraction/"):  # a rate: 8.0%/year, 5.0%/month
         return f"{text(x, 'fraction')}/{base.split('/', 1)[1]}"
     if base.startswith("$/"):

@@ -271,6 +271,10 @@ def prefill_roofline_seconds(prefill_weight_bytes_per_gpu, active_params, prefil
 
 
 KERNEL_PRICED = Codes("kernel_priced", [(1, kernels.MEASURED), (0, kernels.FALLBACK)])
+#: the input that says whether a GPU has tables reads in the same words
+KERNEL_TABLES = Codes("kernel_tables", KERNEL_PRICED.members)
+#: where the MoE layers' figures come from (kernels.plan_kernel_inputs sets it)
+MOE_KERNEL_TABLE = Codes("moe_kernel_table", [(0, "GEMM table"), (1, "fused-MoE table")])
 
 
 @line("Step priced from the kernel tables (1) or the roofline (0)", "code", BANDWIDTH,

@@ -39,7 +39,7 @@ class Input:
     unit: str
     default: Optional[float]
     doc: str
-    group: str  # model | precision | gpu | deployment | workload | efficiency | cost | target
+    group: str  # one of INPUT_GROUPS
     arg: Arg
 
 
@@ -218,6 +218,8 @@ INPUTS: tuple[Input, ...] = (
 )
 
 INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
+#: the inputs' groups in the order they first appear: the order the Plan sheet and the plan table show them in
+INPUT_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))
 
 #: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, finance): functions of the
 #: line modules, or formulas of ledger / engine_ledger / verdict that are lines themselves, shown where they are used.
@@ -230,7 +232,6 @@ NAMES: tuple[str, ...] = tuple(i.name for i in INPUTS) + tuple(l.name for l in L
 #: Each coded input or line's Codes, registered beside its formula (core.codes): its words everywhere, as options take.
 CODES: dict[str, Codes] = {q: c for q, c in registered().items() if q in NAMES}
 
-
 #: Groups of lines instantiated over a parameter (inference_ledger.core.line.Family): one value per family, nested by
 #: candidate (``plan --json``: tp_candidates: {"1": {...}, "2": {...}}), read by the lines that take it.
 FAMILIES: tuple[Family, ...] = (whatif_lines.TP_CANDIDATES,)
@@ -241,8 +242,7 @@ def _order(nodes) -> tuple:
     """Lines and families in an order where each comes after every quantity it uses (display order where it can)."""
     done = {i.name for i in INPUTS}
     known = done | {n.name for n in nodes}
-    order: list = []
-    pending = list(nodes)
+    order, pending = [], list(nodes)
     while pending:
         ready = [l for l in pending if all(p in done for p in l.params)]
         if not ready:

@@ -18,7 +18,7 @@ import numpy as np
 from inference_ledger.catalogs import catalog, engines
 from inference_ledger.graph import concurrency, verdict
 from inference_ledger.formulas import finance_forecast, kernels, step_lines
-from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUTS, LINE_BY_NAME, LINES, evaluate
+from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUT_GROUPS, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
@@ -26,9 +26,6 @@ LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy
 #: the table's section title says so, as the sentences do ("No fleet", "No bill").
 FLEET_LEDGERS = ("cost", "finance", "accuracy")
 NO_FLEET = ": the plan does not fit, so no fleet runs these figures"
-INPUT_GROUPS = ("model", "precision", "gpu", "deployment", "workload", "efficiency", "cost", "target", "finance", "accuracy")
-
-
 def unit_of(name: str) -> str:
     q = LINE_BY_NAME.get(name) or INPUT_BY_NAME.get(name)
     return q.unit if q is not None else ""
