@@ -8,6 +8,7 @@ import pytest
 
 from inference_ledger.cli import run
 from inference_ledger.io import report
+from inference_ledger.graph import verdict
 from inference_ledger.catalogs.catalog import MODELS_DIR, load_gpus, load_models
 from inference_ledger.graph.resolve import plan_inputs, with_engine
 from inference_ledger.graph.plan import INPUTS, evaluate
@@ -118,7 +119,7 @@ def test_a_plan_that_does_not_fit_says_so_over_its_fleet_ledgers(capsys, args, u
     code, out, err = cli(capsys, "plan", *args)
     assert code == 0, err
     titles = [line for line in out.splitlines() if line.startswith("[") and " ledger" in line]
-    said = [t for t in titles if t.endswith(f"{report.NO_FLEET}]")]
+    said = [t for t in titles if t.endswith(f"{verdict.NO_FLEET}]")]
     assert [t.split(" ledger")[0][1:] for t in said] == (list(report.FLEET_LEDGERS) if unfit else [])
     assert "[memory ledger]" in titles and "[compute ledger]" in titles
 

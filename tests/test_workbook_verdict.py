@@ -18,7 +18,8 @@ import pytest
 from openpyxl import load_workbook
 
 from inference_ledger.catalogs import catalog
-from inference_ledger.graph import plan
+from inference_ledger.graph import plan, verdict
+from inference_ledger.workbook import forecast
 from inference_ledger.workbook.recalc import recalculate
 
 from renders import memoised_renders, opened, options_of
@@ -125,6 +126,8 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     # ... nor does the Forecast's summary buy servers or add up a cash flow for a fleet that does not start
     for name in ("forecast_gpus_end", "forecast_cash_total", "forecast_npv_buy", "forecast_saving", "forecast_verdict"):
         assert _cell(cached, name).value == "does not fit", name
+    # and its month-by-month what-if is titled as one that no fleet runs
+    assert cached["Forecast"][f"A{forecast.HEAD - 1}"].value.endswith(verdict.NO_FLEET)
     # nor does a step that no replica runs meet or miss the TPOT target, and the failures name the fit alone
     assert not re.search(r"TPOT [\d.,]+ ms (meets|misses)|(TTFT|TPOT) over target", said), said
     assert re.search(r"TPOT [\d.,]+ ms for one sequence, but the plan does not fit\.", said), said
@@ -380,3 +383,4 @@ def test_a_met_target_is_green_on_a_plan_that_fits(workbooks):
     for label in ("TTFT at the target QPS / target", "TPOT / target"):
         assert ws[f"E{rows[label]}"].value == "meets the target"
         assert _status_fill(path, cached, f"E{rows[label]}") == "GREEN", label
+    assert cached["Forecast"][f"A{forecast.HEAD - 1}"].value == "Timeline (one column per month)"   # a fleet runs it

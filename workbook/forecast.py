@@ -26,7 +26,8 @@ from openpyxl.chart import BarChart, LineChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import finance_forecast
-from inference_ledger.graph import plan
+from inference_ledger.graph import plan, verdict
+from inference_ledger.core.sheetfuncs import ge, lt, where
 
 from . import style
 from .cells import bill, verdict_code
@@ -46,6 +47,12 @@ USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_
         "gpus_per_server",
         "lead_time_months", "servers_owned_start", "server_price_per_gpu", "owned_running_cost_per_gpu_month",
         "price_per_gpu_hour", "cost_of_capital", "depreciation_years")
+
+
+def fleet_title(code, title: str):
+    """The title over a fleet's figures: as it is when the plan starts, else saying no fleet runs them (or that an
+    input is invalid), as cells.bill says in each bill's cell."""
+    return where(ge(code, 1), title, where(lt(code, 0), f"{title}: {verdict.INVALID_WORDS}", title + verdict.NO_FLEET))
 
 
 def col(k: int) -> str:
@@ -74,7 +81,8 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     row_of = {key: HEAD + i for i, (key, *_r) in enumerate(rows)}
     first, last = col(0), col(n - 1)
     # --- the timeline (written first: the summary above it reads its cells) -------------------------
-    ctx.put(ws, f"A{HEAD - 1}", "Timeline (one column per month)", style.SECTION)
+    # a what-if for a plan that does not fit: its title says no fleet runs it
+    ctx.formula(ws, f"A{HEAD - 1}", fleet_title(verdict_code(ctx), "Timeline (one column per month)"), style.SECTION)
     p = ctx.q
     prev: Optional[dict] = None
     for k in range(n):

@@ -34,6 +34,8 @@ WORDS = VERDICT.words
 #: The workbook's code for a typed input that breaks a rule (its words name the rule: see :func:`invalid_words`).
 INVALID_INPUT = -1
 INVALID_WORDS = "invalid input"
+#: What a fleet's figures are titled with when the plan does not fit (they are a what-if: no replica starts).
+NO_FLEET = ": the plan does not fit, so no fleet runs these figures"
 VERDICT_INVALID = Const(INVALID_INPUT, "VERDICT_INVALID", "verdict code: a typed input breaks a rule (the Checks sheet "
                         "names it), so no plan is claimed", "code")
 
