@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -116,6 +117,16 @@ def test_a_placeholder_price_is_marked_where_it_ranks_a_plan(capsys):
     assert {p["gpu"]: p["price_placeholder"] for p in doc["plans"]} == {"mi355x": True, "h100-sxm": False}
     code, out, err = _cli(capsys, *args, "--price-per-gpu-hour", "3")
     assert code == 0 and "*" not in out and "placeholder" not in out, out
+
+
+def test_the_runner_up_is_said_to_have_less_headroom_only_where_it_has(capsys):
+    """A Gaudi 3 runner-up read 'the same cost with less QPS headroom (305% vs 305%)': a tie as shown is a tie."""
+    code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-8b", "--qps", "5", "--gpu", "gaudi3")
+    assert code == 0, err
+    assert "next: TP 1 fp8 at the same cost and QPS headroom (305%)" in out, out
+    code, out, err = _cli(capsys, "recommend", "--model", "llama-3.1-8b", "--qps", "5")
+    less = re.findall(r"less QPS headroom \((\d+%) vs (\d+%)\)", out)
+    assert less and all(int(a[:-1]) < int(b[:-1]) for a, b in less), less
 
 
 def test_recommend_lists_no_gpu_its_engine_does_not_run_on(capsys):

@@ -158,10 +158,11 @@ def cheapest_of_each_kind(found: Sequence[Recommendation]) -> list[Recommendatio
         why = f"cheapest of {len(plans)} {n}-GPU {g} plan{'s' if len(plans) > 1 else ''} meeting the targets"
         if len(plans) > 1:
             nxt, cost = plans[1], best.values["monthly_cost_qps"]
+            spare = [f"{p.values['qps_headroom']:.0%}" for p in (nxt, best)]   # as shown: a tie is the same words
             why += f"; next: {layout_words(nxt.values)} {nxt.labels['weight_dtype']} at " + (
-                f"the same cost with less QPS headroom ({nxt.values['qps_headroom']:.0%} vs "
-                f"{best.values['qps_headroom']:.0%})" if nxt.values["monthly_cost_qps"] == cost else
-                f"${nxt.values['monthly_cost_qps']:,.0f}/month")
+                f"${nxt.values['monthly_cost_qps']:,.0f}/month" if nxt.values["monthly_cost_qps"] != cost else
+                f"the same cost and QPS headroom ({spare[0]})" if spare[0] == spare[1] else
+                f"the same cost with less QPS headroom ({spare[0]} vs {spare[1]})")
         if n == min(sizes[(m, g)]):
             why += f"; the smallest {g} replica that meets them"
         out.append(Recommendation(best.labels, best.inputs, best.values, why))
