@@ -68,6 +68,20 @@ def test_plan_disaggregated_json(capsys):
     assert doc["xpyd"].endswith("D") and doc["gpus"] > 0 and doc["kv_transfer_bytes"] == 327_680 * 1024
 
 
+def test_a_bare_disaggregated_plan_is_the_default_deployments_as_a_bare_plan_is(capsys):
+    """`plan` with nothing named plans the default model on the default GPU; `plan --disaggregated` stopped with
+    "model is empty", and a model given by its numbers alone could not be disaggregated at all."""
+    code, out, err = _cli(capsys, "plan", "--disaggregated")
+    assert code in (0, None), err
+    assert out.startswith("Llama-3.1-70B on NVIDIA H100 SXM5 80GB, disaggregated prefill and decode"), out
+    code, out, err = _cli(capsys, "plan", "--disaggregated", "--json")
+    assert (json.loads(out)["model"], json.loads(out)["gpu"]) == ("llama-3.1-70b", "h100-sxm")
+    code, out, err = _cli(capsys, "plan", "--disaggregated", "--params", "70e9", "--layers", 80, "--kv-heads", 8,
+                          "--head-dim", 128, "--gpu-memory", "80GB", "--hbm-bw", "3.35TB/s", "--peak-flops", "989TFLOPS")
+    assert code in (0, None), err
+    assert out.startswith("70.0B-parameter model on a GPU given by its figures, disaggregated"), out
+
+
 def test_the_prefill_pools_time_is_the_one_its_ttft_and_rate_are_built_on(capsys):
     """The prefill pool's column showed its plan's benchmark TTFT (330 ms, a closed loop of clients the pool never
     sees) above 'TTFT (prefill + KV transfer): 283 ms'. It shows the prefill time the TTFT and the pool's rate are

@@ -16,6 +16,7 @@ from inference_ledger.graph import disaggregated, resolve
 from inference_ledger.graph.plan import INPUT_BY_NAME
 from inference_ledger.graph.recommend import layout_words, layouts
 from inference_ledger.io.report import human
+from inference_ledger.cli.plan import model_words
 
 def pools_text(pools: disaggregated.Pools, title: str = "") -> str:
     """The two pools side by side, then the KV transfer and the totals."""
@@ -57,12 +58,15 @@ def plan_disaggregated(options: Mapping[str, Any], prefill: Mapping[str, Optiona
             numbers["input_tokens"] = resolve.input_tokens_of(context, out)
         pools = disaggregated.disaggregate(model, gpu, pre, decode, weight_dtype=wd, kv_dtype=kd or "bf16",
                                            engine=engine, numbers=numbers)
+        # what the pools were resolved to: the default model and GPU when none is named, as for `plan`
+        r = resolve.resolve(model, gpu, weight_dtype=wd, kv_dtype=kd or "bf16", engine=engine, numbers=numbers | decode)
     except resolve.ChoiceError as e:
         raise click.BadParameter(str(e), param_hint="'--" + e.option.replace("_", "-") + "'") from None
+    desc = r.describe()
     if as_json:
-        return json.dumps(pools.summary() | {"model": getattr(model, "id", model), "gpu": gpu}, indent=2)
-    m, g = resolve.find_model(model), resolve.find_gpu(gpu)
-    return pools_text(pools, f"{m.name} on {g.name}, disaggregated prefill and decode")
+        return json.dumps(pools.summary() | {"model": desc["model"], "gpu": desc["gpu"]}, indent=2)
+    gpu_words = desc["gpu_name"] or "a GPU given by its figures"
+    return pools_text(pools, f"{model_words(r.inputs, desc)} on {gpu_words}, disaggregated prefill and decode")
 
 
 def recommend_disaggregated(models, gpus, tps, weight_dtypes, kv_dtype, engine, fixed, max_gpus,
