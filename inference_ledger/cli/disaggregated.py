@@ -13,10 +13,10 @@ import click
 
 from inference_ledger.catalogs import catalog
 from inference_ledger.graph import disaggregated, resolve
+from inference_ledger.graph.summary import model_words
 from inference_ledger.graph.plan import INPUT_BY_NAME
 from inference_ledger.graph.recommend import layout_words, layouts
 from inference_ledger.io.report import human
-from inference_ledger.cli.plan import model_words
 
 def pools_text(pools: disaggregated.Pools, title: str = "") -> str:
     """The two pools side by side, then the KV transfer and the totals."""

@@ -11,7 +11,7 @@ Other commands reuse :func:`plan_options` and :func:`plan_from_options`.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Optional
 
 import click
 
@@ -177,14 +177,8 @@ def plan_from_options(*, model: Optional[str] = None, config: Optional[str] = No
     return r.inputs, r.describe()
 
 
-def model_words(values: Mapping[str, Any], desc: dict[str, Any]) -> str:
-    """The model a title names: its name (and what was overridden), or its size where only numbers describe it."""
-    return (desc["model_name"] + summary.overridden_words(desc) if desc["model_name"]
-            else f"{values['num_params'] / 1e9:,.1f}B-parameter model")
-
-
 def title(values: dict[str, Any], desc: dict[str, Any]) -> str:
-    model = model_words(values, desc)
+    model = summary.model_words(values, desc)
     gpu = desc["gpu_name"] or "GPU"
     dtypes = f"weights {desc['weight_dtype'] or human(values['weight_bytes'], 'B/param')}, KV {desc['kv_dtype']}"
     layout = " x ".join(f"{k} {int(values[n])}" for k, n in (("TP", "tp"), ("DP attention", "dp_attention"),

@@ -83,6 +83,12 @@ def overridden_words(desc: Mapping[str, Any]) -> str:
     return str(figures_overridden(desc.get("model_figures_given") or 0))
 
 
+def model_words(values: Mapping[str, Any], desc: Mapping[str, Any]) -> str:
+    """The model a title names: its name (and what was overridden), or its size where only numbers describe it."""
+    return (desc["model_name"] + overridden_words(desc) if desc["model_name"]
+            else f"{values['num_params'] / 1e9:,.1f}B-parameter model")
+
+
 def _question(q, cur):
     # model_overridden: figures_overridden of the model's overridden figures, a cell of its own in the workbook (the
     # Plan sheet's, beside the model group's title), which keeps this formula short
