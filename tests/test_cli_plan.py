@@ -137,6 +137,19 @@ def test_the_table_shows_every_input_the_json_has(capsys):
     assert "fused-MoE table (1)" in out and " code " not in out
 
 
+@pytest.mark.parametrize("option, text, said", [
+    # a switch or a code has no unit: "'maybe' is not a number in 1/0 (suffixes: 1/0)" named none that helps
+    ("--chunked-prefill", "maybe", "'maybe' is not 1 (on) or 0 (off)"),
+    ("--gqa-decode", "x", "'x' is not a code number"),
+    # a code with words lists them with their numbers ("is not a number in code (suffixes: code); or one of ...")
+    ("--batching", "maybe", "'maybe' is not one of continuous (1), static (2)"),
+    ("--kernel-tables", "maybe", "'maybe' is not one of measured tables (1), roofline fallback (0)"),
+])
+def test_a_switch_or_a_code_that_is_not_one_says_what_it_takes(capsys, option, text, said):
+    code, out, err = cli(capsys, "plan", option, text)
+    assert code == 2 and f"Invalid value for '{option}': {said} (see" in err, err
+
+
 def test_help_lists_every_input(capsys):
     code, out, _ = cli(capsys, "plan", "--help")
     assert code == 0

@@ -33,7 +33,7 @@ def test_the_kv_rule_words_come_from_its_codes_not_from_a_doc_string():
     assert parse_quantity("sglang", "code", "kv_budget_rule") == 2.0
     assert parse_quantity("TensorRT-LLM", "code", "kv_budget_rule") == 3.0
     assert parse_quantity("static", "code", "batching") == 2.0
-    with pytest.raises(ValueError, match="or one of vllm, sglang, tensorrt-llm"):
+    with pytest.raises(ValueError, match=r"is not one of vLLM \(1\), SGLang \(2\), TensorRT-LLM \(3\)"):
         parse_quantity("tgi", "code", "kv_budget_rule")
 
 

@@ -63,7 +63,10 @@ def parse_quantity(text: str, unit: str, name: str = "") -> float:
     try:
         return unit_registry.parse(text, unit)
     except ValueError as e:
-        raise ValueError(f"{e}; or one of {', '.join(words)}" if words else str(e)) from None
+        if not words:
+            raise
+        cases = ", ".join(f"{w} ({c})" for w, c in CODE_WORDS[name].items())   # the words as written, and their codes
+        raise ValueError(f"{text!r} is not one of {cases}") from None
 
 
 def shown_default(x: float, unit: str) -> str:

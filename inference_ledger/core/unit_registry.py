@@ -156,6 +156,8 @@ def parse(text: str, base: str) -> float:
     table = suffixes(base)
     m = _NUMBER.match(t)
     if not m or (m.group(2) and m.group(2).lower() not in table):
+        if base in ("code", "1/0"):   # a switch or a code is a bare number: no unit to name, no suffix to list
+            raise ValueError(f"{text!r} is not " + ("1 (on) or 0 (off)" if base == "1/0" else "a code number"))
         ok = f" (suffixes: {', '.join(table)})" if table else ""
         raise ValueError(f"{text!r} is not a number in {base or 'plain numbers'}{ok}")
     return float(m.group(1)) * table.get(m.group(2).lower(), 1)
