@@ -141,8 +141,9 @@ def test_every_chart_carries_the_values_it_plots(files, kind):
     # Sensitivity: 2 tornadoes x 2 series x 2 = 8
     # Load: tokens/s + its band's low and high + KV marker, TPOT + its band's low and high + KV marker + TPOT target
     # (x, y each) = 18; Summary: cost by scenario (title, categories, values) = 3, tokens/s + TPOT + TPOT target
-    # (x, y each) = 6; the two Load charts' and the Summary load chart's titles read a cell on Load = 3
-    assert n == 59 + 4 * 2 + 5 * 2 + 3 + 6 + 3
+    # (x, y each) = 6; the two Load charts' and the Summary load chart's titles read a cell on Load = 3; the two
+    # Forecast charts' titles read a cell on Forecast = 2
+    assert n == 59 + 4 * 2 + 5 * 2 + 3 + 6 + 3 + 2
 
 
 def test_charts_are_only_in_the_workbook_and_template(files):

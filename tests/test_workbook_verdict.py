@@ -81,7 +81,8 @@ def _all_pass(wb) -> list[tuple[str, str]]:
 
 
 def _chart_titles(path: Path) -> list[str]:
-    """The cached titles of the charts whose title reads a cell (the Load sheet's Chart titles), from the package."""
+    """The cached titles of the charts whose title reads a cell (the Load and Forecast sheets' Chart titles), from
+    the package."""
     with zipfile.ZipFile(path) as z:
         parts = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart")]
     return [v for x in parts for v in re.findall(r"<(?:c:)?title><(?:c:)?tx><(?:c:)?strRef>.*?<(?:c:)?v>([^<]*)</(?:c:)?v>", x)]
@@ -131,9 +132,10 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     # nor does a step that no replica runs meet or miss the TPOT target, and the failures name the fit alone
     assert not re.search(r"TPOT [\d.,]+ ms (meets|misses)|(TTFT|TPOT) over target", said), said
     assert re.search(r"TPOT [\d.,]+ ms for one sequence, but the plan does not fit\.", said), said
-    # ... and every load chart's title (a cell on Load, read by the chart) says no replica runs its curves
+    # ... and every title of a chart over the fleet (a cell on Load or Forecast, read by the chart: the Forecast's
+    # were typed, "GPUs needed vs owned" over 250,000 GPUs) says no replica runs its curves
     titles = _chart_titles(path)
-    assert len(titles) == 3 and all(t == "does not fit: no replica runs these curves (Plan)" for t in titles), titles
+    assert len(titles) == 5 and all(t == "does not fit: no replica runs these curves (Plan)" for t in titles), titles
     # ... and the key numbers show no benchmark TTFT and no band where the sentences say there is none
     ws = cached["Summary"]
     rows = {ws[f"B{r}"].value: r for r in range(1, ws.max_row + 1) if isinstance(ws[f"B{r}"].value, str)}
@@ -198,7 +200,7 @@ def test_a_plan_that_misses_its_targets_fails_the_master_check(tmp_path):
     assert sorted(_chart_titles(tmp_path / "l4.xlsx")) == sorted([
         "Output tokens/s vs concurrency (flat: the KV cache is full, the rest queue)",
         "TPOT vs concurrency (the dashed level is the TPOT target)",
-        "Output tokens/s and TPOT vs concurrency (log scale), one replica"])
+        "Output tokens/s and TPOT vs concurrency (log scale), one replica", *dict(forecast.CHART_TITLES).values()])
 
 
 #: Values the CLI refuses, typed into the default workbook (bad-inputs.md L01-L04), and a model id not in the
@@ -384,3 +386,4 @@ def test_a_met_target_is_green_on_a_plan_that_fits(workbooks):
         assert ws[f"E{rows[label]}"].value == "meets the target"
         assert _status_fill(path, cached, f"E{rows[label]}") == "GREEN", label
     assert cached["Forecast"][f"A{forecast.HEAD - 1}"].value == "Timeline (one column per month)"   # a fleet runs it
+    assert {"GPUs needed vs owned", "Monthly cash out by source"} <= set(_chart_titles(path))   # the Forecast's

@@ -32,6 +32,7 @@ from inference_ledger.core.sheetfuncs import ge, lt, where
 from . import style
 from .cells import bill, verdict_code
 from .context import Ctx
+from .load_chart import chart_title
 
 SHEET = "Forecast"
 #: First month's column (C) and the timeline's header row (the summary and the charts above it).
@@ -47,6 +48,10 @@ USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_
         "gpus_per_server",
         "lead_time_months", "servers_owned_start", "server_price_per_gpu", "owned_running_cost_per_gpu_month",
         "price_per_gpu_hour", "cost_of_capital", "depreciation_years")
+
+
+#: The charts' titles (label, title while the plan starts), in the order _charts draws them.
+CHART_TITLES = (("GPUs chart", "GPUs needed vs owned"), ("Cash chart", "Monthly cash out by source"))
 
 
 def fleet_title(code, title: str):
@@ -127,8 +132,15 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"H{rr}", q.label)
         ws.merge_cells(f"H{rr}:K{rr}")
         ctx.formula(ws, f"L{rr}", ctx.name(name), style.FORMULA, style.number_format(q.unit))
+    # --- the charts' titles: read from cells, so a plan that does not start says so over its what-if -------
+    ctx.put(ws, f"A{r + 2}", "Chart titles", style.SECTION)
+    titles = []
+    for k, (label, text) in enumerate(CHART_TITLES):
+        ctx.put(ws, f"A{r + 3 + k}", label)
+        titles.append(chart_title(ctx, ws, f"B{r + 3 + k}", text))
+        ws.merge_cells(f"B{r + 3 + k}:F{r + 3 + k}")
     ws.freeze_panes = f"{first}{HEAD + 1}"
-    _charts(ws, n, row_of, CHART_ROW)
+    _charts(ws, n, row_of, CHART_ROW, titles)
     ws.print_area = f"A1:{last}{HEAD + len(rows) - 1}"
     # a year of months per printed page width, the labels repeated on every page
     ws.page_setup.fitToWidth = max(1, -(-n // MONTHS_PER_PAGE))
@@ -142,10 +154,10 @@ def _series(ws, row: int, n: int, title: str, color: str) -> Series:
     return s
 
 
-def _charts(ws, n: int, row_of: dict, top: int) -> None:
+def _charts(ws, n: int, row_of: dict, top: int, titles: list) -> None:
     months = Reference(ws, min_col=FIRST_COL, max_col=FIRST_COL + n - 1, min_row=row_of["month"])
     gpus = LineChart()
-    gpus.title = "GPUs needed vs owned"
+    gpus.title = titles[0]
     gpus.y_axis.title, gpus.x_axis.title = "GPUs", "Month"
     for key, title, color in (("gpus_needed", "GPUs needed (peak + headroom)", "C00000"),
                               ("owned_gpus", "GPUs owned", "4472C4"), ("rented_gpus", "GPUs rented", "ED7D31")):
@@ -153,7 +165,7 @@ def _charts(ws, n: int, row_of: dict, top: int) -> None:
     gpus.set_categories(months)
     cost = BarChart()
     cost.type, cost.grouping, cost.overlap = "col", "stacked", 100
-    cost.title = "Monthly cash out by source"
+    cost.title = titles[1]
     cost.y_axis.title, cost.x_axis.title = "per month", "Month"
     cost.y_axis.numFmt = style.number_format("$")
     for key, title, color in (("capex", "Capex (servers)", "4472C4"), ("running", "Running cash (owned)", "A5A5A5"),
