@@ -120,7 +120,7 @@ def test_a_plan_that_does_not_fit_says_so_over_its_fleet_ledgers(capsys, args, u
     assert code == 0, err
     titles = [line for line in out.splitlines() if line.startswith("[") and " ledger" in line]
     said = [t for t in titles if t.endswith(f"{verdict.NO_FLEET}]")]
-    assert [t.split(" ledger")[0][1:] for t in said] == (list(report.FLEET_LEDGERS) if unfit else [])
+    assert [t.split(" ledger")[0][1:] for t in said] == (list(verdict.FLEET_LEDGERS) if unfit else [])
     assert "[memory ledger]" in titles and "[compute ledger]" in titles
 
 

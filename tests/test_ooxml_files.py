@@ -264,7 +264,9 @@ def test_every_sheets_title_fits_its_first_printed_page(files):
     for ws in opened(files["workbook"]).worksheets:
         title = ws["A1"]
         room = sum(column_width(ws, k) for k in range(1, first_page_last_column(ws) + 1))
-        assert len(title.value) * title.font.sz / 11 <= room, (ws.title, title.value, room)
+        # a title that is a formula (a fleet's ledger: "... : the plan does not fit, ...") shows one of its texts
+        text = max(re.findall(r'"((?:[^"]|"")*)"', title.value), key=len) if title.value.startswith("=") else title.value
+        assert len(text) * title.font.sz / 11 <= room, (ws.title, text, room)
 
 
 def test_the_plans_input_groups_each_have_one_title(files):

@@ -129,6 +129,7 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
         assert _cell(cached, name).value == "does not fit", name
     # and its month-by-month what-if is titled as one that no fleet runs
     assert cached["Forecast"][f"A{forecast.HEAD - 1}"].value.endswith(verdict.NO_FLEET)
+    assert cached["Cost"]["A1"].value == "Cost ledger" + verdict.NO_FLEET   # as `plan` titles its cost ledger
     # nor does a step that no replica runs meet or miss the TPOT target, and the failures name the fit alone
     assert not re.search(r"TPOT [\d.,]+ ms (meets|misses)|(TTFT|TPOT) over target", said), said
     assert re.search(r"TPOT [\d.,]+ ms for one sequence, but the plan does not fit\.", said), said
@@ -386,4 +387,5 @@ def test_a_met_target_is_green_on_a_plan_that_fits(workbooks):
         assert ws[f"E{rows[label]}"].value == "meets the target"
         assert _status_fill(path, cached, f"E{rows[label]}") == "GREEN", label
     assert cached["Forecast"][f"A{forecast.HEAD - 1}"].value == "Timeline (one column per month)"   # a fleet runs it
+    assert cached["Cost"]["A1"].value == "Cost ledger"
     assert {"GPUs needed vs owned", "Monthly cash out by source"} <= set(_chart_titles(path))   # the Forecast's

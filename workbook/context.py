@@ -30,7 +30,7 @@ from inference_ledger.graph import verdict
 from inference_ledger.core.expr import ExpressionHasNoValue
 from inference_ledger.core.refs import cell, name as defined_name, reference, span
 from inference_ledger.core.expr import NOVALUE, Sym, XLError
-from inference_ledger.core.sheetfuncs import eq, where
+from inference_ledger.core.sheetfuncs import eq, ge, lt, where
 from inference_ledger.core.refs import absolute
 
 from . import style
@@ -147,6 +147,12 @@ class Ctx:
         self.formula(ws, coord, where(eq(self.name("master_check", self.master_value), 1), ALL_PASS,
                                       where(eq(self.name("checks_pass", self.checks_pass), 1), VERDICT_FAILS,
                                             CHECK_FAILS)), style.CHECK)
+
+    def fleet_title(self, title: str) -> Sym:
+        """The title over a fleet's figures: as it is while the plan starts, else saying that no fleet runs them (or
+        that an input is invalid), as cells.bill says in each bill's cell."""
+        code = self.name("verdict", self.verdict_code)
+        return where(ge(code, 1), title, where(lt(code, 0), f"{title}: {verdict.INVALID_WORDS}", title + verdict.NO_FLEET))
 
     # --- cells -------------------------------------------------------------------
     def put_beside(self, ws: Worksheet, coord: str, text: str, style: Optional[str] = None) -> None:

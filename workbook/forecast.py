@@ -26,8 +26,7 @@ from openpyxl.chart import BarChart, LineChart, Reference, Series
 from openpyxl.utils import get_column_letter
 
 from inference_ledger.formulas import finance_forecast
-from inference_ledger.graph import plan, verdict
-from inference_ledger.core.sheetfuncs import ge, lt, where
+from inference_ledger.graph import plan
 
 from . import style
 from .cells import bill, verdict_code
@@ -52,12 +51,6 @@ USES = ("target_qps", "requests_per_day", "growth", "headroom_target", "qps_per_
 
 #: The charts' titles (label, title while the plan starts), in the order _charts draws them.
 CHART_TITLES = (("GPUs chart", "GPUs needed vs owned"), ("Cash chart", "Monthly cash out by source"))
-
-
-def fleet_title(code, title: str):
-    """The title over a fleet's figures: as it is when the plan starts, else saying no fleet runs them (or that an
-    input is invalid), as cells.bill says in each bill's cell."""
-    return where(ge(code, 1), title, where(lt(code, 0), f"{title}: {verdict.INVALID_WORDS}", title + verdict.NO_FLEET))
 
 
 def col(k: int) -> str:
@@ -87,7 +80,7 @@ def add_forecast_sheet(wb, ctx: Ctx) -> None:
     first, last = col(0), col(n - 1)
     # --- the timeline (written first: the summary above it reads its cells) -------------------------
     # a what-if for a plan that does not fit: its title says no fleet runs it
-    ctx.formula(ws, f"A{HEAD - 1}", fleet_title(verdict_code(ctx), "Timeline (one column per month)"), style.SECTION)
+    ctx.formula(ws, f"A{HEAD - 1}", ctx.fleet_title("Timeline (one column per month)"), style.SECTION)
     p = ctx.q
     prev: Optional[dict] = None
     for k in range(n):

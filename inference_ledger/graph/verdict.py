@@ -36,6 +36,8 @@ INVALID_INPUT = -1
 INVALID_WORDS = "invalid input"
 #: What a fleet's figures are titled with when the plan does not fit (they are a what-if: no replica starts).
 NO_FLEET = ": the plan does not fit, so no fleet runs these figures"
+#: The ledgers whose figures are a fleet's (a bill, its finance, its bands): titled with NO_FLEET when it does not fit.
+FLEET_LEDGERS = ("cost", "finance", "accuracy")
 VERDICT_INVALID = Const(INVALID_INPUT, "VERDICT_INVALID", "verdict code: a typed input breaks a rule (the Checks sheet "
                         "names it), so no plan is claimed", "code")
 

@@ -24,7 +24,6 @@ from inference_ledger.core import unit_registry
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
 #: Ledgers whose figures are a fleet's (GPUs for the QPS, bills, their bands): a plan that does not fit runs none, and
 #: the table's section title says so, as the sentences do ("No fleet", "No bill").
-FLEET_LEDGERS = ("cost", "finance", "accuracy")
 def unit_of(name: str) -> str:
     q = LINE_BY_NAME.get(name) or INPUT_BY_NAME.get(name)
     return q.unit if q is not None else ""
@@ -213,7 +212,7 @@ def plan_table(values: Mapping[str, Any], *, title: str = "", show_inputs: bool 
     for ledger in LEDGERS:
         items = [l for l in LINES if l.ledger == ledger and l.name in values]
         if items:
-            section(f"{ledger} ledger" + (verdict.NO_FLEET if unfit and ledger in FLEET_LEDGERS else ""))
+            section(f"{ledger} ledger" + (verdict.NO_FLEET if unfit and ledger in verdict.FLEET_LEDGERS else ""))
             rows.extend((l.label, shown(l.name, values[l.name], l.unit), l.name) for l in items)
     for fam in FAMILIES:   # one row per member at each candidate
         if fam.name in values:
