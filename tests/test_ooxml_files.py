@@ -269,6 +269,39 @@ def test_every_sheets_title_fits_its_first_printed_page(files):
         assert len(text) * title.font.sz / 11 <= room, (ws.title, text, room)
 
 
+def _chart_spans(path) -> dict[str, list[tuple[int, float]]]:
+    """Each sheet's charts as (anchor column, 1-based; width in points), read from the package's drawings."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    with zipfile.ZipFile(path) as z:
+        for k, ws in enumerate(opened(path).worksheets, 1):
+            rels = f"xl/worksheets/_rels/sheet{k}.xml.rels"
+            if rels not in z.namelist():
+                continue
+            for target in re.findall(r'/drawing"[^>]*Target="/?([^"]+)"|Target="/?([^"]+drawing\d+\.xml)"',
+                                     z.read(rels).decode()):
+                drawing = z.read(next(t for t in target if t)).decode()
+                out[ws.title] = [(int(col) + 1, int(cx) / 12700) for col, cx in   # 12,700 EMU a point
+                                 re.findall(r"<from><col>(\d+)</col>.*?<ext cx=\"(\d+)\"", drawing)]
+    return out
+
+
+def test_every_chart_prints_whole_on_the_first_page_of_a_wide_sheet(files):
+    """The Sensitivity sheet's tornado charts were anchored beside their tables (column H) and printed cut, half on
+    its first page and half on the second.  On a sheet printed more than one page wide, a chart lies within the
+    columns sure to print on the first page, or wholly after them (the Plan's results, after its column break)."""
+    from inference_ledger.workbook.printing import column_points, first_page_last_column
+
+    spans = _chart_spans(files["workbook"])
+    assert sum(map(len, spans.values())) == 13 and len(spans["Sensitivity"]) == 2, spans
+    for ws in opened(files["workbook"]).worksheets:
+        if int(ws.page_setup.fitToWidth or 1) <= 1:
+            continue   # one page wide: the page holds every column it prints
+        edge = sum(column_points(ws, k) for k in range(1, first_page_last_column(ws) + 1))
+        for col, width in spans.get(ws.title, []):
+            left = sum(column_points(ws, k) for k in range(1, col))
+            assert left + width <= edge or left >= edge, (ws.title, col, left, left + width, edge)
+
+
 def test_the_plans_input_groups_each_have_one_title(files):
     """The Plan listed its inputs in plan.INPUTS order, where the engine, kernel and efficiency inputs interleave:
     'Engine', 'Kernel' and 'Efficiency' each titled two or three blocks down the sheet, and 'Gpu' was misspelt."""

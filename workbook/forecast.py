@@ -170,4 +170,4 @@ def _charts(ws, n: int, row_of: dict, top: int, titles: list) -> None:
         ch.legend.position = "b"
         ch.x_axis.delete = ch.y_axis.delete = False
     ws.add_chart(gpus, f"A{top}")
-    ws.add_chart(cost, f"G{top}")
+    ws.add_chart(cost, f"F{top}")   # both charts within the first printed page (at G the second crossed its edge)

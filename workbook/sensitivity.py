@@ -20,6 +20,7 @@ from typing import Any
 
 from openpyxl.chart import BarChart, Reference, Series
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.pagebreak import Break
 
 from inference_ledger.formulas import finance_forecast
 from inference_ledger.graph import plan
@@ -30,6 +31,7 @@ from inference_ledger.core.refs import index, match
 from . import style
 from .cells import line_expression
 from .context import Ctx
+from .printing import chart_box, last_row_under
 
 SHEET = "Sensitivity"
 #: The key inputs, the step and the outputs (the library's: plan --json has the same grid).
@@ -129,9 +131,12 @@ def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
                             style.number_format(plan.LINE_BY_NAME[ln].unit, v))
         for k, _label, unit in OUTPUTS:
             ctx.formula(ws, f"{c}{out_row[k]}", _output(k, ref, months), style.FORMULA, style.number_format(unit))
+    # printed: each tornado's tables and chart start a page (its chart under its tables, in the first page's
+    # columns), so no chart is cut by a page's edge
     r = max(out_row.values()) + 3
     for k, label, unit in OUTPUTS:
         if k in TORNADO:
+            ws.row_breaks.append(Break(id=r - 1))
             r = _tornado(ctx, ws, r, k, label, unit, out_row[k]) + 3
 
 
@@ -204,5 +209,8 @@ def _tornado(ctx: Ctx, ws, r: int, key: str, label: str, unit: str, out_row: int
     chart.height, chart.width = 8, 14
     chart.legend.position = "b"
     chart.x_axis.delete = chart.y_axis.delete = False
-    ws.add_chart(chart, f"H{top - len(KEY_INPUTS) - 2}")
-    return r
+    # under its sorted table: beside the tables (column H) it crossed the first page's edge and printed half on
+    # each page
+    chart.anchor = f"A{r + 2}"
+    ws.add_chart(chart)
+    return last_row_under(ws, chart_box(ws, chart)[3])
