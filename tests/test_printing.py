@@ -129,11 +129,22 @@ def test_each_sheets_introduction_prints_whole(printed, tmp_path):
     ("Measured KV cache tokens (engine log)", 15, 3),
     ("Run", 15, 1), ("", 15, 1),
     ("x" * 40, 15, 3),                                 # a word longer than a line breaks at the line's end
+    # ids break only after a bar or a hyphen: LibreOffice printed fp8's aliases on five lines of a 11-wide column at
+    # 10 pt (float8| / fp8_e4m3| / e4m3|fp8- / e4m3|w8a8- / fp8), and the row held four (38 characters / 13)
+    ("float8|fp8_e4m3|e4m3|fp8-e4m3|w8a8-fp8", 12, 5),
+    ("github.com/ai-dynamo/aiconfigurator", 12, 4),   # github.com/ / ai-dynamo/ / aiconfigurato / r
 ])
-def test_a_headers_lines_are_counted_at_word_ends(text, per_line, lines):
+def test_a_texts_lines_are_counted_where_lines_break(text, per_line, lines):
     from inference_ledger.workbook.style import word_lines
 
     assert word_lines(text, per_line) == lines
+
+
+def test_an_id_list_is_counted_at_a_digits_width():
+    """Prose runs narrower than its width in digits (lower-case letters); ids and numbers do not."""
+    from inference_ledger.workbook.style import chars_per_line
+
+    assert chars_per_line(11, 10) == 13 and chars_per_line(11, 10, prose=False) == 12
 
 
 def test_the_calibration_sheets_header_row_holds_its_longest_label(workbooks):

@@ -384,9 +384,7 @@ def fit_rows(ws, cached: Mapping[tuple[str, str], object] = {}, blocks: Sequence
             cols = range(m.min_col, m.max_col + 1) if m else [c.column]
             width = sum(ws.column_dimensions[get_column_letter(k)].width or default for k in cols)
             size = (c.font.sz or 11) if c.font else 11
-            per_line = style.chars_per_line(width, size, bool(c.font and c.font.b))
-            lines = style.word_lines(text, per_line) if c.font and c.font.b else -(-len(text) // per_line)
-            need = min(ROW_LINES_MAX, max(need, lines))
+            need = min(ROW_LINES_MAX, max(need, style.text_lines(text, width, size, bool(c.font and c.font.b))))
         if need > 1:
             r = row[0].row
             for b in blocks:

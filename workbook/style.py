@@ -217,20 +217,37 @@ def _parsed_format(fmt: str) -> tuple:
 LINE_POINTS = 13.5
 
 
-def chars_per_line(width: float, size: float = 11, bold: bool = False) -> int:
-    """Characters a line of a column ``width`` wide holds at a font ``size`` (Calibri: about one width unit a character
-    at 11 pt; plain text runs 15% narrower than bold)."""
-    return int(max(1.0, width * 11.0 / size * (1.0 if bold else 1.15)))
+def chars_per_line(width: float, size: float = 11, bold: bool = False, prose: bool = True) -> int:
+    """Characters a line of a column ``width`` wide holds at a font ``size`` (Calibri: about one width unit a character,
+    a digit's, at 11 pt; plain prose runs 15% narrower than bold, its lower-case letters narrower than digits; a text
+    with no space, ids and their digits ('fp8_e4m3|e4m3'), does not)."""
+    return int(max(1.0, width * 11.0 / size * (1.15 if prose and not bold else 1.0)))
+
+
+def text_lines(text: str, width: float, size: float = 11, bold: bool = False) -> int:
+    """Lines a wrapped text takes in a column ``width`` wide: a bold label or an id list (no space) breaks only where
+    a line may (:func:`word_lines`); plain prose about where its length says (its words fill the lines)."""
+    prose = " " in text
+    per_line = chars_per_line(width, size, bold, prose)
+    return word_lines(text, per_line) if bold or not prose else -(-len(text) // per_line)
+
+
+#: Where a line may break: after a space, or after a hyphen, a bar or a slash ("fp8-e4m3|fp8e4m3", "B/token").
+_BREAKS = re.compile(r"[^\s|/-]*(?:[|/-]+|\s+|$)")
 
 
 def word_lines(text: str, per_line: int) -> int:
-    """Lines a short bold label (a header) wraps to at word ends: 'Batch (sequences decoding together)' takes four
-    lines of 15 where its length says three; a word longer than a line breaks at the line's end."""
-    lines, run = 0, per_line          # the first word opens a line
-    for w in text.split():
-        if run + 1 + len(w) <= per_line:
-            run += 1 + len(w)
+    """Lines a text wraps to where lines break: 'Batch (sequences decoding together)' takes four lines of 15 where its
+    length says three, and fp8's aliases 'float8|fp8_e4m3|fp8-e4m3|...' break only after a bar or a hyphen; a piece
+    longer than a line breaks at the line's end."""
+    lines, run = 0, per_line          # the first piece opens a line
+    for piece in _BREAKS.findall(text):
+        w = len(piece.rstrip())       # a trailing space may overhang the line
+        if not piece:
+            continue
+        if run + w <= per_line:
+            run += len(piece)
         else:
-            chunks = -(-len(w) // per_line)
-            lines, run = lines + chunks, len(w) - (chunks - 1) * per_line
+            chunks = max(1, -(-w // per_line))
+            lines, run = lines + chunks, len(piece) - (chunks - 1) * per_line
     return max(lines, 1)
