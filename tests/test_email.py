@@ -448,6 +448,23 @@ def test_usage_errors_come_before_any_work(args, password, error, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing built: bad options fail before the workbook
 
 
+def test_a_bill_at_a_placeholder_price_says_so_in_the_subject_and_the_body(tmp_path):
+    """MI355X has no public list price (gpus.csv: "placeholder, edit me"): `plan` says so under its sentences, but the
+    message read "$14,600/month" in its subject and body with no word of it."""
+    r = cli("--to", "cfo@example.com", "--from", "planner@example.com", "--eml", "plan.eml", "--gpu", "mi355x",
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    msg, _ = parse((tmp_path / "plan.eml").read_bytes())
+    text = msg.get_body(("plain",)).get_content()
+    assert str(msg["Subject"]).replace("\n", "").endswith("/month at a placeholder price"), msg["Subject"]
+    assert ("Price: $2.50 per GPU-hour is a placeholder (the catalog has no public list price for mi355x): every "
+            "cost above rests on it; type your price in the Plan's override of the attached workbook.") in text
+    assert "Monthly cost for the target QPS: $14,600/month at a placeholder price" in " ".join(text.split())
+    v = mail.Verdict.from_plan({"gpus_per_replica": 4.0, "gpus_for_qps": 8.0, "verdict": 3.0, "tpot_seconds": 0.05,
+                                "monthly_cost_qps": 14600.0}, "llama-3.1-70b", "h100")   # a listed price: no word
+    assert "placeholder" not in v.text() + v.html() + v.headline()
+
+
 def test_eml_in_the_build_currency_shows_that_currency(tmp_path):
     """--currency is a build parameter the message honours too: the body's amounts carry the workbook's symbol."""
     r = cli("--to", "cfo@example.com", "--from", "planner@example.com", "--eml", "plan.eml", *EUR, *PLAN, cwd=tmp_path)

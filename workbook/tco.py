@@ -59,7 +59,7 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
          one_zero(eq(t.index_match(gpu, "price_public"), 1)), public),
         ("Findings (not in the master check)", "Hourly price of the chosen GPU is a public list price",
          "0 = the GPUs sheet's price is a placeholder (no public on-demand list price found): every bill on it is one "
-         "too; type your price in the Plan's override.",
+         f"too; {prices.WORKBOOK_REMEDY}.",
          listed, int(listed.value)),
     ]
 

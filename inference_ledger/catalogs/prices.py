@@ -12,6 +12,14 @@ from inference_ledger.core.sheetfuncs import and_, eq, starts_with
 PLACEHOLDER_PRICE = "placeholder"
 #: What the commands tell a user whose bill rests on a placeholder price.
 PLACEHOLDER_REMEDY = "give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv"
+#: ... and a reader of the workbook (its Checks finding; the email that carries it).
+WORKBOOK_REMEDY = "type your price in the Plan's override"
+
+
+def placeholder_words(gpu: str, price: float, remedy: str = PLACEHOLDER_REMEDY, symbol: str = "$") -> str:
+    """What `plan` says under its sentences, and the email among them, when the hourly price is a placeholder."""
+    return (f"Price: {symbol}{price:,.2f} per GPU-hour is a placeholder (the catalog has no public list price for "
+            f"{gpu}): every cost above rests on it; {remedy}.")
 
 
 def on_placeholder(price_source, price_per_gpu_hour, catalog_price):

@@ -206,12 +206,6 @@ def prefill_options(f: Callable) -> Callable:
                              "between them over the scale-out network, pool sizes for --target-qps.")(f)
 
 
-def placeholder_words(gpu: str, price: float) -> str:
-    """What `plan` says under its sentences when the hourly price is the catalog's placeholder."""
-    return (f"Price: ${price:,.2f} per GPU-hour is a placeholder (the catalog has no public list price for {gpu}): "
-            f"every cost above rests on it; {prices.PLACEHOLDER_REMEDY}.")
-
-
 @click.command("plan", cls=Command)
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (base units, snake_case keys) instead of the table.")
@@ -255,7 +249,7 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         # the answer first, in the sentences the email and the workbook's Summary say; then every line
         click.echo(summary.summary_text(summary.quantities({**inputs, **values}, desc)) + "\n")
         if placeholder:
-            click.echo(placeholder_words(desc["gpu"], inputs["price_per_gpu_hour"]) + "\n")
+            click.echo(prices.placeholder_words(desc["gpu"], inputs["price_per_gpu_hour"]) + "\n")
         click.echo(plan_table(values, title=title(values, desc)))
         if profile is not None:
             click.echo(calibrated_line(profile))

@@ -71,19 +71,22 @@ class Verdict:
     concurrency_used: int = 0  # sequences per replica the bill is sized at (inference_ledger.graph.concurrency)
     concurrency_reason: str = ""  # which limit chose it, in words ("TPOT target", "requested", ...)
     currency_symbol: str = "$"  # the build's currency (inference_ledger.finance.finance_options): amounts as the workbook shows them
+    price_placeholder: bool = False  # the hourly price is the catalog's placeholder (catalogs.prices): every bill rests on it
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any], model: str, gpu: str, sentences: Sequence[str] = (),
-                  currency_symbol: str = "$") -> "Verdict":
+                  currency_symbol: str = "$", price_placeholder: bool = False) -> "Verdict":
         """From the values of ``inference_ledger.graph.plan.evaluate`` and the catalog ids of the model and GPU."""
         return cls(model, gpu, int(plan["gpus_per_replica"]), int(plan["gpus_for_qps"]), int(plan["verdict"]),
                    float(plan["tpot_seconds"]), float(plan["monthly_cost_qps"]), tuple(sentences),
                    int(plan.get("concurrency_used", 0)), str(plan.get("concurrency_reason_words", "")),
-                   currency_symbol)
+                   currency_symbol, price_placeholder)
 
     def monthly(self) -> str:
-        """The monthly cost in the build's currency: '$12,345/month', '€12,345/month'."""
-        return money_text(self.monthly_cost_qps, "$/month", self.currency_symbol)
+        """The monthly cost in the build's currency: '$12,345/month', '€12,345/month', and whether its price is a
+        placeholder (the subject says so, not only the body)."""
+        amount = money_text(self.monthly_cost_qps, "$/month", self.currency_symbol)
+        return f"{amount} at a placeholder price" if self.price_placeholder else amount
 
     @property
     def fits(self) -> bool:
