@@ -329,16 +329,15 @@ def test_build_takes_a_model_given_by_its_numbers_as_plan_does(capsys):
     assert code == 2 and "active_params must be <= num_params" in err
 
 
-def test_a_placeholder_price_is_said_under_the_sentences(capsys):
+def test_a_placeholder_price_is_said_among_the_sentences(capsys):
     """MI355X's catalog price is a placeholder (its price_source says so): `plan` says every cost rests on it; H100's
     is a listed price, and a price given on the command line is the user's."""
     args = ("--model", "llama-3.1-8b", "--gpu", "mi355x", "--tp", "1")
     code, out, err = cli(capsys, "plan", *args)
     assert code == 0, err
-    said = out.split("\n\n")[1]   # under the sentences, before the table
-    assert said == ("Price: $2.50 per GPU-hour is a placeholder (the catalog has no public list price for mi355x): "
-                    "every cost above rests on it; give --price-per-gpu-hour or edit "
-                    "inference_ledger/data/gpus.csv."), said
+    said = out.split("\n\n")[0].splitlines()[-1]   # the last of the sentences, before the table
+    assert said == ("Price: $2.50 per GPU-hour is a placeholder (no public list price for mi355x): every cost here "
+                    "rests on it; give the price you pay (--price-per-gpu-hour, or the Plan sheet's override)."), said
     code, out, _ = cli(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm")
     assert code == 0 and "placeholder" not in out
     code, out, _ = cli(capsys, "plan", *args, "--price-per-gpu-hour", "3")

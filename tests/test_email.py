@@ -457,8 +457,8 @@ def test_a_bill_at_a_placeholder_price_says_so_in_the_subject_and_the_body(tmp_p
     msg, _ = parse((tmp_path / "plan.eml").read_bytes())
     text = msg.get_body(("plain",)).get_content()
     assert str(msg["Subject"]).replace("\n", "").endswith("/month at a placeholder price"), msg["Subject"]
-    assert ("Price: $2.50 per GPU-hour is a placeholder (the catalog has no public list price for mi355x): every "
-            "cost above rests on it; type your price in the Plan's override of the attached workbook.") in text
+    assert ("Price: $2.50 per GPU-hour is a placeholder (no public list price for mi355x): every cost here rests on "
+            "it; give the price you pay (--price-per-gpu-hour, or the Plan sheet's override).") in " ".join(text.split())
     assert "Monthly cost for the target QPS: $14,600/month at a placeholder price" in " ".join(text.split())
     v = mail.Verdict.from_plan({"gpus_per_replica": 4.0, "gpus_for_qps": 8.0, "verdict": 3.0, "tpot_seconds": 0.05,
                                 "monthly_cost_qps": 14600.0}, "llama-3.1-70b", "h100")   # a listed price: no word

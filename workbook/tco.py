@@ -41,6 +41,14 @@ CHEAPEST = finance_forecast.CHEAPEST
 ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
 UTILIZATIONS = tuple(k / 10 for k in range(2, 11))
+def price_listed(ctx: Ctx) -> Sym:
+    """1 when the Plan's hourly price is a public list price or the user's, 0 when it is the chosen GPU's catalog
+    placeholder (catalogs.prices.on_placeholder): the Checks finding, and what the Summary's price sentence reads."""
+    gpu, gpus = defined_name("gpu_id", ctx.choice["gpu"]), ctx.tables["GPUs"]
+    return where(prices.on_placeholder(gpus.index_match(gpu, "price_source"), ctx.quantity("price_per_gpu_hour"),
+                                       gpus.index_match(gpu, "price_per_gpu_hour")), 0, 1)
+
+
 def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
     """Rows for the Checks sheet: the chosen GPU has a cost row (counted), a public server price and a public hourly
     price (findings)."""
@@ -48,9 +56,7 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
     has = any(e.id == ctx.choice["gpu"] for e in t.rows)
     public = int(has and t.entry(ctx.choice["gpu"]).price_public == 1)
     gpu = defined_name("gpu_id", ctx.choice["gpu"])
-    gpus = ctx.tables["GPUs"]
-    listed = where(prices.on_placeholder(gpus.index_match(gpu, "price_source"), ctx.quantity("price_per_gpu_hour"),
-                                          gpus.index_match(gpu, "price_per_gpu_hour")), 0, 1)
+    listed = price_listed(ctx)
     return [
         ("Integrity", "GPU is in the GPU costs catalog", "The chosen GPU has a server price and power row.",
          one_zero(isnumber(match(gpu, t.ids_expr()))), int(has)),

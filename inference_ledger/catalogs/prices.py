@@ -12,14 +12,10 @@ from inference_ledger.core.sheetfuncs import and_, eq, starts_with
 PLACEHOLDER_PRICE = "placeholder"
 #: What the commands tell a user whose bill rests on a placeholder price.
 PLACEHOLDER_REMEDY = "give --price-per-gpu-hour or edit inference_ledger/data/gpus.csv"
-#: ... and a reader of the workbook (its Checks finding; the email that carries it).
+#: ... and a reader of the workbook (its Checks finding).
 WORKBOOK_REMEDY = "type your price in the Plan's override"
-
-
-def placeholder_words(gpu: str, price: float, remedy: str = PLACEHOLDER_REMEDY, symbol: str = "$") -> str:
-    """What `plan` says under its sentences, and the email among them, when the hourly price is a placeholder."""
-    return (f"Price: {symbol}{price:,.2f} per GPU-hour is a placeholder (the catalog has no public list price for "
-            f"{gpu}): every cost above rests on it; {remedy}.")
+#: What the summary's price sentence tells every reader (`plan`, the email, the Summary sheet).
+PRICE_REMEDY = "give the price you pay (--price-per-gpu-hour, or the Plan sheet's override)"
 
 
 def on_placeholder(price_source, price_per_gpu_hour, catalog_price):

@@ -15,7 +15,6 @@ import click
 
 from inference_ledger import PASSWORD_ENV
 from inference_ledger.core import files
-from inference_ledger.catalogs import catalog, prices
 from inference_ledger.graph import summary
 from inference_ledger.cli.build import BUILD_PARAMETERS, build_options
 from inference_ledger.cli.options import Command, check_output, load_profile, write_options
@@ -106,13 +105,9 @@ def email_cmd(to, cc, sender, subject, smtp, starttls, implicit_tls, user, cafil
     saved, plan = build_workbook(output if output is not None else fresh_name(Path.cwd() / name), **build)
     saved = Path(saved).resolve()
     named = (model.name or model.id) + summary.overridden_words(chosen.describe())
-    sentences = summary.sentences_of(summary.quantities(plan, chosen.describe()), symbol)
-    placeholder = catalog.placeholder_price(gpu.id, plan["price_per_gpu_hour"])
-    if placeholder:   # as `plan` says under its sentences; the reader's remedy is the attached workbook's
-        sentences += (prices.placeholder_words(gpu.id, plan["price_per_gpu_hour"],
-                                               f"{prices.WORKBOOK_REMEDY} of the attached workbook", symbol),)
-    verdict = mail.Verdict.from_plan(plan, named, gpu.name or gpu.id, sentences=sentences, currency_symbol=symbol,
-                                     price_placeholder=placeholder)
+    said = summary.quantities(plan, chosen.describe())
+    verdict = mail.Verdict.from_plan(plan, named, gpu.name or gpu.id, sentences=summary.sentences_of(said, symbol),
+                                     currency_symbol=symbol, price_placeholder=not said["price_listed"])
     msg = mail.compose(saved, verdict, sender=sender, to=recipients, cc=copies, subject=subject, filename=name)
 
     if server is None:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from inference_ledger.graph import concurrency, resolve, summary
-from inference_ledger.catalogs import catalog, catalog_facts, engines, prices
+from inference_ledger.catalogs import catalog_facts, engines
 from inference_ledger.core import files, unit_registry
 from inference_ledger.cli.options import Command, engine_option
 from inference_ledger.core.args import LedgerInputError
@@ -62,7 +62,7 @@ def parse_quantity(text: str, unit: str, name: str = "") -> float:
         return float(words[t.lower()])
     try:
         return unit_registry.parse(text, unit)
-    except ValueError as e:
+    except ValueError:
         if not words:
             raise
         cases = ", ".join(f"{w} ({c})" for w, c in CODE_WORDS[name].items())   # the words as written, and their codes
@@ -238,7 +238,6 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
         return
     inputs, desc = plan_from_options(**options)
     values = concurrency.evaluate(inputs, options.get("concurrency"))
-    placeholder = catalog.placeholder_price(desc["gpu"], inputs["price_per_gpu_hour"])
     if as_json:
         doc = plan_json(values, model=desc["model"], gpu=desc["gpu"], weight_dtype=desc["weight_dtype"],
                         kv_dtype=desc["kv_dtype"], engine=desc["engine"])
@@ -248,8 +247,6 @@ def plan_cmd(as_json: bool, disaggregated: bool, **options: Any) -> None:
     else:
         # the answer first, in the sentences the email and the workbook's Summary say; then every line
         click.echo(summary.summary_text(summary.quantities({**inputs, **values}, desc)) + "\n")
-        if placeholder:
-            click.echo(prices.placeholder_words(desc["gpu"], inputs["price_per_gpu_hour"]) + "\n")
         click.echo(plan_table(values, title=title(values, desc)))
         if profile is not None:
             click.echo(calibrated_line(profile))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional
 
+from inference_ledger.catalogs import catalog, prices
 from inference_ledger.formulas import serving
 from inference_ledger.graph import verdict
 from inference_ledger.core.sheetfuncs import concat, eq, ge, gt, text, where
@@ -200,6 +201,13 @@ def _fails(q, cur):
                                      where(eq(q.tpot_ok, 0), " TPOT over target.", "")))))
 
 
+def _price(q, cur):
+    # a bill at the catalog's placeholder hourly price (catalogs.prices) says so; a listed or typed price says nothing
+    return where(eq(q.price_listed, 1), "", concat("Price: ", money(q.price_per_gpu_hour, cur, True), " per GPU-hour is a "
+                                                   "placeholder (no public list price for ", q.gpu_id, "): every "
+                                                   "cost here rests on it; ", prices.PRICE_REMEDY, "."))
+
+
 #: The sentences, in reading order: (key, label, definition(quantities, currency symbol)).
 SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("question", "The question", _question),
@@ -217,6 +225,7 @@ SENTENCES: tuple[tuple[str, str, Callable[[Any, str], Any]], ...] = (
     ("band_cost", "Its monthly cost", _band_cost),
     ("limit", "What limits it", _limit),
     ("fails", "What fails", _fails),
+    ("price", "Its hourly price", _price),   # last: where the price is listed it says nothing
 )
 
 
@@ -239,13 +248,14 @@ def quantities(values: Mapping[str, Any], desc: Mapping[str, Optional[str]]) -> 
            "model_overridden": overridden_words(desc),
            "gpu_id": desc.get("gpu") or "the GPU given by its numbers",
            "weight_dtype": desc.get("weight_dtype") or "checkpoint", "kv_dtype": desc.get("kv_dtype") or "bf16",
-           "engine_id": desc.get("engine") or ""}
+           "engine_id": desc.get("engine") or "",
+           "price_listed": 0 if catalog.placeholder_price(desc.get("gpu"), values["price_per_gpu_hour"]) else 1}
     return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in values.items()}, **ids}
 
 
 def sentences_of(quantities: Mapping[str, Any], symbol: str = "$") -> list[str]:
     """Every sentence of the summary as text, in reading order."""
-    return [str(sentence(k, quantities, symbol)) for k, _, _ in SENTENCES]
+    return [str(said) for k, _, _ in SENTENCES if (said := sentence(k, quantities, symbol))]   # none is blank
 
 
 def summary_text(quantities: Mapping[str, Any], symbol: str = "$") -> str:
