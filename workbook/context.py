@@ -30,7 +30,7 @@ from inference_ledger.graph import verdict
 from inference_ledger.core.expr import ExpressionHasNoValue
 from inference_ledger.core.refs import cell, name as defined_name, reference, span
 from inference_ledger.core.expr import NOVALUE, Sym, XLError
-from inference_ledger.core.sheetfuncs import eq, ge, lt, where
+from inference_ledger.core.sheetfuncs import concat, eq, ge, lt, where
 from inference_ledger.core.refs import absolute
 
 from . import style
@@ -127,7 +127,7 @@ class Ctx:
         return float(self.values["verdict"]) if self.checks_pass else verdict.INVALID_INPUT
 
     # --- sheets ------------------------------------------------------------------
-    def new_sheet(self, title: str, heading: str, widths: Mapping[str, float] = (),
+    def new_sheet(self, title: str, heading: str | Sym, widths: Mapping[str, float] = (),
                   tab: Optional[str] = None) -> Worksheet:
         """A sheet with its title and the master check in row 2 (inference_ledger.workbook.printing sets up every
         sheet's printing)."""
@@ -135,7 +135,10 @@ class Ctx:
         if tab:
             ws.sheet_properties.tabColor = tab
         ws.sheet_view.showGridLines = False
-        self.put(ws, "A1", heading, style.TITLE)
+        if isinstance(heading, Sym):   # a title that follows the plan (a fleet's ledger: Ctx.fleet_title)
+            self.formula(ws, "A1", heading, style.TITLE)
+        else:
+            self.put(ws, "A1", heading, style.TITLE)
         self.master_status(ws, "A2")
         for col, w in dict(widths).items():
             ws.column_dimensions[col].width = w
@@ -152,7 +155,7 @@ class Ctx:
         """The title over a fleet's figures: as it is while the plan starts, else saying that no fleet runs them (or
         that an input is invalid), as cells.bill says in each bill's cell."""
         code = self.name("verdict", self.verdict_code)
-        return where(ge(code, 1), title, where(lt(code, 0), f"{title}: {verdict.INVALID_WORDS}", title + verdict.NO_FLEET))
+        return concat(title, where(ge(code, 1), "", where(lt(code, 0), f": {verdict.INVALID_WORDS}", verdict.NO_FLEET)))
 
     # --- cells -------------------------------------------------------------------
     def put_beside(self, ws: Worksheet, coord: str, text: str, style: Optional[str] = None) -> None:

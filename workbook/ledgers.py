@@ -21,10 +21,9 @@ __all__ = ["LEDGER_SHEETS", "ledger_sheet", "family_table"]
 
 def ledger_sheet(ledger: str, title: str) -> SheetBuilder:
     def build(wb, ctx: Ctx) -> None:
-        ws = ctx.new_sheet(title, f"{title} ledger", {"A": 36, "B": 18, "C": 13, "D": 12, "E": 80, "F": 30},
-                           tab="4472C4")
-        if ledger in verdict.FLEET_LEDGERS:   # a bill of a plan that does not fit is a what-if: its title says so
-            ctx.formula(ws, "A1", ctx.fleet_title(f"{title} ledger"), style.TITLE)
+        # a bill of a plan that does not fit is a what-if: its title says so
+        heading = ctx.fleet_title(f"{title} ledger") if ledger in verdict.FLEET_LEDGERS else f"{title} ledger"
+        ws = ctx.new_sheet(title, heading, {"A": 36, "B": 18, "C": 13, "D": 12, "E": 80, "F": 30}, tab="4472C4")
         ctx.put(ws, "A3", "One line per row: the formula refers to named quantities (click a value to read it); "
                 "inputs live on the Plan sheet.", style.NOTE)
         ws.merge_cells("A3:F3")

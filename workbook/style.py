@@ -241,10 +241,8 @@ def word_lines(text: str, per_line: int) -> int:
     length says three, and fp8's aliases 'float8|fp8_e4m3|fp8-e4m3|...' break only after a bar or a hyphen; a piece
     longer than a line breaks at the line's end."""
     lines, run = 0, per_line          # the first piece opens a line
-    for piece in _BREAKS.findall(text):
+    for piece in filter(None, _BREAKS.findall(text)):
         w = len(piece.rstrip())       # a trailing space may overhang the line
-        if not piece:
-            continue
         if run + w <= per_line:
             run += len(piece)
         else:

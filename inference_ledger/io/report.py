@@ -22,8 +22,8 @@ from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUT_GR
 from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
-#: Ledgers whose figures are a fleet's (GPUs for the QPS, bills, their bands): a plan that does not fit runs none, and
-#: the table's section title says so, as the sentences do ("No fleet", "No bill").
+
+
 def unit_of(name: str) -> str:
     q = LINE_BY_NAME.get(name) or INPUT_BY_NAME.get(name)
     return q.unit if q is not None else ""
