@@ -25,7 +25,8 @@ def test_efficiency_and_overhead_defaults_are_rows_with_a_source_and_a_date():
     assert {i.name for i in group} == {"prefill_efficiency", "bw_efficiency", "kv_read_efficiency",
                                        "decode_compute_efficiency", "allreduce_latency_seconds",
                                        "layer_overhead_seconds", "scaleout_latency_seconds", "step_overhead_seconds",
-                                       "kernel_layer_overhead_seconds"}
+                                       "kernel_layer_overhead_seconds", "host_allreduce_floor_seconds",
+                                       "host_allreduce_bw"}
     for i in group:
         r = rows[i.name]
         assert float(r["value"]) == i.default, i.name

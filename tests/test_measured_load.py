@@ -160,7 +160,8 @@ def test_the_request_count_is_printed_by_its_source(rows, raw):
 
 def test_each_engine_setting_is_printed_by_its_source(rows):
     """engine_args carries only what the run states: each value is printed in the row's engine text or notes (its
-    launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1."""
+    launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1, vLLM's
+    "lacks GPU P2P capability" warning all-reduces through host memory."""
     flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization "),
              "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens "),
              "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ", "EP=", '"ep": '),
@@ -179,6 +180,9 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
             if name == "dp_attention":  # the engines' switch: DP over all tp_size GPUs of the row
                 assert value == r.tp and any(s in text for s in ("'enable_attention_dp: true'", "--enable-dp-attention",
                                                                  "(ADP Yes)")), r.id
+                continue
+            if name == "allreduce_through_host":  # the engine's own log line: no GPU peer-to-peer path
+                assert value == 1 and "lacks GPU P2P capability" in text, r.id
                 continue
             printed = f"{value:g}"
             assert any(f"{flag}{printed}" in text for flag in flags[name]), (r.id, name, printed)

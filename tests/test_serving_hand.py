@@ -134,3 +134,41 @@ def test_binding_limit_queue_and_links_by_hand():
     assert parallel.seconds_per_byte(False, 50e9, 450e9) == 1 / 450e9
     assert parallel.seconds_per_byte(True, 50e9, 450e9) == 1 / 50e9
     assert parallel.ep_seconds_per_byte(4, 8, 50e9, 450e9) == pytest.approx(1 / 450e9)    # EP inside a node
+
+
+#: nccl-tests all_reduce_perf out-of-place rows (size B, time us) of 2 V100 PCIe GPUs without peer-to-peer, the source
+#: quoted by the host_allreduce_* rows of inference_ledger/data/efficiencies.csv (its 64 KiB - 1 MiB rows)
+HOST_ALLREDUCE_ROWS = ((65536, 34.72), (131072, 50.87), (262144, 71.13), (1048576, 187.0))
+
+
+def test_the_host_allreduce_defaults_are_the_line_through_their_quoted_rows():
+    """Least squares by hand (normal equations) over the quoted rows gives the two defaults; each row is quoted."""
+    n = len(HOST_ALLREDUCE_ROWS)
+    sx = sum(x for x, _ in HOST_ALLREDUCE_ROWS)
+    sy = sum(y for _, y in HOST_ALLREDUCE_ROWS)
+    sxx = sum(x * x for x, _ in HOST_ALLREDUCE_ROWS)
+    sxy = sum(x * y for x, y in HOST_ALLREDUCE_ROWS)
+    slope = (n * sxy - sx * sy) / (n * sxx - sx * sx)            # us per byte
+    floor_us = (sy - slope * sx) / n
+    effs = serving.load_efficiencies()
+    assert effs["host_allreduce_floor_seconds"].value == pytest.approx(floor_us * 1e-6, rel=0.005)   # 28.9 us
+    assert effs["host_allreduce_bw"].value == pytest.approx(1 / (slope * 1e-6), rel=0.005)           # 6.6 GB/s
+    for size, us in HOST_ALLREDUCE_ROWS:
+        assert f"{size} {size // 4} float sum -1 {us}" in effs["host_allreduce_bw"].quote
+
+
+def test_all_reduces_through_host_memory_by_hand():
+    """Qwen2.5-7B (28 layers, hidden 3584, BF16) on 2 A100s: 56 all-reduces a step, each no faster than the host
+    path's 28.9 us + message / 6.6 GB/s (a 2-GPU ring sends the whole message); TP 1 has none either way."""
+    from inference_ledger.graph import plan
+
+    inputs = resolve.resolve("qwen2.5-7b", "a100-80gb", numbers={"tp": 2, "concurrency": 20}).inputs
+    p2p = plan.evaluate(inputs)
+    host = plan.evaluate({**inputs, "allreduce_through_host": 1})
+    message = host["rank_step_tokens"] * 3584 * 2
+    assert host["tp_allreduces_per_pass"] == 56
+    assert host["decode_allreduce_seconds"] == pytest.approx(56 * (28.9e-6 + message / 6.6e9))
+    assert p2p["decode_allreduce_seconds"] < host["decode_allreduce_seconds"] / 3   # NVLink: custom all-reduce
+    assert host["tpot_seconds"] > p2p["tpot_seconds"]
+    one = resolve.resolve("qwen2.5-7b", "a100-80gb", numbers={"tp": 1, "concurrency": 20}).inputs
+    assert plan.evaluate({**one, "allreduce_through_host": 1})["tpot_seconds"] == plan.evaluate(one)["tpot_seconds"]

@@ -44,6 +44,8 @@ ENGINE_ARGS = {
     "max_model_len": "vLLM --max-model-len, TensorRT-LLM --max_seq_len, SGLang --context-length",
     "dp_attention": "attention data-parallel ranks among the row's tp GPUs (attention TP = tp / dp_attention): "
                     "TensorRT-LLM enable_attention_dp (DP = tp_size), SGLang --enable-dp-attention --dp",
+    "allreduce_through_host": "1 where the engine's log says its GPUs have no peer-to-peer path (vLLM: 'Custom "
+                              "allreduce is disabled because your platform lacks GPU P2P capability')",
 }
 
 

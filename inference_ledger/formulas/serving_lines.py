@@ -213,9 +213,30 @@ def elementwise_seconds_per_token(elementwise_bytes_per_token, hbm_bw, bw_effici
 @line("All-reduce time per message byte", "s", BANDWIDTH,
       "The measured all-reduce's time per byte (kernel tables, the system they were measured on), never below a "
       "ring's 2 (TP-1)/TP of the message per GPU over the plan's interconnect bandwidth: a slower link than the "
-      "measured one (PCIe, no peer-to-peer) sets the time.")
-def allreduce_seconds_per_byte(tp, allreduce_kernel_seconds_per_byte, interconnect_bw):
-    return maximum(allreduce_kernel_seconds_per_byte, engine_ledger.ring_share(tp) / interconnect_bw)
+      "measured one (PCIe, or host memory without peer-to-peer) sets the time.")
+def allreduce_seconds_per_byte(tp, allreduce_kernel_seconds_per_byte, allreduce_link_bw):
+    return maximum(allreduce_kernel_seconds_per_byte, engine_ledger.ring_share(tp) / allreduce_link_bw)
+
+
+@line("All-reduce link bandwidth", "B/s", BANDWIDTH,
+      "The interconnect per direction, or through host memory (no peer-to-peer) the slower of it and that path's "
+      "bus bandwidth.")
+def allreduce_link_bw(interconnect_bw, allreduce_through_host, host_allreduce_bw):
+    return where(eq(allreduce_through_host, 1), minimum(interconnect_bw, host_allreduce_bw), interconnect_bw)
+
+
+@line("All-reduce latency on the roofline", "s", BANDWIDTH,
+      "One small all-reduce's fixed cost where the GPU has no kernel tables: the NVLink latency, or through host "
+      "memory never below that path's floor.")
+def allreduce_path_latency_seconds(allreduce_latency_seconds, allreduce_through_host, host_allreduce_floor_seconds):
+    return maximum(allreduce_latency_seconds, allreduce_through_host * host_allreduce_floor_seconds)
+
+
+@line("All-reduce floor per call", "s", BANDWIDTH,
+      "The measured all-reduce's floor (kernel tables), or through host memory (no peer-to-peer: NCCL's SHM "
+      "transport, no custom all-reduce) never below that path's floor.")
+def allreduce_floor_seconds(allreduce_kernel_floor_seconds, allreduce_through_host, host_allreduce_floor_seconds):
+    return maximum(allreduce_kernel_floor_seconds, allreduce_through_host * host_allreduce_floor_seconds)
 
 
 _SHARED = dict(zip(("floor_seconds", "seconds_per_token"), kernels.op_input_names("shared_mlp")))

@@ -69,10 +69,10 @@ kernel_gemm_seconds_per_token = _gemms_at("seconds_per_token", "Kernel step: GEM
       "What a step costs whatever the batch: attention and all-reduce floors, element-wise floors and per-step "
       "overhead, the LM head's floor, EP/PP latencies, the MoE floors priced from the fused-MoE table.")
 def kernel_fixed_seconds(num_layers, tp, decode_attention_kernel_floor_seconds, tp_allreduces_per_pass,
-                         allreduce_kernel_floor_seconds, elementwise_fixed_seconds, lm_head_kernel_floor_seconds,
+                         allreduce_floor_seconds, elementwise_fixed_seconds, lm_head_kernel_floor_seconds,
                          parallel_fixed_seconds, moe_kernel_table, kernel_moe_floor_seconds):
     return num_layers * decode_attention_kernel_floor_seconds + elementwise_fixed_seconds \
-        + where(gt(tp, 1), tp_allreduces_per_pass * allreduce_kernel_floor_seconds, 0) \
+        + where(gt(tp, 1), tp_allreduces_per_pass * allreduce_floor_seconds, 0) \
         + lm_head_kernel_floor_seconds + parallel_fixed_seconds + moe_kernel_table * kernel_moe_floor_seconds
 
 

@@ -126,8 +126,8 @@ def tp_allreduces_per_pass(num_layers, moe_layers, dp_attention):
       "TP all-reduces per pass of a rank's tokens per step x hidden x bytes (measured NCCL / custom all-reduce); 0 at "
       "TP 1.")
 def decode_allreduce_seconds(tp, tp_allreduces_per_pass, rank_step_tokens, hidden_size, unquantized_bytes,
-                             allreduce_kernel_floor_seconds, allreduce_seconds_per_byte):
-    one = serving.linear_curve(rank_step_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+                             allreduce_floor_seconds, allreduce_seconds_per_byte):
+    one = serving.linear_curve(rank_step_tokens * hidden_size * unquantized_bytes, allreduce_floor_seconds,
                                allreduce_seconds_per_byte)
     return where(gt(tp, 1), tp_allreduces_per_pass * one, 0)
 
@@ -199,8 +199,8 @@ def prefill_attention_seconds(num_layers, prefill_batch_tokens, input_tokens, pr
 @line("Prefill: TP all-reduces", "s", COMPUTE,
       "Chunks x TP all-reduces per pass of chunk tokens x hidden x bytes; 0 at TP 1.")
 def prefill_allreduce_seconds(tp, prefill_chunks, tp_allreduces_per_pass, prefill_chunk_tokens, hidden_size,
-                              unquantized_bytes, allreduce_kernel_floor_seconds, allreduce_seconds_per_byte):
-    one = serving.linear_curve(prefill_chunk_tokens * hidden_size * unquantized_bytes, allreduce_kernel_floor_seconds,
+                              unquantized_bytes, allreduce_floor_seconds, allreduce_seconds_per_byte):
+    one = serving.linear_curve(prefill_chunk_tokens * hidden_size * unquantized_bytes, allreduce_floor_seconds,
                                allreduce_seconds_per_byte)
     return where(gt(tp, 1), prefill_chunks * tp_allreduces_per_pass * one, 0)
 

@@ -107,10 +107,11 @@ def min_gpus_to_fit(tp_candidates):
 
 @line("Fixed decode time per step", "s", BANDWIDTH,
       "The part of a step that does not grow with the batch: all-reduce latencies + per-layer and per-step overhead.")
-def decode_fixed_seconds(decode_overhead_seconds, tp, tp_allreduces_per_pass, allreduce_latency_seconds,
-                         interconnect_bw, parallel_fixed_seconds):
+def decode_fixed_seconds(decode_overhead_seconds, tp, tp_allreduces_per_pass, allreduce_path_latency_seconds,
+                         allreduce_link_bw, parallel_fixed_seconds):
     return decode_overhead_seconds + engine_ledger.allreduce_seconds(tp, tp_allreduces_per_pass,
-                                                                     allreduce_latency_seconds, 0, interconnect_bw) \
+                                                                     allreduce_path_latency_seconds, 0,
+                                                                     allreduce_link_bw) \
         + parallel_fixed_seconds
 
 
@@ -118,9 +119,9 @@ def decode_fixed_seconds(decode_overhead_seconds, tp, tp_allreduces_per_pass, al
       "What each token of a step adds to its all-reduces: its ring bytes over the interconnect (a rank's share of them "
       "under attention DP, whose ranks all-reduce their own tokens).")
 def allreduce_seconds_per_sequence(tp, tp_allreduces_per_pass, hidden_size, unquantized_bytes, dp_attention,
-                                   interconnect_bw):
+                                   allreduce_link_bw):
     return engine_ledger.allreduce_seconds(tp, tp_allreduces_per_pass, 0,
-                                           hidden_size * unquantized_bytes / dp_attention, interconnect_bw)
+                                           hidden_size * unquantized_bytes / dp_attention, allreduce_link_bw)
 
 
 @line("Step seconds per decoding sequence", "s", BANDWIDTH,

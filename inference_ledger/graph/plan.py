@@ -1,12 +1,10 @@
 """The plan: its inputs (with units, defaults and ranges) and its lines, as one graph of named quantities.
 
-Each line is a plain function in :mod:`inference_ledger.graph.plan_lines` (memory, compute, bandwidth, cost, fit) or
-:mod:`inference_ledger.formulas.whatif_lines` (inverses, QPS) whose parameters name the inputs and lines it uses; the
-graph comes from those signatures.  This is the single description of a deployment plan that every adapter shares:
-
-* ``evaluate(inputs)`` calls the functions in dependency order, a family of lines (the fit test at each TP degree)
-  once per candidate: the CLI's ``plan``, the workbook's cached values, sweeps over numpy arrays;
-* ``render(line, ref)`` calls them with Excel references for their formulas (``ref``: where each quantity lives).
+Each line is a plain function (:mod:`inference_ledger.graph.plan_lines`, the formulas' ``*_lines`` modules) whose
+parameters name the inputs and lines it uses; the graph comes from those signatures.  Every adapter shares it:
+``evaluate(inputs)`` calls the functions in dependency order, a family of lines (the fit test at each TP degree) once
+per candidate (``plan``, the workbook's cached values, sweeps over numpy arrays); ``render(line, ref)`` calls them
+with Excel references for their formulas (``ref``: where each quantity lives).
 """
 
 from __future__ import annotations
@@ -128,6 +126,7 @@ INPUTS: tuple[Input, ...] = (
     _inp("ep", "Expert-parallel degree", "GPUs", 1, "GPUs of a stage that hold whole experts (1 = experts split like dense layers); must divide the experts and the stage's GPUs.", "deployment", lo=1, hi=4096, integer=True),
     _inp("redundant_experts", "Redundant experts (EPLB)", "experts", 0, "Extra copies of hot experts per MoE layer that expert-parallel load balancing places (DeepSeek: 32; SGLang --ep-num-redundant-experts, vLLM --num-redundant-experts): EP divides routed + redundant experts.", "deployment", lo=0, hi=1e5, integer=True),
     _inp("dp_attention", "Attention data-parallel ranks", "ranks", 1, "DP-attention ranks per stage, each with its own sequences and attention weights, sharing the MoE layers (SGLang --enable-dp-attention, vLLM --data-parallel-size with expert parallelism).", "deployment", lo=1, hi=4096, integer=True),
+    _inp("allreduce_through_host", "All-reduces through host memory (1 yes, 0 no)", "1/0", 0, "1: the GPUs have no peer-to-peer path (PCIe without P2P, GPUs in separate containers), so NCCL passes every TP all-reduce through host memory and vLLM's custom all-reduce is off (its log: 'Custom allreduce is disabled because your platform lacks GPU P2P capability'); 0: NVLink or PCIe peer-to-peer.", "deployment", lo=0, hi=1, integer=True),
     _inp("batching", "Batching (1 continuous, 2 static)", "code", 1, "1 continuous: a client keeps the concurrency in flight and new prompts are prefilled in chunks between decode steps (vLLM, SGLang, TensorRT-LLM in-flight batching); 2 static: one batch prefilled, then decoded together (plan --batching continuous|static).", "deployment", lo=1, hi=2, integer=True),
     _inp("gpu_memory_utilization", "GPU memory utilization", "fraction", ENGINE["gpu_memory_utilization"], "Share of GPU memory the engine may use (vLLM gpu_memory_utilization, default 0.9).", "deployment"),
     # engine (data/engines.csv via catalogs.engines.engine_inputs; defaults: vLLM V1 on an H100)
@@ -151,6 +150,8 @@ INPUTS: tuple[Input, ...] = (
     _inp("kv_read_efficiency", "KV-read efficiency", "fraction", EFF["kv_read_efficiency"], "Achieved share of peak HBM bandwidth when attention reads the KV cache (~90% when large, H200). Prices attention on the roofline and on a GPU without attention tables (AMD); measured attention tables otherwise. Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
     _inp("decode_compute_efficiency", "Compute efficiency at large batch", "fraction", EFF["decode_compute_efficiency"], "Achieved share of dense peak when a step's linear layers are compute-bound (large decode batch plus prefill chunks; 55-65% measured on an H200). Prices the step on the roofline only (a GPU without measured kernel tables). Source: data/efficiencies.csv.", "efficiency", arg="efficiency"),
     _inp("allreduce_latency_seconds", "All-reduce latency", "s", EFF["allreduce_latency_seconds"], "Fixed cost of one small TP all-reduce (launch + synchronise over NVLink, ~10-20 us for NCCL/custom all-reduce); two per layer per decode step.", "efficiency", lo=0, hi=1),
+    _inp("host_allreduce_floor_seconds", "All-reduce floor through host memory", "s", EFF["host_allreduce_floor_seconds"], "Time of one small TP all-reduce that NCCL passes through host memory (its SHM transport: GPUs with no peer-to-peer path, nccl-tests all_reduce_perf on 2 GPUs). Prices every TP all-reduce's fixed part when allreduce_through_host is 1. Source: data/efficiencies.csv.", "efficiency", lo=0, hi=1),
+    _inp("host_allreduce_bw", "All-reduce bus bandwidth through host memory", "B/s", EFF["host_allreduce_bw"], "Bus bandwidth of an all-reduce NCCL passes through host memory (nccl-tests busbw at MB messages, 2 GPUs): prices each TP all-reduce's bytes when allreduce_through_host is 1. Source: data/efficiencies.csv.", "efficiency", lo=0, hi=1e14, lo_inclusive=False),
     _inp("layer_overhead_seconds", "Per-layer kernel overhead", "s", EFF["layer_overhead_seconds"], "Fixed time per layer per decode step beyond streaming weights: ~10 small kernels (norms, rotary, attention, activation) at a few us each.", "efficiency", lo=0, hi=1),
     _inp("scaleout_latency_seconds", "Scale-out message latency", "s", EFF["scaleout_latency_seconds"], "Fixed cost of one message between GPUs of a parallel group (PP hand-off, one EP dispatch or combine): ~10 us (aiconfigurator p2p_latency).", "efficiency", lo=0, hi=1),
     _inp("step_overhead_seconds", "Per-step overhead", "s", EFF["step_overhead_seconds"], "Fixed time per decode step outside the layers: embedding, LM head launch, sampling and scheduling.", "efficiency", lo=0, hi=10),
@@ -221,8 +222,7 @@ INPUT_BY_NAME: dict[str, Input] = {i.name: i for i in INPUTS}
 #: the inputs' groups in the order they first appear: the order the Plan sheet and the plan table show them in
 INPUT_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.group for i in INPUTS))
 
-#: Every line, in display order (ledgers, serving, the kernel-priced step, layouts, what-if, finance): functions of the
-#: line modules, or formulas of ledger / engine_ledger / verdict that are lines themselves, shown where they are used.
+#: Every line in display order: functions of the line modules, or formulas that are lines themselves, shown where used.
 LINES: tuple[Line, ...] = shown_with_readers(
     lines_of(plan_lines) + lines_of(serving_lines) + lines_of(step_lines) + lines_of(step_inverse_lines)
     + lines_of(parallel) + lines_of(whatif_lines) + lines_of(finance) + lines_of(band_lines),

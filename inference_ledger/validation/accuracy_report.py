@@ -283,7 +283,7 @@ def targets_table(st: Study) -> list[list[str]]:
                          f"<= {per_source:.0%}", "yes" if worst.median_abs_error <= per_source else "NO"])
     c = next((c for c in coverage(st.served) if c.metric == "output_tok_s"), None)
     if c is not None:
-        body.append(["tokens/s figures inside their band", f"{c.inside:.0%}", f">= {BAND_TARGET[0]:.0%}",
+        body.append(["tokens/s figures inside their band", f"{c.inside:.1%}", f">= {BAND_TARGET[0]:.0%}",
                      "yes" if c.inside >= BAND_TARGET[0] else "NO"])
         body.append(["tokens/s band, median high/low", f"{c.median_width:.2f}", f"<= {BAND_TARGET[1]:g}",
                      "yes" if c.median_width <= BAND_TARGET[1] else "NO"])
