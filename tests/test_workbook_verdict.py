@@ -130,6 +130,7 @@ def test_build_of_a_plan_that_does_not_fit_exits_0_and_says_so(not_fitting, key)
     # and its month-by-month what-if is titled as one that no fleet runs
     assert cached["Forecast"][f"A{forecast.HEAD - 1}"].value.endswith(verdict.NO_FLEET)
     assert cached["Cost"]["A1"].value == "Cost ledger" + verdict.NO_FLEET   # as `plan` titles its cost ledger
+    assert cached["Sensitivity"]["A1"].value.endswith(verdict.NO_FLEET)      # its tornados rank a fleet's cost
     # nor does a step that no replica runs meet or miss the TPOT target, and the failures name the fit alone
     assert not re.search(r"TPOT [\d.,]+ ms (meets|misses)|(TTFT|TPOT) over target", said), said
     assert re.search(r"TPOT [\d.,]+ ms for one sequence, but the plan does not fit\.", said), said

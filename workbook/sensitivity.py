@@ -74,7 +74,8 @@ def _num(v):
 def add_sensitivity_sheet(wb, ctx: Ctx) -> None:
     """Add the Sensitivity sheet (a workbook sheet builder)."""
     n = ctx.forecast_months
-    ws = ctx.new_sheet(SHEET, "Sensitivity: what drives the cost and the GPU count", {"A": 44, "B": 12, "C": 13},
+    # a fleet's figures (cost, GPUs): a plan that does not fit says no fleet runs them, as the Cost sheet does
+    ws = ctx.new_sheet(SHEET, ctx.fleet_title("Sensitivity: what drives cost and GPUs"), {"A": 44, "B": 12, "C": 13},
                        tab="C00000")
     ctx.put(ws, "A3", "Each key input moved down and up by the step, one column per case; each row below the moved "
             "input is one plan line recomputed in that column (only the lines the input changes). The swings are "
