@@ -197,7 +197,7 @@ def test_hostport():
 PLAN = ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4"]
 EUR = ["--currency", "EUR"]
 #: the workbooks the tests mail, rendered ahead by a forked child (conftest.py)
-RENDERS_AHEAD = [(options_of(PLAN), False), (options_of(PLAN + EUR), False)]
+RENDERS_AHEAD = [(options_of(PLAN), False), (options_of(PLAN + EUR), False), ({"gpu": "mi355x"}, False)]
 TODAY = __import__("datetime").date.today().isoformat()
 NAME = f"llama-3.1-70b_h100-sxm_{TODAY}.xlsx"
 

@@ -38,8 +38,10 @@ EMU_PER_PT = 12700
 BUILDS = {"default": ({}, ["--model", "llama-3.1-70b", "--gpu", "h100-sxm"]),
           "deepseek-v3 on 8x h200": ({"model": "deepseek-v3", "gpu": "h200", "tp": 8},
                                      ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8"])}
+#: the what-if the email test below mails (the default model with 100B parameters typed over its own)
+OVERRIDDEN = {"num_params": 100e9}
 #: rendered ahead by a forked child (conftest.py)
-RENDERS_AHEAD = [(kwargs, False) for kwargs, _ in BUILDS.values()]
+RENDERS_AHEAD = [(kwargs, False) for kwargs, _ in BUILDS.values()] + [(OVERRIDDEN, False)]
 
 
 @pytest.fixture(scope="module", params=list(BUILDS))
