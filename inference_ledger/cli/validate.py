@@ -109,9 +109,9 @@ def accuracy_line(st) -> str:
     from inference_ledger.validation import accuracy, accuracy_report
     h = accuracy_report.headline(st)
     cov = {c.metric: c for c in accuracy_report.coverage(st.served)}
-    parts = [f"{accuracy_report.SHORT[m]} {h[m]:.0%}" for m in accuracy.METRICS if m in h]
+    parts = [f"{accuracy_report.SHORT[m]} {h[m]:.1%}" for m in accuracy.METRICS if m in h]
     band = cov.get("output_tok_s")
-    tail = (f"; {band.inside:.0%} of the tokens/s figures fall inside a band drawn without their source (median "
+    tail = (f"; {band.inside:.1%} of the tokens/s figures fall inside a band drawn without their source (median "
             f"high/low {band.median_width:.2f})" if band else "")
     return (f"**Accuracy on deployments it was not fitted on** ({len(st.rowset)} published load rows, "
             f"{len(st.sources)} sources; no figure is predicted with anything fitted on its own source): median abs. "
