@@ -115,6 +115,12 @@ def ring_share(gpus):
     return RING_ALLREDUCE_FACTOR * (gpus - 1) / gpus
 
 
+def through_host(seconds, allreduce_through_host, host_allreduce_floor_seconds):
+    """An all-reduce's fixed cost on the plan's path: as given over peer-to-peer links, never below the host path's
+    floor when NCCL passes it through host memory (its SHM transport: the GPUs have no peer-to-peer path)."""
+    return maximum(seconds, allreduce_through_host * host_allreduce_floor_seconds)
+
+
 def allreduce_seconds(tp, allreduces, latency_seconds, message_bytes, interconnect_bw):
     """Tensor-parallel all-reduce time of one decode step (0 at TP 1).
 

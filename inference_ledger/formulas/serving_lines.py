@@ -229,14 +229,14 @@ def allreduce_link_bw(interconnect_bw, allreduce_through_host, host_allreduce_bw
       "One small all-reduce's fixed cost where the GPU has no kernel tables: the NVLink latency, or through host "
       "memory never below that path's floor.")
 def allreduce_path_latency_seconds(allreduce_latency_seconds, allreduce_through_host, host_allreduce_floor_seconds):
-    return maximum(allreduce_latency_seconds, allreduce_through_host * host_allreduce_floor_seconds)
+    return engine_ledger.through_host(allreduce_latency_seconds, allreduce_through_host, host_allreduce_floor_seconds)
 
 
 @line("All-reduce floor per call", "s", BANDWIDTH,
       "The measured all-reduce's floor (kernel tables), or through host memory (no peer-to-peer: NCCL's SHM "
       "transport, no custom all-reduce) never below that path's floor.")
 def allreduce_floor_seconds(allreduce_kernel_floor_seconds, allreduce_through_host, host_allreduce_floor_seconds):
-    return maximum(allreduce_kernel_floor_seconds, allreduce_through_host * host_allreduce_floor_seconds)
+    return engine_ledger.through_host(allreduce_kernel_floor_seconds, allreduce_through_host, host_allreduce_floor_seconds)
 
 
 _SHARED = dict(zip(("floor_seconds", "seconds_per_token"), kernels.op_input_names("shared_mlp")))

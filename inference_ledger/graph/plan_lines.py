@@ -207,8 +207,8 @@ tpot_floor_seconds = derived("tpot_floor_seconds", ledger.decode_step_seconds, "
 
 
 @line("TP all-reduce time per step", "s", BANDWIDTH,
-      "TP all-reduces per pass x (latency + 2 (TP-1)/TP x a rank's tokens per step x hidden x bytes / interconnect); 0 "
-      "at TP 1.")
+      "TP all-reduces per pass x (latency + 2 (TP-1)/TP x a rank's tokens per step x hidden x bytes / the all-reduce's "
+      "link: the interconnect, or host memory without peer-to-peer); 0 at TP 1.")
 def allreduce_seconds_per_step(tp, tp_allreduces_per_pass, allreduce_path_latency_seconds, rank_step_tokens,
                                hidden_size, unquantized_bytes, allreduce_link_bw):
     return engine_ledger.allreduce_seconds(tp, tp_allreduces_per_pass, allreduce_path_latency_seconds,
