@@ -73,6 +73,11 @@ class Param:
         return f"{self.arg.doc} [{self.arg.unit}]; {self.arg.allowed()}; {blank}"
 
 
+class NotAvailable(Exception):
+    """A worksheet function's answer that does not exist for these arguments (not a wrong input): ``#N/A``, saying
+    why (the message)."""
+
+
 class CallError(LedgerInputError):
     """The call as a whole is wrong (shapes, a ragged range): one error cell."""
 
@@ -220,6 +225,9 @@ def elementwise_call(fn: Callable[..., Any], names: Sequence[str], values: Seque
             v = fn(*args)
         except LedgerInputError as e:
             out.flat[i] = error_value(str(e))
+            continue
+        except NotAvailable as e:
+            out.flat[i] = error_value(str(e), "NotAvailable")
             continue
         except Exception as e:  # the worksheet boundary: a cell error, never a traceback
             out.flat[i] = error_value(f"{type(e).__name__}: {e}")

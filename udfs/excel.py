@@ -43,7 +43,7 @@ from inference_ledger.graph import concurrency as choose_concurrency
 from inference_ledger.io import report
 from inference_ledger.core.args import ARGS, Arg, LedgerInputError, echo
 from inference_ledger.validation.calibrate_profile import ProfileRowError, profile_values
-from udfs._xl import Param, broadcast_call, elementwise_call, error_value
+from udfs._xl import NotAvailable, Param, broadcast_call, elementwise_call, error_value
 
 CATEGORY = "inference-ledger"
 
@@ -283,6 +283,8 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
         raise LedgerInputError(f"unknown plan key {echo(key)}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
                                   engine, pp, ep, dp_attention, batching, profile)
+    if k in report.without_a_fleet(values):   # a fleet's figure of a plan that does not fit: #N/A, as JSON's null
+        raise NotAvailable(f"no {k}: the plan does not fit, so no fleet runs it")
     if k in report.FORECAST_UNITS:   # the forecast's conclusions (plan --json's forecast_* keys)
         v = report.forecast_of(values)[k]
         return v if isinstance(v, str) else float(v)
@@ -341,7 +343,8 @@ def _choice_function(fn: Callable[..., Any], excel_name: str, description: str, 
 _PLAN_ARGS = ("tp", "concurrency", "input_tokens", "output_tokens", "weight_dtype", "kv_dtype", "engine")
 PLAN_FUNCTIONS = (
     _choice_function(plan_value, "PLAN", "Any plan line or input by its plan --json key, for a model on a GPU "
-                     "(as `inference-ledger plan` computes it).",
+                     "(as `inference-ledger plan` computes it; #N/A for a fleet's figure, a bill, band or forecast, of a plan "
+                     "that does not fit, as plan --json's null).",
                      {"model": _CHOICE_DOCS["model"], "gpu": _CHOICE_DOCS["gpu"],
                       "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ... (nested: tp_candidates.4.fits)"}
                      | {n: _CHOICE_DOCS[n] for n in (*_PLAN_ARGS, "pp", "ep", "dp_attention", "batching", "profile")}, 3),
