@@ -139,6 +139,20 @@ def built(workbooks):
     return workbooks()
 
 
+def test_the_price_lookup_is_written_once_and_the_summary_reads_it(built):
+    """The placeholder-price lookup was written twice, in the Checks finding and in a hidden Summary cell; the
+    Summary's price sentence now reads the finding's cell by name."""
+    wb = load_workbook(built[0])
+    lookups = [(ws.title, c.coordinate) for ws in wb for row in ws.iter_rows() for c in row
+               if isinstance(c.value, str) and c.value.startswith("=") and '"price_source"' in c.value]
+    finding = _cell(wb, "price_listed")
+    assert lookups == [("Checks", finding.coordinate)]
+    assert wb["Checks"].cell(finding.row, 2).value == "Hourly price of the chosen GPU is a public list price"
+    said = [c.value for row in wb["Summary"].iter_rows() for c in row
+            if isinstance(c.value, str) and c.value.startswith("=IF(price_listed=1,")]
+    assert len(said) == 1
+
+
 def _cell(wb, name):
     (sheet, coord), = list(wb.defined_names[name].destinations)
     return wb[sheet][coord.replace("$", "")]

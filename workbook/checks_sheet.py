@@ -25,6 +25,7 @@ from .cells import SELECTOR_NAMES, flag_rules, header, named, quantity_format, s
 from .checks import check_rows, in_range
 from .context import Ctx
 from .tables import SELECTORS
+from .tco import PRICE_LISTED, PRICE_LISTED_LABEL
 
 
 def choice_rows(ctx: Ctx) -> list[tuple[str, str, Sym, int]]:
@@ -113,6 +114,8 @@ def checks_sheet(wb, ctx: Ctx) -> None:
         ctx.put(ws, f"B{r}", label, style.NOTE)
         ctx.formula(ws, f"C{r}", _guarded(formula), style.CHECK, style.PASS_FAIL)
         flag_rules(ws, f"C{r}", f"C{r}")
+        if label == PRICE_LISTED_LABEL:   # the Summary's price sentence reads this cell
+            ctx.define(PRICE_LISTED, ws, f"C{r}")
         ctx.put(ws, f"D{r}", doc, style.NOTE)
         if not group.startswith("Findings"):
             counted.append(r)

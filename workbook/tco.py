@@ -41,6 +41,12 @@ CHEAPEST = finance_forecast.CHEAPEST
 ROOM = 200
 #: Utilizations of the own-vs-rent table (the axis of its chart; below 20% every committed cost dwarfs the rest).
 UTILIZATIONS = tuple(k / 10 for k in range(2, 11))
+#: The Checks finding that holds :func:`price_listed`, and the defined name of its cell, which the Summary's price
+#: sentence reads (the lookup written once).
+PRICE_LISTED_LABEL = "Hourly price of the chosen GPU is a public list price"
+PRICE_LISTED = "price_listed"
+
+
 def price_listed(ctx: Ctx) -> Sym:
     """1 when the Plan's hourly price is a public list price or the user's, 0 when it is the chosen GPU's catalog
     placeholder (catalogs.prices.on_placeholder): the Checks finding, and what the Summary's price sentence reads."""
@@ -63,7 +69,7 @@ def finance_checks(ctx: Ctx) -> list[tuple[str, str, str, Sym, int]]:
         ("Findings (not in the master check)", "Server price of the chosen GPU is a public figure",
          "0 = the GPU costs row has no public price (an estimate: see its price source); edit it or override it on Plan.",
          one_zero(eq(t.index_match(gpu, "price_public"), 1)), public),
-        ("Findings (not in the master check)", "Hourly price of the chosen GPU is a public list price",
+        ("Findings (not in the master check)", PRICE_LISTED_LABEL,
          "0 = the GPUs sheet's price is a placeholder (no public on-demand list price found): every bill on it is one "
          f"too; {prices.WORKBOOK_REMEDY}.",
          listed, int(listed.value)),
