@@ -127,8 +127,9 @@ def test_a_plan_that_does_not_fit_says_so_over_its_fleet_ledgers(capsys, args, u
 def test_the_json_and_plan_of_a_plan_that_does_not_fit_have_no_fleet_figures(capsys):
     """405B BF16 on one L4: 810 GB of weights on a 24 GB card. Its JSON gave a bill ($20 million a month for 34,713
     GPUs) that no fleet can run, with nothing beside the number to say so; a script reading monthly_cost_qps took it.
-    A fleet's figures (bill, fleet finance, bands, forecast) are now null there, and #N/A from the Excel function;
-    what one GPU and one step are (weights, TPOT, the GPU's power and prices) keep their numbers."""
+    Its bills (money, fleet sizes, what reads them, the forecast) are now null there and #N/A from the Excel function,
+    as a sweep row shows "does not fit" in those cells; what one GPU and one step are (weights, TPOT, the GPU's power
+    and prices) keep their numbers."""
     from udfs import excel
 
     unfit, fits = ("--model", "llama-3.1-405b", "--gpu", "l4", "--tp", "1"), ()
@@ -141,7 +142,7 @@ def test_the_json_and_plan_of_a_plan_that_does_not_fit_have_no_fleet_figures(cap
     assert bad["verdict_words"] == "does not fit" and good["verdict_words"] != "does not fit"
     fleet = ("gpus_for_qps", "replicas_for_qps", "servers_for_qps", "monthly_cost_qps", "monthly_cost",
              "cost_per_million_output_tokens", "owned_monthly_cost_qps", "gpus_for_qps_low", "monthly_cost_qps_high",
-             "tokens_per_second_low", "tpot_seconds_high", "forecast_months", "sensitivity")
+             "forecast_months", "sensitivity", "qps_headroom")
     for key in fleet:
         assert key in bad and bad[key] is None, key
         assert good[key] is not None, key
@@ -150,7 +151,7 @@ def test_the_json_and_plan_of_a_plan_that_does_not_fit_have_no_fleet_figures(cap
     for key in ("tpot_seconds", "power_kw_per_gpu", "price_per_gpu_hour", "owned_cost_per_gpu_hour"):
         assert isinstance(bad[key], (int, float)), key
     assert excel.PLAN("llama-3.1-405b", "l4", "monthly_cost_qps", 1) == \
-        [["#N/A no monthly_cost_qps: the plan does not fit, so no fleet runs it"]]
+        [["#N/A no monthly_cost_qps: the plan does not fit, so no replica starts"]]
     assert excel.PLAN("llama-3.1-405b", "l4", "tpot_seconds", 1)[0][0] == pytest.approx(bad["tpot_seconds"])
     assert excel.PLAN("llama-3.1-70b", "h100-sxm", "monthly_cost_qps")[0][0] == pytest.approx(good["monthly_cost_qps"])
 

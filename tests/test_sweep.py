@@ -16,7 +16,7 @@ import pytest
 from inference_ledger.cli import run
 from inference_ledger.catalogs import catalog
 from inference_ledger.graph import plan, resolve, verdict
-from inference_ledger.workbook.cells import billed
+from inference_ledger.graph.bills import billed
 from inference_ledger.io.report import plan_json
 from inference_ledger.workbook import sweep
 from inference_ledger.workbook.recalc import recalculate

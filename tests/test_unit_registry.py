@@ -84,13 +84,27 @@ def test_excel_formats_come_from_the_registry_with_the_build_currency():
         style.set_currency(before["code"], before["symbol"])
 
 
-@pytest.mark.parametrize("seconds, shown, expected", [
-    (0.0163, "ms", 16.3), (59.0, "ms", 59_000.0), (90.0, "min", 1.5), (7200.0, "h", 2.0), (-90.0, "min", -1.5)])
-def test_a_durations_second_view_is_in_the_unit_a_reader_reads_it_in(seconds, shown, expected):
-    """The workbook's 'Also' column: milliseconds under a minute, then minutes, then hours (90 s is 1.5 min, not
-    90,000 ms), each a conversion by a named constant."""
-    conv, unit, fmt = second_view("s", seconds)
-    assert unit == shown and conv(seconds) == pytest.approx(expected) and fmt.endswith(f'" {shown}"')
+@pytest.mark.parametrize("name, seconds, shown, expected", [
+    ("a_duration", 0.0163, "ms", 16.3), ("a_duration", 59.0, "ms", 59_000.0),
+    ("a_duration", 90.0, "min", 1.5), ("a_duration", 7200.0, "h", 2.0), ("a_duration", -90.0, "min", -1.5),
+    ("host_allreduce_floor_seconds", 28.9e-6, "µs", 28.9), ("allreduce_latency_seconds", 15e-6, "µs", 15.0)])
+def test_a_durations_second_view_is_in_the_unit_a_reader_reads_it_in(name, seconds, shown, expected):
+    """The workbook's 'Also' column: microseconds under a millisecond (the all-reduce floors read '0.0 ms' before),
+    milliseconds under a minute, then minutes, then hours (90 s is 1.5 min, not 90,000 ms), each a conversion by a
+    named constant."""
+    conv, unit, fmt = second_view(name, "s", seconds)
+    assert unit == ("us" if shown == "µs" else shown) and conv(seconds) == pytest.approx(expected)
+    assert fmt.endswith(f'" {shown}"')
+
+
+def test_a_line_some_model_has_over_a_millisecond_stays_in_milliseconds():
+    """The TPOT floor is 16 ms for the default plan and under a millisecond for the catalog's smallest model: its
+    Also view is chosen for the line (ms), not for the model picked, so 16 ms never reads as 16,039 µs."""
+    from inference_ledger.workbook.cells import _catalog_range
+
+    lo, hi = _catalog_range()["tpot_floor_seconds"]
+    assert lo < 1e-3 <= hi
+    assert second_view("tpot_floor_seconds", "s", lo)[1] == "ms" and second_view("tpot_floor_seconds", "s", 0.016)[1] == "ms"
 
 
 def test_every_count_a_plan_shows_has_a_number_format():

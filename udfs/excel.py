@@ -283,8 +283,8 @@ def plan_value(model, gpu, key, tp=None, concurrency=None, input_tokens=None, ou
         raise LedgerInputError(f"unknown plan key {echo(key)}{hint}")
     values, labels = _plan_values(model, gpu, tp, concurrency, input_tokens, output_tokens, weight_dtype, kv_dtype,
                                   engine, pp, ep, dp_attention, batching, profile)
-    if k in report.without_a_fleet(values):   # a fleet's figure of a plan that does not fit: #N/A, as JSON's null
-        raise NotAvailable(f"no {k}: the plan does not fit, so no fleet runs it")
+    if k in report.without_a_bill(values):   # a bill of a plan that does not start: #N/A, as JSON's null
+        raise NotAvailable(f"no {k}: the plan does not fit, so no replica starts")
     if k in report.FORECAST_UNITS:   # the forecast's conclusions (plan --json's forecast_* keys)
         v = report.forecast_of(values)[k]
         return v if isinstance(v, str) else float(v)
@@ -343,8 +343,8 @@ def _choice_function(fn: Callable[..., Any], excel_name: str, description: str, 
 _PLAN_ARGS = ("tp", "concurrency", "input_tokens", "output_tokens", "weight_dtype", "kv_dtype", "engine")
 PLAN_FUNCTIONS = (
     _choice_function(plan_value, "PLAN", "Any plan line or input by its plan --json key, for a model on a GPU "
-                     "(as `inference-ledger plan` computes it; #N/A for a fleet's figure, a bill, band or forecast, of a plan "
-                     "that does not fit, as plan --json's null).",
+                     "(as `inference-ledger plan` computes it; #N/A for a bill, the money or fleet a plan that does not fit "
+                     "would need, as plan --json's null).",
                      {"model": _CHOICE_DOCS["model"], "gpu": _CHOICE_DOCS["gpu"],
                       "key": "A plan --json key: fits, verdict, kv_capacity_tokens, tpot_seconds, monthly_cost, ... (nested: tp_candidates.4.fits)"}
                      | {n: _CHOICE_DOCS[n] for n in (*_PLAN_ARGS, "pp", "ep", "dp_attention", "batching", "profile")}, 3),

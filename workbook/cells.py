@@ -132,10 +132,12 @@ class View(NamedTuple):
     format: str
 
 
-def second_view(unit: str, value: float) -> View | None:
-    """A second, human view of a base-unit value, or None, from the unit registry's ``also`` rows
-    (inference_ledger/data/unit_formats.csv)."""
-    view = unit_registry.also(unit, value)
+def second_view(name: str, unit: str, value) -> View | None:
+    """A quantity's second view (unit_formats.csv ``also`` rows), chosen for the line, not the model (:func:`scale`);
+    a bounded row (µs) only where the line's largest over the catalog is under it too: a 16 ms TPOT floor stays ms."""
+    view, seen = unit_registry.also(unit, scale(name, unit, value)), _catalog_range().get(name, (0, math.inf))
+    if view and view.below and seen[1] >= view.below:   # some model's figure (or none known) is above the row:
+        view = unit_registry.also(unit, view.below)     # the next row up (ms)
     return None if view is None else View(conversion(unit, view.in_), view.in_, view.format)
 
 
@@ -196,7 +198,6 @@ def list_validation(table: Table, label: str) -> DataValidation:
     return dv
 
 
-
 def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     """label | value | unit | also | explanation, starting at col (G on Plan, A on ledger sheets)."""
     c0 = ord(col) - ord("A")
@@ -207,7 +208,7 @@ def line_row(ctx: Ctx, ws, r: int, col: str, line: plan.Line) -> str:
     fmt = quantity_format(line.name, line.unit, value)
     ctx.formula(ws, coord, line_expression(ctx, line), style.FORMULA, fmt)
     ctx.put_beside(ws, f"{L(2)}{r}", unit_text(line.unit, fmt, scale(line.name, line.unit, value)))
-    also = second_view(line.unit, scale(line.name, line.unit, value))
+    also = second_view(line.name, line.unit, value)
     if line.unit == "code" and line.name in plan.CODES:   # the words where the unit and second view would be
         code_words(ctx, ws, f"{L(2)}{r}", line.name, coord)
         ws[f"{L(2)}{r}"].alignment = Alignment(wrap_text=True, vertical="top")
@@ -225,42 +226,6 @@ def line_expression(ctx: Ctx, line: plan.Line | str, ref=None, values=None) -> S
     line = plan.LINE_BY_NAME[line] if isinstance(line, str) else line
     v = (ctx.values if values is None else values)[line.name]
     return plan.expression(line, ctx.ref if ref is None else ref, ctx.family_candidates, value=py_value(v))
-
-
-#: Units of a bill: money and fleet sizes.
-BILL_UNITS = ("GPUs", "replicas", "servers")
-
-
-@functools.lru_cache(maxsize=None)
-def is_bill(name: str) -> bool:
-    """A plan line that is a bill: money or a fleet size that follows from what fits (the KV budget's
-    max_concurrency).  A plan that does not start has none: its cells show the verdict's words instead."""
-    ln = plan.LINE_BY_NAME.get(name)
-    return bool(ln) and (ln.unit.startswith("$") or ln.unit in BILL_UNITS) and plan.depends_on(ln, "max_concurrency")
-
-
-#: Figures of a running replica (a benchmark's TTFT, tokens/s, the bands): the Plan shows the verdict's words there
-#: when the plan does not start, as for a bill and as the Summary's key numbers do (TPOT stays: one sequence's step).
-REPLICA_FIGURES = frozenset({"ttft_open_seconds", "ttft_seconds", "ttft_seconds_low", "ttft_seconds_high",
-                             "tokens_per_second", "tokens_per_second_low", "tokens_per_second_high",
-                             "tokens_per_second_per_gpu", "tpot_seconds_low", "tpot_seconds_high"})
-needs_a_replica = lambda name: is_bill(name) or name in REPLICA_FIGURES  # noqa: E731  (a bill or a replica figure)
-
-
-def billed(names) -> set[str]:
-    """The bills among these lines and every one of them that reads a bill: each shows the verdict's words when its
-    row does not start (an IF evaluates only the branch taken, so no cell reads a text)."""
-    return set(_billed(frozenset(names)))
-
-
-@functools.lru_cache(maxsize=None)
-def _billed(names: frozenset[str]) -> frozenset[str]:
-    """billed() of one set of line names (the Scenarios sheet asks for each cell of its rows)."""
-    out: set[str] = set()
-    for ln in plan.EVALUATION_ORDER:
-        if ln.name in names and (is_bill(ln.name) or any(p in out for p in ln.params)):
-            out.add(ln.name)
-    return frozenset(out)
 
 
 def bill(code, value):
@@ -310,7 +275,6 @@ def bars(ws, rng: str) -> None:
     ws.conditional_formatting.add(rng, ColorScaleRule(start_type="num", start_value=0, start_color="FFFFFF",
                                                       end_type="max", end_color="DDEBF7"))
     ws.conditional_formatting.add(rng, DataBarRule(start_type="num", start_value=0, end_type="max", color="5B9BD5"))
-
 
 
 #: SOURCE_DATE_EPOCH's range: the dates a zip file (an .xlsx is one) records, 1980-01-01 to 2107-12-31.

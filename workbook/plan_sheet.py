@@ -13,13 +13,14 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 
 from inference_ledger.catalogs import bands
 from inference_ledger.graph import concurrency, plan, summary, verdict
+from inference_ledger.graph.bills import needs_a_replica
 from inference_ledger.core.expr import NOVALUE
 from inference_ledger.core.refs import count_of
 from inference_ledger.core.sheetfuncs import eq, isblank, where
 from inference_ledger.core.units import CONSTANTS
 
 from . import checks, style
-from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header, needs_a_replica,
+from .cells import (LEDGER_SHEETS, SELECTOR_NAMES, bars, bill, code_words, unit_text, flag_rules, header,
                     line_expression, line_row, list_validation, named, numeric_validation, py_value, quantity_format,
                     scale, second_view, section, shown, verdict_code, verdict_rules, verdict_words)
 from .context import Ctx
@@ -208,6 +209,9 @@ def _input_row(ctx: Ctx, ws, r: int, inp: plan.Input) -> None:
         ctx.formula(ws, coord, where(isblank(ctx.at(ws, typed)), found, ctx.at(ws, typed)), style.LOOKUP, fmt)
     if inp.unit == "code":
         code_words(ctx, ws, f"C{r}", inp.name, coord)   # the code's words beside the code (read from it)
+    also = second_view(inp.name, inp.unit, ctx.inputs[inp.name]) if inp.unit == "s" else None
+    if also is not None and not ws[f"C{r}"].value:   # a duration's second view where its unit would be, as a line's
+        ctx.formula(ws, f"C{r}", also.convert(ctx.at(ws, coord)), style.FORMULA, also.format)   # Also: 15.0 µs
     ctx.define(named(inp.name), ws, coord)
 
 
@@ -300,7 +304,7 @@ def _refs_block(ctx: Ctx, ws, r: int, col: str, names: Sequence[str]) -> int:
         else:
             ctx.formula(ws, f"{L(1)}{r}", ctx.quantity(name), style.FORMULA, fmt)
         ctx.put_beside(ws, f"{L(2)}{r}", unit_text(q.unit, fmt, scale(name, q.unit, value)))
-        also = second_view(q.unit, scale(name, q.unit, value))
+        also = second_view(name, q.unit, value)
         if also:
             view = also.convert(ctx.at(ws, f"{L(1)}{r}"))
             if needs_a_replica(name):   # the value cell holds the verdict's words then: so does its second view

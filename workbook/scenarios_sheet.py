@@ -16,12 +16,13 @@ from openpyxl.worksheet.properties import Outline
 
 from inference_ledger.catalogs import engines
 from inference_ledger.graph import plan, resolve, verdict
+from inference_ledger.graph.bills import billed
 from inference_ledger.core.args import LedgerInputError, echo
 from inference_ledger.core.refs import cell
 from inference_ledger.core.expr import NOVALUE
 
 from . import style
-from .cells import (SELECTOR_NAMES, bars, bill, billed, flag_rules, line_expression, list_validation, py_value,
+from .cells import (SELECTOR_NAMES, bars, bill, flag_rules, line_expression, list_validation, py_value,
                     quantity_format, shown, verdict_rules)
 from .context import Ctx
 from .scenarios import Scenario

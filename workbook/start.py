@@ -64,7 +64,8 @@ def start_sheet(wb, ctx: Ctx) -> None:
              "GB = 1e9 bytes (decimal, as vendors market memory); GiB = 2^30 bytes (binary, what CUDA, torch and "
              "vLLM logs print, often labelled 'GB'). An '80 GB' H100 is 79.19 GiB at runtime.",
              "TB/s and TFLOP/s are 1e12; FLOP/s are dense (vendors headline the 2x sparse figure).",
-             "Latencies are seconds; the 'also' column shows milliseconds (x MS_PER_S).")
+             "Latencies are seconds; the 'also' column shows milliseconds (x MS_PER_S), microseconds under one "
+             "(x US_PER_S), minutes or hours over a minute.")
     for u in units:
         r += 1
         ctx.put(ws, f"B{r}", u, style.NOTE)

@@ -31,7 +31,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from inference_ledger import __version__
-from inference_ledger.graph import plan, verdict
+from inference_ledger.graph import bills, plan, verdict
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.core.refs import ROW_MARK, absolute, name as defined_name, template_cell
 from inference_ledger.core.expr import Sym
@@ -40,7 +40,7 @@ from inference_ledger.graph.sweep import (BLOCK_ROWS, DEFAULT_MAX_ROWS, VERDICT_
                                     build_sweep, columns, evaluate_block, family_candidates)
 from inference_ledger.core.units import CONSTANTS
 
-from .cells import bill, billed, build_date
+from .cells import bill, build_date
 from .package import MissingCachedValue, zip_info
 from .printing import PAGE_WIDTH, streamed_print_setup
 from .sweep_csv import write_csv
@@ -232,8 +232,8 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
     exprs = {c.key: (verdict.words(ref("verdict")) if c.key == VERDICT_WORDS else plan.key_expression(c.key, ref, cands))
              for c in cols if c.kind == "line"}
     # a row that does not start has no bill: its money and fleet columns (and what reads them) show the verdict's words
-    bills = billed([c.key for c in cols if c.kind == "line"])
-    for key in bills:
+    billed = bills.billed([c.key for c in cols if c.kind == "line"])
+    for key in billed:
         exprs[key] = bill(ref("verdict"), exprs[key])
     formulas = {k: e.text for k, e in exprs.items()}
     formats = list(dict.fromkeys(number_format(c.unit) for c in cols))
@@ -286,7 +286,7 @@ def _write_xlsx(table: Table, tmp: str, cached: bool, progress) -> None:
                 else:
                     si = si0 + formula_keys.index(c.key)
                     follow = f'><f t="shared" si="{si}"/>'
-                    if cached and c.key in bills:
+                    if cached and c.key in billed:
                         col = _bill_cells(pre, rows, attrs, follow, vals[c.key][s:e], vals["verdict"][s:e])
                     else:
                         col = (_value_cells(pre, rows, attrs + follow, vals[c.key][s:e], formula=True) if cached

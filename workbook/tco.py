@@ -29,9 +29,10 @@ from inference_ledger.core.sheetfuncs import concat, eq, ge, isnumber, one_zero,
 from inference_ledger.core.refs import match
 from inference_ledger.core.units import VERDICT_MEETS
 from inference_ledger.graph.verdict import DOES_NOT_FIT
+from inference_ledger.graph.bills import is_bill
 
 from . import style
-from .cells import bill, is_bill, verdict_code
+from .cells import bill, verdict_code
 from .context import Ctx
 from .printing import chart_box, last_row_under
 

@@ -25,6 +25,7 @@ DAYS_PER_MONTH = Const(365 / 12, "DAYS_PER_MONTH", "365 / 12", "day/month")
 TOKENS_PER_MILLION = Const(1e6, "TOKENS_PER_MILLION", "prices are quoted per million tokens", "tokens/Mtok")
 TP_BASE = Const(2, "TP_BASE", "tensor-parallel degrees are powers of two (1, 2, 4, 8): they must divide the attention heads", "x")
 MS_PER_S = Const(1000, "MS_PER_S", "milliseconds per second", "ms/s")
+US_PER_S = Const(1e6, "US_PER_S", "microseconds per second", "us/s")
 # engines (inference_ledger.catalogs.engines): how each sizes its KV cache, and what a prefill chunk keeps alive
 KV_RULE_VLLM = Const(1, "KV_RULE_VLLM", "kv_budget_rule code: vLLM, gpu_memory_utilization x total - weights - activation peak - non-torch", "code")
 KV_RULE_SGLANG = Const(2, "KV_RULE_SGLANG", "kv_budget_rule code: SGLang, mem_fraction_static x (total - non-torch) - weights", "code")
@@ -82,6 +83,7 @@ CONSTANTS: tuple[Const, ...] = (
     TOKENS_PER_MILLION,
     TP_BASE,
     MS_PER_S,
+    US_PER_S,
     KV_RULE_VLLM,
     KV_RULE_SGLANG,
     KV_RULE_TRTLLM,

@@ -16,10 +16,9 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.graph import concurrency, verdict
+from inference_ledger.graph import bills, concurrency, verdict
 from inference_ledger.formulas import finance_forecast, kernels, step_lines
-from inference_ledger.graph.plan import (CODES, FAMILIES, INPUT_BY_NAME, INPUT_GROUPS, INPUTS, LINE_BY_NAME, LINES,
-                                         depends_on, evaluate)
+from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUT_GROUPS, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core import unit_registry
 
 LEDGERS = ("memory", "compute", "bandwidth", "cost", "fit", "finance", "accuracy")
@@ -38,21 +37,13 @@ def _num(v: Any) -> Optional[float]:
     return x if math.isfinite(x) else None
 
 
-#: A fleet's figures: the lines of the ledgers a fleet runs (verdict.FLEET_LEDGERS: the bill, its finance, its bands)
-#: that follow from the sequences a replica holds (max_concurrency, below 1 when the plan does not fit), and the
-#: forecast's conclusions; a GPU's own prices, power and costs per GPU-hour are not.  Of a plan that does not fit
-#: there is no fleet, so a figure shown alone (a JSON key, the Excel function PLAN) has none: null, #N/A.  Where it is
-#: shown under its verdict (the table, the sheets, a sweep row) it keeps its number beside the words verdict.NO_FLEET.
-FLEET_KEYS = frozenset(l.name for l in LINES
-                       if l.ledger in verdict.FLEET_LEDGERS and depends_on(l, "max_concurrency"))
-
-
-def without_a_fleet(values: Mapping[str, Any]) -> frozenset[str]:
-    """The keys of :data:`FLEET_KEYS` and the forecast (:data:`FORECAST_UNITS`) when the plan does not fit; nothing
-    when it fits (or has no verdict)."""
+def without_a_bill(values: Mapping[str, Any]) -> frozenset[str]:
+    """The keys a plan that does not start has no figure for (:func:`inference_ledger.graph.bills.all_billed`: its
+    bills and the lines that read one, as a sweep row words them) with the forecast and the sensitivity grid; nothing
+    when it starts (or has no verdict)."""
     if _num(values.get("verdict")) != verdict.DOES_NOT_FIT:
         return frozenset()
-    return FLEET_KEYS | frozenset(FORECAST_UNITS) | {"sensitivity"}
+    return bills.all_billed() | frozenset(FORECAST_UNITS) | {"sensitivity"}
 
 
 def _json_value(name: str, v: Any, unit: Optional[str] = None) -> Any:
@@ -70,8 +61,8 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
     """The stable JSON of a plan: base units, snake_case keys, every input and line.
 
     ``fits`` and the other 1/0 lines are booleans; whole numbers are integers; a value
-    that cannot be computed (e.g. a division by zero throughput) is null, and so is every fleet figure of a plan that
-    does not fit (:func:`without_a_fleet`: its bill, fleet finance, bands, forecast and sensitivity).
+    that cannot be computed (e.g. a division by zero throughput) is null, and so is every bill of a plan that does not
+    start (:func:`without_a_bill`: money, fleet sizes, what reads them, the forecast and the sensitivity grid).
     """
     out: dict[str, Any] = {"model": model, "gpu": gpu, "weight_dtype": weight_dtype, "kv_dtype": kv_dtype,
                            "engine": engine}
@@ -107,7 +98,7 @@ def plan_json(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Op
             k: unit for k, _l, unit in finance_forecast.SENSITIVITY_OUTPUTS}
     out["units"] |= {f.name: {f.param: unit_of(f.param)} | {m.name: m.unit for m in f.members}
                      for f in FAMILIES if f.name in values}
-    out.update({k: None for k in without_a_fleet(values) if k in out})   # no fleet, no figure of one
+    out.update({k: None for k in without_a_bill(values) if k in out})   # no replica, no bill
     return out
 
 
