@@ -110,10 +110,10 @@ def test_a_line_some_model_has_over_a_millisecond_stays_in_milliseconds():
 def test_every_count_a_plan_shows_has_a_number_format():
     """A count with no row in unit_formats.csv showed in General: 255.99999111 experts on the Bandwidth sheet (the
     expected number of distinct experts a DeepSeek-V3 chunk touches). Every unit of a plan input or line has a format
-    but codes (shown with their words) and seconds per byte (fixed decimals by the fallback)."""
+    but codes (shown with their words); seconds per byte show three significant digits (a few picoseconds)."""
     from inference_ledger.graph import plan
 
     units = {x.unit for x in (*plan.LINES, *plan.INPUTS)}
-    assert {u for u in units if unit_registry.excel_format(u, 1.0, "$") is None} == {"code", "s/B"}
+    assert {u for u in units if unit_registry.excel_format(u, 1.0, "$") is None} == {"code"}
     assert style.number_format("experts", 255.99999111253183) == "#,##0.0"   # shows 256.0
     assert style.number_format("requests", 1000) == "#,##0"

@@ -133,10 +133,12 @@ class View(NamedTuple):
 
 
 def second_view(name: str, unit: str, value) -> View | None:
-    """A quantity's second view (unit_formats.csv ``also`` rows), chosen for the line, not the model (:func:`scale`);
-    a bounded row (µs) only where the line's largest over the catalog is under it too: a 16 ms TPOT floor stays ms."""
+    """A quantity's second view (unit_formats.csv ``also`` rows), chosen for the line, not the model (:func:`scale`):
+    a bounded row (µs) only where the line's largest over the catalog is under it too (a 16 ms TPOT floor stays ms)
+    and the line does not grow with the load (the catalog is read at one concurrency; a step's KV reads grow)."""
     view, seen = unit_registry.also(unit, scale(name, unit, value)), _catalog_range().get(name, (0, math.inf))
-    if view and view.below and seen[1] >= view.below:   # some model's figure (or none known) is above the row:
+    loaded = name in plan.LINE_BY_NAME and plan.depends_on(name, "concurrency")
+    if view and view.below and (seen[1] >= view.below or loaded):
         view = unit_registry.also(unit, view.below)     # the next row up (ms)
     return None if view is None else View(conversion(unit, view.in_), view.in_, view.format)
 

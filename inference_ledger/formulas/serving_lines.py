@@ -210,7 +210,7 @@ def elementwise_seconds_per_token(elementwise_bytes_per_token, hbm_bw, bw_effici
     return elementwise_bytes_per_token / (hbm_bw * bw_efficiency)
 
 
-@line("All-reduce time per message byte", "s", BANDWIDTH,
+@line("All-reduce time per message byte", "s/B", BANDWIDTH,
       "The measured all-reduce's time per byte (kernel tables, the system they were measured on), never below a "
       "ring's 2 (TP-1)/TP of the message per GPU over the plan's interconnect bandwidth: a slower link than the "
       "measured one (PCIe, or host memory without peer-to-peer) sets the time.")

@@ -56,8 +56,8 @@ def _kernel_curve_inputs(*ops: tuple[str, str, str]) -> list:
         where = " (M) at large M" if per == "token" else ""   # a GEMM's time per token is its slope at large M
         out += [_inp(floor, f"{what}: floor", "s", 0, f"Measured latency of the {what} at its smallest size "
                      "(data/kernels; 0 without tables).", "kernel", lo=0, hi=10),
-                _inp(rate, f"{what}: time per {per}", "s", 0, f"Measured time of the {what} per {per}{where} "
-                     "(data/kernels; 0 without tables).", "kernel", lo=0, hi=10)]
+                _inp(rate, f"{what}: time per {per}", "s/B" if per.endswith("byte") else "s", 0, f"Measured time of "
+                     f"the {what} per {per}{where} (data/kernels; 0 without tables).", "kernel", lo=0, hi=10)]
     return out
 
 
