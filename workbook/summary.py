@@ -32,7 +32,7 @@ from .cells import bill, fit_rows, header, named, section, verdict_code, verdict
 from .context import Ctx
 from .load_chart import X_RANGE, cell_title
 from .printing import chart_box, last_row_under
-from .tco import PRICE_LISTED, SHEET as TCO, price_listed, scenario_columns
+from .tco import SHEET as TCO, scenario_columns
 
 SHEET = "Summary"
 #: Rows of the failing checks the sheet lists (the rest are counted).
@@ -83,9 +83,6 @@ def summary_sheet(wb, ctx: Ctx) -> None:
     section(ctx, ws, f"B{r}", "The answer")
     for key, label, _ in summary.SENTENCES:
         r += 1
-        if key == "price" and PRICE_LISTED not in ctx.names:   # no Checks sheet to read it from: the lookup
-            ctx.formula(ws, f"A{r}", price_listed(ctx), None, HIDDEN_NUMBER)   # here, unseen beside the sentence
-            ctx.define(PRICE_LISTED, ws, f"A{r}")
         _wide(ctx, ws, r, summary.sentence(key, refs, cur))
     r = _alternative(ctx, wb, ws, r + 1)
     r, verdict_cell = _key_numbers(ctx, ws, r + 2)
