@@ -40,7 +40,7 @@ def test_unknown_engine_names_the_known_ones():
 # engines by version
 # ----------------------------------------------------------------------------------------------------------------
 
-VERSION_ID = re.compile(r"(vllm|sglang|trtllm|atom)(-\d+\.\d+)?")
+VERSION_ID = re.compile(r"(vllm|sglang|trtllm|atom|lmdeploy)(-\d+\.\d+)?")
 #: every trait column of engines.csv that a row's trait_sources must cite
 TRAITS = ("chunked_prefill", "prefill_first", "kv_admission_reserve", "overlap_scheduling", "scheduler_seconds_per_sequence", "cuda_graphs", "cuda_graph_max_batch",
           "eager_seconds_per_layer", "gqa_decode", "fp8_block_gemm", "mla_kernel", "fused_moe", "kernel_table_engine")
@@ -125,7 +125,8 @@ EAGER_MOE = (4 * 6.22e-3 - EAGER_DENSE) / 26        # 947 us
 
 def test_eager_host_time_per_layer_is_the_sglang_1401_measurement():
     for e in engines.load_engines():
-        if e.id in ("trtllm-0.9", "trtllm-0.10"):   # TensorRT engines enqueued from C++: no per-op Python dispatch
+        if e.id in ("trtllm-0.9", "trtllm-0.10", "lmdeploy-0.1"):   # C++ engines (TensorRT, TurboMind): no per-op
+            # Python dispatch
             assert e.eager_seconds_per_layer == e.eager_seconds_per_moe_layer == 0
         else:
             assert e.eager_seconds_per_layer == pytest.approx(EAGER_DENSE, abs=0.5e-6), e.id

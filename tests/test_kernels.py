@@ -135,6 +135,21 @@ def test_a_slower_link_than_the_tables_system_sets_the_allreduce_time():
     assert "ring bound" not in ops["decode_ops"]["allreduce"]["source"]
 
 
+def test_an_engine_without_a_custom_allreduce_pays_nccls_floor():
+    """LMDeploy 0.1's TurboMind creates its model with ``enable_custom_all_reduce`` 0 (engines.csv lmdeploy-0.1), so
+    every TP all-reduce is NCCL's: Llama-2-70B at TP 4 on an A100 reads the floor off the NCCL 4-GPU curve (its 1 KiB
+    row, 13.86 us), where vLLM's plan reads its custom all-reduce's (5.22 us); the rest of the step is the same."""
+    rows = {r["library"]: r for r in _csv("allreduce.csv") if "a100-80gb" in r["gpu_ids"].split("|")
+            and r["gpus"] == "4" and r["message_bytes"] == "1024"}
+    base = dict(tp=4, concurrency=16, batching="static", input_tokens=128, output_tokens=128)
+    lm = plan.evaluate(_resolved("llama-2-70b", "a100-80gb", engine="lmdeploy-0.1", **base).inputs)
+    vl = plan.evaluate(_resolved("llama-2-70b", "a100-80gb", engine="vllm", **base).inputs)
+    assert lm["allreduce_kernel_floor_seconds"] == pytest.approx(float(rows["nccl"]["latency_us"]) * US, rel=1e-12)
+    assert vl["allreduce_kernel_floor_seconds"] == pytest.approx(float(rows["vllm"]["latency_us"]) * US, rel=1e-12)
+    assert lm["qkv_kernel_floor_seconds"] == vl["qkv_kernel_floor_seconds"]
+    assert lm["decode_allreduce_seconds"] > vl["decode_allreduce_seconds"]
+
+
 def _resolved(model, gpu, engine="vllm", **numbers):
     return resolve.resolve(model, gpu, engine=engine, numbers=numbers)
 

@@ -48,9 +48,11 @@ def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None, gpu_entry=None):
                                          ep=ep)
         except LedgerInputError:
             return None
-    figures, _ = kernels.plan_kernel_inputs(resolve.kernel_basis(inputs, gpu, wd, m.active_params), gpu, engine,
-                                            m.num_attention_heads, wd, kd,
-                                            fp4_tensor_cores=catalog.fp4_tensor_cores(gpu))
+    eng = engines.get_engine(engine)   # its kernel tables, as the resolver reads them (resolve.with_engine)
+    figures, _ = kernels.plan_kernel_inputs(resolve.kernel_basis(inputs, gpu, wd, m.active_params), gpu,
+                                            eng.kernel_table_engine, m.num_attention_heads, wd, kd,
+                                            eng.kernel_table_version, catalog.fp4_tensor_cores(gpu),
+                                            bool(eng.custom_allreduce))
     if not figures.get("kernel_tables"):
         return None
     return KernelRow(key(m.id, gpu, tp, ep, wd, kd, engine), *(float(figures.get(n, 0.0)) for n in KERNEL_INPUTS))

@@ -43,7 +43,7 @@ MIN_BAND_SOURCES = 2
 SEGMENT_FIELDS = ("engine_family", "gpu_vendor", "architecture")
 SEGMENT_CHAIN = (("engine_family",), ())
 #: The segmentation in words (plan inputs' descriptions, the workbook, the accuracy page, the band table's header).
-SEGMENT_WORDS = "the engine family (vLLM, SGLang, TensorRT-LLM, ATOM, or unknown), else all rows"
+SEGMENT_WORDS = "the engine family (vLLM, SGLang, TensorRT-LLM, ATOM, LMDeploy, or unknown), else all rows"
 #: measured metric -> (plan input of the band's low multiplier, of its high multiplier)
 BAND_INPUTS = {"output_tok_s": ("band_low_tokens_per_second", "band_high_tokens_per_second"),
                "tpot_ms": ("band_low_tpot", "band_high_tpot"),

@@ -70,6 +70,7 @@ class Engine:
     fused_moe: str
     kernel_table_engine: str
     kernel_table_version: str
+    custom_allreduce: int          # 1: its own all-reduce kernel for small messages; 0: every TP all-reduce NCCL's
     gpu_vendors: str               # the GPU vendor it runs on (gpus.csv vendor), or ANY_VENDOR
     trait_sources: str
     quote: str
@@ -163,7 +164,7 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 eager_seconds_per_moe_layer=float(r["eager_seconds_per_moe_layer"]), gqa_decode=int(r["gqa_decode"]),
                 fp8_block_gemm=int(r["fp8_block_gemm"]), mla_kernel=r["mla_kernel"], fused_moe=r["fused_moe"],
                 kernel_table_engine=r["kernel_table_engine"], kernel_table_version=r["kernel_table_version"],
-                gpu_vendors=r["gpu_vendors"], trait_sources=r["trait_sources"], quote=r["quote"], source=r["source"], date=r["date"],
+                custom_allreduce=int(r["custom_allreduce"]), gpu_vendors=r["gpu_vendors"], trait_sources=r["trait_sources"], quote=r["quote"], source=r["source"], date=r["date"],
                 notes=r.get("notes", ""),
             ))
         except (KeyError, ValueError) as e:

@@ -150,15 +150,16 @@ def _message_seconds(tab: Table, message_bytes: float) -> float:
     return float(secs[-1]) + (message_bytes - float(sizes[-1])) * per_byte
 
 
-def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: float) -> tuple[float, str]:
+def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: float,
+                      custom: bool = True) -> tuple[float, str]:
     """One all-reduce of ``message_bytes`` over ``gpus`` GPUs: the faster of NCCL and the engine's custom
-    all-reduce (engines switch to NCCL above the custom kernel's size limit), else (a GPU measured with another
-    engine's custom all-reduce only: AMD) that one; the measured GPU count nearest to ``gpus``, beyond 8 GPUs the
-    8-GPU curve."""
+    all-reduce (engines switch to NCCL above the custom kernel's size limit; ``custom`` False: an engine without
+    one, every all-reduce NCCL's), else (a GPU measured with another engine's custom all-reduce only: AMD) that one;
+    the measured GPU count nearest to ``gpus``, beyond 8 GPUs the 8-GPU curve."""
     t = _allreduce()
     g = int(min(max(gpus, 2), 8))
     fam = _family(engine)
-    libs = [lib for lib in (fam, "nccl") if (gpu_id, lib) in t] \
+    libs = [lib for lib in ((fam, "nccl") if custom else ("nccl",)) if (gpu_id, lib) in t] \
         or [lib for lib in FAMILIES if (gpu_id, lib) in t]
     best = None
     for lib in libs:
@@ -253,15 +254,16 @@ def experts_only(v: Mapping[str, Any]) -> bool:
 
 def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str, heads: Optional[float],
                        weight_dtype: Optional[str], kv_dtype: str,
-                       table_version: Optional[str] = None,
-                       fp4_tensor_cores: bool = False) -> tuple[dict[str, float], dict[str, str]]:
+                       table_version: Optional[str] = None, fp4_tensor_cores: bool = False,
+                       custom_allreduce: bool = True) -> tuple[dict[str, float], dict[str, str]]:
     """The kernel plan inputs (``kernel_tables``, each operation's floor and time per unit, and the bandwidth, peak and
     active parameters of ``v`` they stand for: ``kernel_hbm_bw``, ``kernel_peak_flops``, ``kernel_active_params``) for
     a deployment,
     with the source of each operation; a GPU without tables (or a weight format without a GEMM table) keeps
     ``kernel_tables`` 0 and the plan prices the step on the roofline with the sourced efficiencies.  ``engine`` is
     the kernel-table engine (an engines.csv id or family; ``none``: no tables) and ``table_version`` the engine
-    version whose tables it reads where several are measured (engines.csv kernel_table_version; None: the newest).
+    version whose tables it reads where several are measured (engines.csv kernel_table_version; None: the newest);
+    ``custom_allreduce`` False: the engine runs every TP all-reduce through NCCL (engines.csv custom_allreduce).
 
     A format that quantizes a MoE model's experts only (:func:`experts_only`: gpt-oss' MXFP4) on a GPU without FP4
     tensor cores (``fp4_tensor_cores`` False: Hopper, Ampere) runs its experts as 4-bit weights with BF16
@@ -351,8 +353,8 @@ def plan_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], engine: str,
                 f"floor ({hg:.0f} heads per GPU)"
         fa, fr = op_input_names("allreduce")
         if tp > 1:
-            a, s = allreduce_seconds(gpu_id, engine, tp, 1024)
-            tr, _ = allreduce_seconds(gpu_id, engine, tp, ALLREDUCE_REF_BYTES)
+            a, s = allreduce_seconds(gpu_id, engine, tp, 1024, custom_allreduce)
+            tr, _ = allreduce_seconds(gpu_id, engine, tp, ALLREDUCE_REF_BYTES, custom_allreduce)
             out[fa], out[fr] = a, max(tr - a, 0.0) / ALLREDUCE_REF_BYTES
             src["allreduce"] = f"{MEASURED}: {s}, {tp:.0f} GPUs"
         else:

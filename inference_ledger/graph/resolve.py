@@ -236,7 +236,8 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
     kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
     figures, _ = kernels.plan_kernel_inputs(kernel_basis(out, gpu_id, wd, active_params), gpu_id or None,
                                             eng.kernel_table_engine,
-                                            heads, wd, kd, eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id))
+                                            heads, wd, kd, eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id),
+                                            bool(eng.custom_allreduce))
     out.update(figures)
     return out
 

@@ -133,7 +133,7 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
         eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
         _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
                                                 kv_dtype or "bf16", eng.kernel_table_version,
-                                                catalog.fp4_tensor_cores(gpu))
+                                                catalog.fp4_tensor_cores(gpu), bool(eng.custom_allreduce))
     overhead = "data/efficiencies.csv (per-layer and per-step overhead)"
     traffic = "; + each token's residual-add/RMSNorm and gated-activation traffic at HBM bandwidth x bw_efficiency " \
         "(NVIDIA aiconfigurator-core 0.12.0's add_norm and act_gate element-wise ops)"
