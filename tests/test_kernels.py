@@ -148,6 +148,13 @@ def test_an_engine_without_a_custom_allreduce_pays_nccls_floor():
     assert vl["allreduce_kernel_floor_seconds"] == pytest.approx(float(rows["vllm"]["latency_us"]) * US, rel=1e-12)
     assert lm["qkv_kernel_floor_seconds"] == vl["qkv_kernel_floor_seconds"]
     assert lm["decode_allreduce_seconds"] > vl["decode_allreduce_seconds"]
+    # the workbook's Kernels row of that choice, which the Plan looks up, holds the same NCCL floor
+    from inference_ledger.catalogs import catalog
+    from inference_ledger.workbook import kernels_sheet
+    r = _resolved("llama-2-70b", "a100-80gb", engine="lmdeploy-0.1", **base)
+    row = kernels_sheet._row(catalog.get_model("llama-2-70b"), "a100-80gb", 4.0, 1.0, r.weight_dtype, r.kv_dtype,
+                             "lmdeploy-0.1", r.inputs)
+    assert row.allreduce_kernel_floor_seconds == lm["allreduce_kernel_floor_seconds"]
 
 
 def _resolved(model, gpu, engine="vllm", **numbers):
