@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from inference_ledger.catalogs import catalog
 from inference_ledger.formulas import kernels
 from inference_ledger.graph import plan, resolve
+from inference_ledger.workbook import kernels_sheet
 
 from test_cli_rules import cli
 
@@ -95,7 +97,6 @@ def test_allreduce_messages_are_bytes_at_the_bus_bandwidth_nvlink_carries():
     bandwidth per direction (gpus.csv interconnect_bw: 300 GB/s A100, 450 GB/s H100/H200, 900 GB/s B200/GB200;
     NVLink-SHARP reduces in the switch and reaches about it at 8 GPUs).  Elements read as bytes would halve all of
     them (H200, 8 GPUs: 234 GB/s).  The PCIe GPUs' curves stay under their PCIe bandwidth per direction."""
-    from inference_ledger.catalogs import catalog
     largest = {}
     for r in _csv("allreduce.csv"):
         key = (r["gpu_ids"], r["library"], int(r["gpus"]))
@@ -149,8 +150,6 @@ def test_an_engine_without_a_custom_allreduce_pays_nccls_floor():
     assert lm["qkv_kernel_floor_seconds"] == vl["qkv_kernel_floor_seconds"]
     assert lm["decode_allreduce_seconds"] > vl["decode_allreduce_seconds"]
     # the workbook's Kernels row of that choice, which the Plan looks up, holds the same NCCL floor
-    from inference_ledger.catalogs import catalog
-    from inference_ledger.workbook import kernels_sheet
     r = _resolved("llama-2-70b", "a100-80gb", engine="lmdeploy-0.1", **base)
     row = kernels_sheet._row(catalog.get_model("llama-2-70b"), "a100-80gb", 4.0, 1.0, r.weight_dtype, r.kv_dtype,
                              "lmdeploy-0.1", r.inputs)

@@ -48,11 +48,8 @@ def _row(m, gpu, tp, ep, wd, kd, engine, inputs=None, gpu_entry=None):
                                          ep=ep)
         except LedgerInputError:
             return None
-    eng = engines.get_engine(engine)   # its kernel tables, as the resolver reads them (resolve.with_engine)
-    figures, _ = kernels.plan_kernel_inputs(resolve.kernel_basis(inputs, gpu, wd, m.active_params), gpu,
-                                            eng.kernel_table_engine, m.num_attention_heads, wd, kd,
-                                            eng.kernel_table_version, catalog.fp4_tensor_cores(gpu),
-                                            bool(eng.custom_allreduce))
+    figures, _ = resolve.engine_kernel_inputs(resolve.kernel_basis(inputs, gpu, wd, m.active_params), gpu,
+                                              engines.get_engine(engine), m.num_attention_heads, wd, kd)
     if not figures.get("kernel_tables"):
         return None
     return KernelRow(key(m.id, gpu, tp, ep, wd, kd, engine), *(float(figures.get(n, 0.0)) for n in KERNEL_INPUTS))

@@ -164,7 +164,8 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 eager_seconds_per_moe_layer=float(r["eager_seconds_per_moe_layer"]), gqa_decode=int(r["gqa_decode"]),
                 fp8_block_gemm=int(r["fp8_block_gemm"]), mla_kernel=r["mla_kernel"], fused_moe=r["fused_moe"],
                 kernel_table_engine=r["kernel_table_engine"], kernel_table_version=r["kernel_table_version"],
-                custom_allreduce=int(r["custom_allreduce"]), gpu_vendors=r["gpu_vendors"], trait_sources=r["trait_sources"], quote=r["quote"], source=r["source"], date=r["date"],
+                custom_allreduce=int(r["custom_allreduce"]), gpu_vendors=r["gpu_vendors"],
+                trait_sources=r["trait_sources"], quote=r["quote"], source=r["source"], date=r["date"],
                 notes=r.get("notes", ""),
             ))
         except (KeyError, ValueError) as e:

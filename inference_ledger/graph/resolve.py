@@ -234,12 +234,18 @@ def with_engine(inputs: Mapping[str, Any], engine: engines.Engine | str = engine
                                      max_model_len=max_model_len))
     wd = weight_dtype or {2.0: "bf16", 1.0: "fp8"}.get(float(out["weight_bytes"]))
     kd = kv_dtype or ("fp8" if float(out["kv_bytes"]) == 1 else "bf16")
-    figures, _ = kernels.plan_kernel_inputs(kernel_basis(out, gpu_id, wd, active_params), gpu_id or None,
-                                            eng.kernel_table_engine,
-                                            heads, wd, kd, eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id),
-                                            bool(eng.custom_allreduce))
+    figures, _ = engine_kernel_inputs(kernel_basis(out, gpu_id, wd, active_params), gpu_id, eng, heads, wd, kd)
     out.update(figures)
     return out
+
+
+def engine_kernel_inputs(v: Mapping[str, Any], gpu_id: Optional[str], eng: engines.Engine, heads: Optional[float],
+                         weight_dtype: Optional[str], kv_dtype: str) -> tuple[dict[str, float], dict[str, str]]:
+    """:func:`inference_ledger.formulas.kernels.plan_kernel_inputs` (figures, sources) read the way an engine reads
+    the tables: its kernel-table engine and version, and whether its small all-reduces are its own kernel's."""
+    return kernels.plan_kernel_inputs(v, gpu_id or None, eng.kernel_table_engine, heads, weight_dtype, kv_dtype,
+                                      eng.kernel_table_version, catalog.fp4_tensor_cores(gpu_id),
+                                      bool(eng.custom_allreduce))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.graph import bills, concurrency, verdict
+from inference_ledger.graph import bills, concurrency, resolve, verdict
 from inference_ledger.formulas import finance_forecast, kernels, step_lines
 from inference_ledger.graph.plan import CODES, FAMILIES, INPUT_BY_NAME, INPUT_GROUPS, INPUTS, LINE_BY_NAME, LINES, evaluate
 from inference_ledger.core import unit_registry
@@ -131,9 +131,7 @@ def step_ops(values: Mapping[str, Any], *, model: Optional[str] = None, gpu: Opt
         except (KeyError, ValueError, LookupError):
             heads = None
         eng = engines.get_engine(engine or engines.DEFAULT_ENGINE)
-        _, sources = kernels.plan_kernel_inputs(values, gpu, eng.kernel_table_engine, heads, weight_dtype,
-                                                kv_dtype or "bf16", eng.kernel_table_version,
-                                                catalog.fp4_tensor_cores(gpu), bool(eng.custom_allreduce))
+        _, sources = resolve.engine_kernel_inputs(values, gpu, eng, heads, weight_dtype, kv_dtype or "bf16")
     overhead = "data/efficiencies.csv (per-layer and per-step overhead)"
     traffic = "; + each token's residual-add/RMSNorm and gated-activation traffic at HBM bandwidth x bw_efficiency " \
         "(NVIDIA aiconfigurator-core 0.12.0's add_norm and act_gate element-wise ops)"
