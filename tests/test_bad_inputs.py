@@ -150,8 +150,11 @@ def test_W16_file_size_limit_is_one_line_and_keeps_the_target(tmp_path, workbook
 
 def test_W19_full_temp_folder_is_one_line_and_keeps_the_target(tmp_path, monkeypatch):
     """openpyxl writes each sheet to a temporary file first; here every one of them is a full disk (a link to
-    /dev/full, which answers every write with ENOSPC, as a full TMPDIR does)."""
+    /dev/full, which answers every write with ENOSPC, as a full TMPDIR does).  The book is the Start sheet alone:
+    the first sheet openpyxl saves fails, whichever it is, and the other sheets would only cost seconds before it."""
     import openpyxl.worksheet._writer as sheet_writer
+
+    from inference_ledger.workbook import build
 
     full = tmp_path / "tmp"
     full.mkdir()
@@ -163,6 +166,7 @@ def test_W19_full_temp_folder_is_one_line_and_keeps_the_target(tmp_path, monkeyp
         return str(link)
 
     monkeypatch.setattr(sheet_writer, "create_temporary_file", full_temp_file)
+    monkeypatch.setattr(build, "SHEET_BUILDERS", [build.start_sheet])
     keep = tmp_path / "keep.xlsx"
     keep.write_bytes(b"old")
     refused(["build", "-o", keep], 1, f"cannot write {keep}", "no space left on device")

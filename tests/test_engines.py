@@ -230,7 +230,7 @@ def test_a_shape_measured_at_two_versions_is_read_at_the_release_s_own(monkeypat
     tab = lambda us, v: Table((ts,), np.array(us) * 1e-6, f"h200_sxm/moe/vllm/{v}/moe_perf.parquet (vllm {v})")
     key = ("h200", "vllm", "fp8", 4096, 1536, 8, 128)
     fake = {key: {(4, 1): {(0, 19, 0): tab([100, 9000], "0.19.0"), (0, 24, 0): tab([80, 7000], "0.24.0")}}}
-    monkeypatch.setattr(kernels_fused, "_moe", lambda: fake)
+    monkeypatch.setattr(kernels_fused, "_moe", lambda gpu_id: fake)
     read = lambda release: kernels_fused.moe_table("h200", "vllm", "fp8", 4096, 1536, 8, 128, 4, 1,
                                                    engines.get_engine(release).kernel_table_version).source
     assert read("vllm-0.13").endswith("(vllm 0.19.0)") and read("vllm").endswith("(vllm 0.24.0)")

@@ -434,3 +434,18 @@ def test_a_bandwidth_typed_into_the_plan_sheet_switches_the_book_to_the_roofline
     assert named(got, "decode_gpu_seconds").value == pytest.approx(roofline, rel=1e-9)
     assert named(got, "step_linear_seconds").value < named(load_workbook(built, data_only=True),
                                                            "decode_gpu_seconds").value
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.csv")))
+def test_a_gpus_rows_are_the_tables_rows_that_measure_it(name):
+    """A plan reads only its GPU's rows of each table (what keeps `plan` from parsing megabytes of other GPUs'
+    tables): those are exactly the rows, read here with the csv module, whose gpu_ids name the GPU (one of several
+    ids included), for every GPU a table measures."""
+    from inference_ledger.formulas import kernel_tables
+
+    rows = _csv(name)
+    for gpu in sorted({g for r in rows for g in r["gpu_ids"].split("|")}):
+        want = [r for r in rows if gpu in r["gpu_ids"].split("|")]
+        got = [dict(r) for r in kernel_tables._rows(name, gpu)]
+        assert got == [{k: v.strip() for k, v in r.items()} for r in want], (name, gpu)
+    assert kernel_tables._rows(name, "no-such-gpu") == ()

@@ -46,8 +46,13 @@ def _cli(command: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+#: the workbook docs/workbook.md's example builds, rendered on the other core ahead of its test (conftest.py)
+RENDERS_AHEAD = [({"model": "llama-3.1-70b", "gpu": "h200", "tp": 2, "weight_dtype": "fp8"}, False)]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=_ids(PAGES))
-def test_python_examples(page):
+def test_python_examples(page, cached_renders):
+    """Each page's doctest; a build in an example shares the session's render of its options (tests/renders.py)."""
     result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
 

@@ -29,9 +29,31 @@ US = 1e-6
 FAMILIES = ("vllm", "sglang", "trtllm")  # the tables are per engine family (by id prefix)
 
 
-def _rows(name: str) -> tuple[dict[str, str], ...]:
-    """The rows of one distilled table (a commented CSV, inference_ledger.csvfile)."""
-    return csvfile.read(KERNELS_DIR / name).rows
+@functools.lru_cache(maxsize=None)
+def _lines(name: str) -> tuple[str, tuple[str, ...]]:
+    """(the comment lines and the header, the data lines) of one distilled table, read once."""
+    text = (KERNELS_DIR / name).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    head = next(k for k, line in enumerate(lines) if line.strip() and not line.startswith("#")) + 1
+    return "".join(lines[:head]), tuple(line for line in lines[head:] if line.strip() and not line.startswith("#"))
+
+
+@functools.lru_cache(maxsize=None)
+def _rows(name: str, gpu_id: Optional[str] = None) -> tuple[dict[str, str], ...]:
+    """The rows of one distilled table (a commented CSV, inference_ledger.csvfile); given a GPU, only the rows
+    that measure it (its id among the first column's ``gpu_ids``): a plan reads its own GPU's rows, not the whole
+    table (every data line starts with its unquoted ``gpu_ids``)."""
+    if gpu_id is None:
+        return csvfile.read(KERNELS_DIR / name).rows
+    head, lines = _lines(name)
+    return csvfile.parse(head + "".join(line for line in lines if gpu_id in line.split(",", 1)[0].split("|")),
+                         name).rows
+
+
+def _gpu_ids(row: Mapping[str, str], gpu_id: Optional[str]) -> list[str]:
+    """The GPUs a row measures, or only ``gpu_id`` (a table read for one GPU)."""
+    ids = row["gpu_ids"].split("|")
+    return ids if gpu_id is None else [g for g in ids if g == gpu_id]
 
 
 def _grid(header: list[str], prefix: str) -> tuple[list[str], np.ndarray]:
@@ -92,14 +114,17 @@ def _extend(arr: np.ndarray, work: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------
 
 
-def latency_tables(name: str, decode: bool, key_of, inner_of) -> dict:
-    """A decode or prefill latency CSV as tables: outer key ``key_of(gpu_id, row)`` -> inner key ``inner_of(row)`` ->
-    :class:`Table` (decode over (batch, context), prefill over prompt length, extended past the grid by the work)."""
-    rows = list(_rows(name))
+def latency_tables(name: str, decode: bool, key_of, inner_of, gpu_id: str) -> dict:
+    """One GPU's tables of a decode or prefill latency CSV: outer key ``key_of(gpu_id, row)`` -> inner key
+    ``inner_of(row)`` -> :class:`Table` (decode over (batch, context), prefill over prompt length, extended past the
+    grid by the work)."""
+    rows = list(_rows(name, gpu_id))
+    if not rows:
+        return {}
     cols, xs = _grid(list(rows[0]), "ctx" if decode else "isl")
     groups: dict = {}
     for r in rows:
-        for gid in r["gpu_ids"].split("|"):
+        for gid in _gpu_ids(r, gpu_id):
             groups.setdefault(key_of(gid, r), {}).setdefault(inner_of(r), []).append(r)
     out: dict = {}
     for key, inner in groups.items():
@@ -164,9 +189,10 @@ def kv_table_dtype(kv_dtype: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _gemm() -> dict[tuple[str, str, str], Table]:
+def _gemm(gpu_id: str) -> dict[tuple[str, str, str], Table]:
+    """One GPU's GEMM tables: (gpu, engine, dtype) -> :class:`Table`."""
     out = {}
-    for key, rs in _gemm_groups("gemm.csv").items():   # a grid of (N, K): axes (N, K, M)
+    for key, rs in _gemm_groups("gemm.csv", gpu_id).items():   # a grid of (N, K): axes (N, K, M)
         ns = np.array(sorted({float(r["n"]) for r in rs}))
         ks = np.array(sorted({float(r["k"]) for r in rs}))
         cols, ms = _grid(list(rs[0]), "m")
@@ -176,15 +202,15 @@ def _gemm() -> dict[tuple[str, str, str], Table]:
                 [float(r[c]) * US for c in cols]
         _fill_nearest(arr)
         out[key] = Table((ns, ks, ms), arr, f"{rs[0]['source']} ({rs[0]['engine']} {rs[0]['version']})")
-    for key, rs in _gemm_groups("gemm_amd.csv").items():   # a list of tuned shapes: axes (N x K, M)
+    for key, rs in _gemm_groups("gemm_amd.csv", gpu_id).items():   # a list of tuned shapes: axes (N x K, M)
         out[key] = _weight_size_table(rs)
     return out
 
 
-def _gemm_groups(name: str) -> dict[tuple[str, str, str], list]:
+def _gemm_groups(name: str, gpu_id: str) -> dict[tuple[str, str, str], list]:
     groups: dict = {}
-    for r in _rows(name):
-        for gid in r["gpu_ids"].split("|"):
+    for r in _rows(name, gpu_id):
+        for gid in _gpu_ids(r, gpu_id):
             groups.setdefault((gid, r["engine"], r["dtype"]), []).append(r)
     return groups
 
@@ -200,12 +226,13 @@ def _shape_row(r: Mapping[str, str]) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _gemm_shapes() -> dict[tuple[str, str, str], dict[tuple[float, float], Table]]:
-    """AMD's tuned shapes one by one: (gpu, engine, dtype) -> {(N, K): latency over M}."""
+def _gemm_shapes(gpu_id: str) -> dict[tuple[str, str, str], dict[tuple[float, float], Table]]:
+    """One GPU's tuned shapes (AMD) one by one: (gpu, engine, dtype) -> {(N, K): latency over M}."""
     out: dict = {}
-    for key, rs in _gemm_groups("gemm_amd.csv").items():
+    for key, rs in _gemm_groups("gemm_amd.csv", gpu_id).items():
         ms = _grid(list(rs[0]), "m")[1]
-        out[key] = {(float(r["n"]), float(r["k"])): Table((ms,), _shape_row(r), _gemm()[key].source) for r in rs}
+        out[key] = {(float(r["n"]), float(r["k"])): Table((ms,), _shape_row(r), _gemm(gpu_id)[key].source)
+                    for r in rs}
     return out
 
 
@@ -232,7 +259,7 @@ def gemm_dtype(weight_dtype: str) -> Optional[str]:
 
 
 def _gemm_key(gpu_id: str, engine: str, dtype: str) -> Optional[tuple[str, str, str]]:
-    t = _gemm()
+    t = _gemm(gpu_id)
     for e in (_family(engine), *FAMILIES, "aiter"):  # the engine's own table, else another engine's on the same
         if (gpu_id, e, dtype) in t:                  # GPU (cuBLAS either way); on AMD the aiter tuner's (the
             return gpu_id, e, dtype                  # library both engines call on ROCm)
@@ -247,7 +274,7 @@ def has_gemm_table(gpu_id: str, engine: str, weight_dtype: str) -> bool:
 
 def _gemm_table(gpu_id: str, engine: str, dtype: str) -> Optional[Table]:
     key = _gemm_key(gpu_id, engine, dtype)
-    return None if key is None else _gemm()[key]
+    return None if key is None else _gemm(gpu_id)[key]
 
 
 @functools.lru_cache(maxsize=None)
@@ -259,10 +286,10 @@ def gemm_seconds(gpu_id: str, engine: str, dtype: str, m: float, n: float, k: fl
     key = _gemm_key(gpu_id, engine, dtype)
     if key is None:
         raise KeyError(f"no GEMM table for {gpu_id} {dtype}")
-    tab = _gemm()[key]
+    tab = _gemm(gpu_id)[key]
     if len(tab.axes) == 3:
         return interpolate(tab, n, k, m), tab.source
-    own = _gemm_shapes()[key].get((float(n), float(k)))
+    own = _gemm_shapes(gpu_id)[key].get((float(n), float(k)))
     return (interpolate(own, m) if own is not None else interpolate(tab, n * k, m)), tab.source
 
 

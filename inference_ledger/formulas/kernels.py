@@ -52,7 +52,7 @@ import numpy as np
 from inference_ledger.formulas import kernels_fused
 from inference_ledger.formulas.gemm_shapes import GEMM_OPS, expert_shapes, gemm_shapes
 from inference_ledger.formulas.ledger import kv_elements_per_token_layer, kv_shards
-from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _gemm, _smallest, _rows,
+from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _gemm, _gpu_ids, _smallest, _rows,
                                                      gemm_dtype, gemm_seconds, has_gemm_table, interpolate,
                                                      kv_table_dtype,
                                                      latency_tables)
@@ -63,17 +63,17 @@ KERNEL_SOURCES = {1: MEASURED, 0: FALLBACK}
 
 
 @functools.lru_cache(maxsize=None)
-def _attention(which: str) -> dict[tuple, dict[tuple[int, int], Table]]:
+def _attention(which: str, gpu_id: str) -> dict[tuple, dict[tuple[int, int], Table]]:
     return latency_tables("decode_attention.csv" if which == "decode" else "prefill_attention.csv", which == "decode",
                           lambda gid, r: (gid, r["engine"], r["kv_dtype"], int(r["head_dim"])),
-                          lambda r: (int(r["heads"]), int(r["kv_heads"])))
+                          lambda r: (int(r["heads"]), int(r["kv_heads"])), gpu_id)
 
 
 @functools.lru_cache(maxsize=None)
-def _allreduce() -> dict[tuple[str, str], dict[int, Table]]:
+def _allreduce(gpu_id: str) -> dict[tuple[str, str], dict[int, Table]]:
     groups: dict = {}
-    for r in (*_rows("allreduce.csv"), *_rows("allreduce_amd.csv")):
-        for gid in r["gpu_ids"].split("|"):
+    for r in (*_rows("allreduce.csv", gpu_id), *_rows("allreduce_amd.csv", gpu_id)):
+        for gid in _gpu_ids(r, gpu_id):
             groups.setdefault((gid, r["library"]), {}).setdefault(int(r["gpus"]), []).append(r)
     out: dict = {}
     for key, by_g in groups.items():
@@ -98,7 +98,7 @@ def _nearest_pair(pairs: Mapping[tuple[int, int], Table], heads: float, kv_heads
 
 
 def _attn_group(which: str, gpu_id: str, engine: str, kv_dtype: str, head_dim: float):
-    t = _attention(which)
+    t = _attention(which, gpu_id)
     hd = 128 if head_dim > 96 else 64
     for e in (_family(engine), *FAMILIES):
         for dt in (kv_table_dtype(kv_dtype), "bfloat16"):
@@ -156,7 +156,7 @@ def allreduce_seconds(gpu_id: str, engine: str, gpus: float, message_bytes: floa
     all-reduce (engines switch to NCCL above the custom kernel's size limit; ``custom`` False: an engine without
     one, every all-reduce NCCL's), else (a GPU measured with another engine's custom all-reduce only: AMD) that one;
     the measured GPU count nearest to ``gpus``, beyond 8 GPUs the 8-GPU curve."""
-    t = _allreduce()
+    t = _allreduce(gpu_id)
     g = int(min(max(gpus, 2), 8))
     fam = _family(engine)
     libs = [lib for lib in ((fam, "nccl") if custom else ("nccl",)) if (gpu_id, lib) in t] \
@@ -197,7 +197,7 @@ def has_tables(gpu_id: Optional[str]) -> bool:
     :func:`roofline_attention_figures`)."""
     if not gpu_id:
         return False
-    return any(k[0] == gpu_id for k in _gemm())
+    return bool(_gemm(gpu_id))
 
 
 #: causal attention FLOPs of one layer per prompt length squared per (query head x head dim): QK^T and PV are

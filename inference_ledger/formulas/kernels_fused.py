@@ -27,23 +27,25 @@ from typing import Optional
 import numpy as np
 
 from inference_ledger.formulas import serving
-from inference_ledger.formulas.kernel_tables import (FAMILIES, Table, _cell, _extend, _family, _grid, _rows,
+from inference_ledger.formulas.kernel_tables import (FAMILIES, Table, _cell, _extend, _family, _gpu_ids, _grid, _rows,
                                                      interpolate, kv_table_dtype, latency_tables)
 
 
 @functools.lru_cache(maxsize=None)
-def _moe() -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...], Table]]]:
+def _moe(gpu_id: str) -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...], Table]]]:
     """(gpu, engine, dtype, hidden, inter, topk, experts) -> {(MoE TP, MoE EP): {engine version: latency over
     tokens}} (NVIDIA's aiconfigurator tables and AMD's aiter tuner tables; an aiter table's one version is the
     aiter commit it was read at)."""
     out: dict = {}
     for name in ("moe.csv", "moe_amd.csv"):
-        rows = list(_rows(name))
+        rows = list(_rows(name, gpu_id))
+        if not rows:
+            continue
         cols, ts = _grid(list(rows[0]), "t")
         for r in rows:
             row = np.array([_cell(r[c]) for c in cols])
             row[:int(np.argmax(~np.isnan(row)))] = row[int(np.argmax(~np.isnan(row)))]  # below: the first holds
-            for gid in r["gpu_ids"].split("|"):
+            for gid in _gpu_ids(r, gpu_id):
                 key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
                 out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = \
                     Table((ts,), _extend(row[None, :], ts)[0], f"{r['source']} ({r['engine']} {r['version']})")
@@ -51,11 +53,12 @@ def _moe() -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...], Table]]]:
 
 
 @functools.lru_cache(maxsize=None)
-def _mla(which: str) -> dict[tuple, dict[int, Table]]:
+def _mla(which: str, gpu_id: str) -> dict[tuple, dict[int, Table]]:
     """(gpu, engine, kv dtype, GEMM dtype) -> {heads per GPU: the MLA module's latency} (decode over (batch, KV
     length), prefill over prompt length)."""
     return latency_tables("mla_decode.csv" if which == "decode" else "mla_prefill.csv", which == "decode",
-                          lambda gid, r: (gid, r["engine"], r["kv_dtype"], r["gemm_dtype"]), lambda r: int(r["heads"]))
+                          lambda gid, r: (gid, r["engine"], r["kv_dtype"], r["gemm_dtype"]), lambda r: int(r["heads"]),
+                          gpu_id)
 
 
 def moe_dtypes(weight_dtype: str) -> tuple[str, ...]:
@@ -78,7 +81,7 @@ def moe_table(gpu_id: str, engine: str, weight_dtype: str, hidden: float, inter:
     Per kernel dtype, the engine version an engine version reads where several are measured (engines.csv
     kernel_table_version): the newest at or below ``version``, else the oldest measured; the newest when no version
     is given.  Of the FP8 kernels (per-tensor, block-scaled), those of the newest version read, the faster."""
-    t = _moe()
+    t = _moe(gpu_id)
     shape = (int(hidden), int(inter), int(topk), int(experts))
     for e in (_family(engine), *FAMILIES, "aiter"):
         tabs = []
@@ -159,7 +162,7 @@ def mla_tables(gpu_id: str, engine: str, kv_dtype: str, weight_dtype: str,
     """The MLA module's (decode, prefill) tables at the nearest measured heads per GPU (the engine's own, else
     another engine's on the same GPU), or None."""
     gdt = {"fp8": "fp8_block", "int8": "fp8_block"}.get(weight_dtype, "bfloat16")
-    dec, pre = _mla("decode"), _mla("prefill")
+    dec, pre = _mla("decode", gpu_id), _mla("prefill", gpu_id)
     for e in (_family(engine), *FAMILIES):
         for kdt in dict.fromkeys((kv_table_dtype(kv_dtype), "bfloat16")):
             key = (gpu_id, e, kdt, gdt)
@@ -196,8 +199,8 @@ def moe_scaled_figures(gpu_id: str, weight_dtype: str, hidden: float, inter: flo
         return None
     want = _slice_bytes(hidden, inter, 1 if ep > 1 else tp, weight_dtype)
     best = None
-    for key, layouts in _moe().items():
-        if key[0] != gpu_id or key[1] != "aiter":
+    for key, layouts in _moe(gpu_id).items():
+        if key[1] != "aiter":
             continue
         dt, h0, i0, k0, e0 = key[2:]
         for (tp0, ep0), by_version in layouts.items():
