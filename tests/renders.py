@@ -14,9 +14,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import io
 import os
 import pickle
 import signal
+import zipfile
+from typing import Iterable, Optional
+from xml.etree import ElementTree as ET
 
 import pytest
 
@@ -163,18 +167,46 @@ def options_of(argv) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _opened(path: str, mtime_ns: int, size: int, data_only: bool):
+_SML = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_OFFICE_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_PACKAGE_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+
+def only_sheets(path, sheets) -> io.BytesIO:
+    """The package at ``path`` with every worksheet not named in ``sheets`` emptied (no cells, no formatting): what
+    openpyxl then parses is the named sheets' XML (the Kernels sheet alone is two thirds of the workbook's)."""
+    with zipfile.ZipFile(path) as z:
+        book = ET.fromstring(z.read("xl/workbook.xml"))
+        targets = {r.get("Id"): r.get("Target") for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))
+                   if r.tag == f"{{{_PACKAGE_REL}}}Relationship"}
+        part = {s.get("name"): "xl/" + targets[s.get(f"{{{_OFFICE_REL}}}id")].lstrip("/").removeprefix("xl/")
+                for s in book.iter(f"{{{_SML}}}sheet")}
+        unknown = set(sheets) - set(part)
+        if unknown:
+            raise KeyError(f"no sheet {sorted(unknown)} in {path}")
+        empty = {part[name] for name in part if name not in sheets}
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zo:
+            for name in z.namelist():
+                zo.writestr(name, f'<worksheet xmlns="{_SML}"><sheetData/></worksheet>' if name in empty
+                            else z.read(name))
+    out.seek(0)
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _opened(path: str, mtime_ns: int, size: int, data_only: bool, sheets: Optional[frozenset]):
     from openpyxl import load_workbook
 
-    return load_workbook(path, data_only=data_only)
+    return load_workbook(path if sheets is None else only_sheets(path, sheets), data_only=data_only)
 
 
-def opened(path, data_only: bool = False):
+def opened(path, data_only: bool = False, sheets: Optional[Iterable[str]] = None):
     """openpyxl's workbook of a file, loaded once while the file is unchanged (a file's formulas or cached values
-    are a function of its bytes): read it, never change it."""
+    are a function of its bytes): read it, never change it.  ``sheets``: the only sheets the test reads (each
+    other sheet is there, empty, so a test that reads one it did not name finds no cells); every sheet when None."""
     st = os.stat(path)
-    return _opened(str(path), st.st_mtime_ns, st.st_size, data_only)
+    return _opened(str(path), st.st_mtime_ns, st.st_size, data_only, None if sheets is None else frozenset(sheets))
 
 
 def named_cell(wb, name: str):

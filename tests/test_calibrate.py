@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from renders import opened  # noqa: E402
 from test_cli_rules import assert_one_line, cli  # noqa: E402
 
 from inference_ledger.io import benchfiles
@@ -206,13 +207,11 @@ def test_options_given_win_over_the_profile_and_every_command_says_calibrated(tm
 
 
 def test_the_calibration_sheet_shows_measured_catalog_and_calibrated(tmp_path):
-    import openpyxl
-
     p = _profile(tmp_path, SWEEP.values(), NIM)
     xlsx = tmp_path / "plan.xlsx"
     code, out, err = cli("build", "-o", str(xlsx), *NIM, "--profile", str(p))
     assert code == 0 and "calibrated from your measurements" in out, err
-    ws = openpyxl.load_workbook(xlsx)["Calibration"]
+    ws = opened(xlsx, sheets=["Calibration"])["Calibration"]
     rows = [[c for c in r] for r in ws.iter_rows(values_only=True)]
     head = next(i for i, r in enumerate(rows) if r[0] == "File")
     cols = rows[head]

@@ -14,6 +14,8 @@ from inference_ledger.graph.resolve import plan_inputs, with_engine
 from inference_ledger.graph.plan import INPUTS, evaluate
 from inference_ledger.cli.plan import option_name
 
+from renders import opened
+
 STABLE_KEYS = ("weights_bytes", "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu",
                "kv_bytes_per_gpu", "workspace_bytes_per_gpu", "total_bytes_per_gpu", "gpu_memory_bytes", "fits",
                "gpus_needed", "kv_capacity_tokens", "max_concurrency", "flops_request", "prefill_seconds",
@@ -322,8 +324,6 @@ def test_a_bare_plan_is_the_default_deployment_the_workbook_opens_on(capsys, wor
     """Nothing said of the model or the GPU: the default catalog model on the default GPU (llama-3.1-70b on an
     h100-sxm), kernel tables and all, the same numbers as naming them, and as the default workbook's cached cells;
     numbers of one's own still describe a generic model (all parameters active, no kernel tables keyed by a model)."""
-    from openpyxl import load_workbook
-
     bare = plan_json(capsys)
     named = plan_json(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm")
     assert bare["model"] == "llama-3.1-70b" and bare["gpu"] == "h100-sxm"
@@ -331,7 +331,7 @@ def test_a_bare_plan_is_the_default_deployment_the_workbook_opens_on(capsys, wor
     for key in ("total_bytes_per_gpu", "tpot_seconds", "ttft_seconds", "tokens_per_second", "gpus_for_qps"):
         assert bare[key] == named[key], key
     path, _ = workbooks()
-    wb = load_workbook(path, data_only=True)
+    wb = opened(path, data_only=True, sheets=["Memory"])
     dest = next(iter(wb.defined_names["total_bytes_per_gpu"].destinations))
     assert wb[dest[0]][dest[1].replace("$", "")].value == pytest.approx(bare["total_bytes_per_gpu"], rel=1e-9)
     generic = plan_json(capsys, "--params", "7e9")

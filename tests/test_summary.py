@@ -72,7 +72,7 @@ def test_text_refuses_formats_it_cannot_evaluate_and_reads_non_numbers_as_na():
 
 
 def _summary_sentences(path) -> list[str]:
-    ws = opened(path, data_only=True)["Summary"]
+    ws = opened(path, data_only=True, sheets=["Summary"])["Summary"]
     cells = [ws.cell(r, 2).value for r in range(6, 6 + len(summary.SENTENCES))]
     return [str(c) for c in cells if c]   # a sentence with nothing to say (a listed price) is a blank row
 
@@ -95,7 +95,7 @@ def test_the_key_numbers_show_the_benchmark_ttfts_band_as_plan_gives_it(book):
     code, out, err = cli("plan", *args, "--json")
     assert code == 0, err
     d = json.loads(out)
-    ws = opened(path, data_only=True)["Summary"]
+    ws = opened(path, data_only=True, sheets=["Summary"])["Summary"]
     label = "TTFT a benchmark would report, band low / high"
     row = next(r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value == label)
     assert ws[f"C{row}"].value == pytest.approx(d["ttft_seconds_low"] * 1000, rel=1e-9)

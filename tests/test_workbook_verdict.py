@@ -159,7 +159,7 @@ def _status_fill(path, cached, coord: str) -> str:
     cached values of the names they read (a mail preview shows what they evaluate to in Excel)."""
     from inference_ledger.workbook import style
 
-    ws = opened(path)["Summary"]   # read only: one parse per file, however many cells are asked about
+    ws = opened(path, sheets=["Summary"])["Summary"]   # read only: one parse per file, however many cells are asked about
     fills = {style.GREEN[0]: "GREEN", style.RED[0]: "RED"}
     for cf in ws.conditional_formatting:
         if coord in str(cf.sqref):
@@ -349,8 +349,8 @@ def test_npv_of_renting_everything_says_why_requests_per_day_do_not_move_it(tmp_
     assert plan.INPUT_BY_NAME["requests_per_day"].default == 1_000_000   # the default workbook's
     proc = _build(MORE_REQUESTS, tmp_path / "more.xlsx")
     assert proc.returncode == 0, proc.stderr
-    got = {1_000_000: opened(workbooks()[0], data_only=True),
-           1_500_000: load_workbook(tmp_path / "more.xlsx", data_only=True)}
+    got = {1_000_000: opened(workbooks()[0], data_only=True, sheets=["Forecast"]),
+           1_500_000: opened(tmp_path / "more.xlsx", data_only=True, sheets=["Forecast"])}
     buy = [_cell(wb, "forecast_npv_buy").value for wb in got.values()]
     rent = [_cell(wb, "forecast_npv_rent").value for wb in got.values()]
     assert buy[0] != buy[1] and rent[0] == rent[1]
@@ -381,7 +381,7 @@ def test_an_average_above_the_peak_is_flagged(default_book, soffice, tmp_path):
 
 def test_a_met_target_is_green_on_a_plan_that_fits(workbooks):
     path, _ = workbooks()
-    cached = load_workbook(path, data_only=True)
+    cached = opened(path, data_only=True)   # the status rules read names on many sheets
     ws = cached["Summary"]
     rows = {ws[f"B{r}"].value: r for r in range(1, ws.max_row + 1) if isinstance(ws[f"B{r}"].value, str)}
     for label in ("TTFT at the target QPS / target", "TPOT / target"):
