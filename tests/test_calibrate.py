@@ -206,7 +206,11 @@ def test_options_given_win_over_the_profile_and_every_command_says_calibrated(tm
     assert json.loads(out)["calibration"]["files"] == [str(f) for f in SWEEP.values()]
 
 
-def test_the_calibration_sheet_shows_measured_catalog_and_calibrated(tmp_path):
+def test_the_calibration_sheet_shows_measured_catalog_and_calibrated(tmp_path, monkeypatch):
+    """The Calibration sheet of a calibrated build (the book is that sheet alone: it computes its figures itself)."""
+    from inference_ledger.workbook import build
+
+    monkeypatch.setattr(build, "SHEET_BUILDERS", [build.add_calibration_sheet])
     p = _profile(tmp_path, SWEEP.values(), NIM)
     xlsx = tmp_path / "plan.xlsx"
     code, out, err = cli("build", "-o", str(xlsx), *NIM, "--profile", str(p))

@@ -250,8 +250,8 @@ def parse(raw: bytes):
 def attached_plan(data: bytes) -> dict:
     """The attached workbook's plan: every formula has its cached value, tpot_seconds is live (a pure function of
     the bytes: each distinct attachment is read once)."""
-    formulas = openpyxl.load_workbook(io.BytesIO(data))
-    cached = openpyxl.load_workbook(io.BytesIO(data), data_only=True)
+    formulas = openpyxl.load_workbook(only_sheets(io.BytesIO(data), ["Bandwidth"]))
+    cached = openpyxl.load_workbook(only_sheets(io.BytesIO(data), ["Plan", "Cost", "Bandwidth"]), data_only=True)
     # every <f> carries a <v>: openpyxl reads an empty-text cached value as None, so read the XML
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         sheets = [n for n in z.namelist() if n.startswith("xl/worksheets/sheet")]

@@ -14,6 +14,8 @@ from inference_ledger.workbook.calibration import (FIRST, OUTPUT_COLS, add_calib
                                                    step_bytes)
 from inference_ledger.workbook.recalc import recalculate
 
+from renders import opened
+
 # Llama-3.1-70B on 4 x H100 (the workbook's default plan): one batch-1 run and one batch-8 run
 RUNS = [{"B": 1, "C": 205, "D": 1024, "E": 26.31, "F": 150.0, "G": 400_000},
         {"B": 8, "C": 2048, "E": 30.0}]
@@ -67,7 +69,7 @@ def test_back_solved_fraction_reproduces_the_measured_tpot(built):
 
 def test_formulas_are_portable(built):
     path, _ = built
-    ws = openpyxl.load_workbook(path)["Calibration"]
+    ws = opened(path, sheets=["Calibration"])["Calibration"]
     for row in ws.iter_rows():
         for c in row:
             if isinstance(c.value, str) and c.value.startswith("="):
