@@ -447,8 +447,12 @@ def test_a_config_json_model_joins_the_models_sheet_and_stays_live(soffice, tmp_
     assert _close(_cell(got, "total_bytes_per_gpu").value, values["total_bytes_per_gpu"])
 
 
-def test_an_extra_sheet_builder_joins_the_workbook(tmp_path):
+def test_an_extra_sheet_builder_joins_the_workbook(tmp_path, monkeypatch):
+    """An extra sheet comes after the book's own (here the Plan and Checks sheets: its banner reads the Checks
+    sheet's master check, which reads the Plan) and writes its formulas and cached values as theirs are written."""
     from inference_ledger.core.units import MS_PER_S
+
+    monkeypatch.setattr(build, "SHEET_BUILDERS", [build.plan_sheet, build.checks_sheet])
 
     def extra(wb, ctx):
         ws = ctx.new_sheet("Extra", "Extra")
