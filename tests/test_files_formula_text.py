@@ -111,12 +111,17 @@ def test_workbook_writes_data_strings_as_text(tmp_path, leg, early_child):
 
 @pytest.fixture
 def odd_models(tmp_path, monkeypatch):
-    """A model catalog whose ids start with each formula trigger (config files are named after their id)."""
+    """A model catalog whose ids start with each formula trigger (config files are named after their id), and the
+    default model, whose catalog facts every plan starts from (the test passed only after another test had read
+    them from the real catalog)."""
+    from inference_ledger.catalogs.catalog_facts import DEFAULT_MODEL
+
     folder = tmp_path / "models"
     folder.mkdir()
     ids = [f"{c}cmd{k}" for k, c in enumerate(FORMULA_TRIGGERS)]
     for mid in ids:
         shutil.copy(catalog.MODELS_DIR / "llama-3.1-8b.json", folder / f"{mid}.json")
+    shutil.copy(catalog.MODELS_DIR / f"{DEFAULT_MODEL}.json", folder)
     monkeypatch.setattr(catalog, "MODELS_DIR", folder)
     return ids
 

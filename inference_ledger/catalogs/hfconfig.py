@@ -214,13 +214,16 @@ def _matcher(patterns: tuple[str, ...]):
     regexes = [re.compile(p[3:]) for p in patterns if p.startswith("re:")]
     globs = [p for p in patterns if not p.startswith("re:") and "*" in p]
     plain = [p for p in patterns if not p.startswith("re:") and "*" not in p]
+    # one expression for every glob: fnmatchcase(x, g) is a full match of fnmatch.translate(g)
+    any_glob = re.compile("|".join(fnmatch.translate(g) for g in globs)) if globs else None
 
     def skipped(name: str) -> bool:
         if any(p in name for p in plain) or any(r.search(name) for r in regexes):
             return True
+        if any_glob is None:
+            return False
         parts = name.split(".")
-        prefixes = [".".join(parts[:n]) for n in range(1, len(parts) + 1)]
-        return any(fnmatch.fnmatchcase(x, g) for g in globs for x in prefixes)
+        return any(any_glob.match(".".join(parts[:n])) for n in range(1, len(parts) + 1))
 
     return skipped
 
