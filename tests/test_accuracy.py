@@ -349,13 +349,19 @@ def test_headline_errors_are_held_out(study):
 
 
 def test_the_vectorised_rows_equal_the_plan_row_by_row(study):
-    """The study evaluates each GPU x engine group as one numpy call; each figure equals the plan run on its row
-    alone (load_fidelity, one resolve and one evaluate per row)."""
-    one_by_one = {(c.row, c.metric): c.predicted for c in load_fidelity.compare()}
-    got = {(f.row, f.metric): f.predicted for f in study.defaults}
-    assert got.keys() == one_by_one.keys()
-    for k, v in one_by_one.items():
-        assert got[k] == pytest.approx(v, rel=1e-12), k
+    """The study and `validate`'s load table (load_fidelity.compare) evaluate the rows as numpy arrays; each figure
+    equals the plan run on its row alone (load_fidelity.row_values: one resolve and one evaluate per row)."""
+    one_by_one = {}
+    for row in load_measured_load():
+        predicted = accuracy.predicted_metrics(load_fidelity.row_values(row), row.gpus / row.tp)
+        for metric, measured in accuracy.measured_metrics(row).items():
+            if measured is not None:
+                one_by_one[(row.id, metric)] = float(predicted[metric])
+    for got in ({(f.row, f.metric): f.predicted for f in study.defaults},
+                {(c.row, c.metric): c.predicted for c in load_fidelity.compare()}):
+        assert got.keys() == one_by_one.keys()
+        for k, v in one_by_one.items():
+            assert got[k] == pytest.approx(v, rel=1e-12), k
 
 
 def test_an_applied_fitted_parameter_reaches_plans_of_its_scope_only(tmp_path, monkeypatch):

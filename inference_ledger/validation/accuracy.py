@@ -191,12 +191,19 @@ class RowSet:
     share their inputs that are not numbers (every shipped row's are numbers: one call), with some inputs replaced
     per row."""
 
-    def __init__(self, rows: Sequence[LoadRow]):
+    def __init__(self, rows: Sequence[LoadRow], as_planned: bool = False):
+        """``as_planned``: each row's inputs as the plan resolves them, checked like any plan's (the fitted values
+        where the plan applies them); else the sourced defaults, where a fit starts from."""
         self.rows = list(rows)
         if not self.rows:
             raise ValueError("no load rows to evaluate")
-        with unfitted():  # a fit starts from the sourced defaults, whatever the plan applies
+        if as_planned:
             inputs = [row_inputs(r) for r in self.rows]
+            for i in inputs:
+                plan.validate_inputs(i)
+        else:
+            with unfitted():  # a fit starts from the sourced defaults, whatever the plan applies
+                inputs = [row_inputs(r) for r in self.rows]
         self.keys = tuple(inputs[0])
         numeric = {k for k in self.keys if all(_is_number(i.get(k)) for i in inputs)}
         self.base = {k: np.array([float(i[k]) for i in inputs]) for k in self.keys if k in numeric}

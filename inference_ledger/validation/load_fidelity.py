@@ -19,8 +19,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+import numpy as np
+
 from inference_ledger.graph import plan
-from inference_ledger.validation.accuracy import RelativeError, measured_metrics, predicted_metrics, row_inputs
+from inference_ledger.validation.accuracy import RelativeError, RowSet, measured_metrics, row_inputs
 from inference_ledger.catalogs.load_measurements import REGIMES, LoadRow, load_measured_load
 
 #: metric -> label (unit)
@@ -42,15 +44,17 @@ def row_values(row: LoadRow) -> dict:
     return plan.evaluate(row_inputs(row))
 
 
-def row_checks(row: LoadRow) -> list[LoadCheck]:
-    predicted = predicted_metrics(row_values(row), row.gpus / row.tp)
-    return [LoadCheck(row.id, metric, row.regime, measured, float(predicted[metric]))
-            for metric, measured in measured_metrics(row).items() if measured is not None]
-
-
 def compare(rows: Optional[Iterable[LoadRow]] = None) -> list[LoadCheck]:
-    """Every predicted-vs-measured figure of the load rows (the shipped file by default)."""
-    return [c for r in (load_measured_load() if rows is None else rows) for c in row_checks(r)]
+    """Every predicted-vs-measured figure of the load rows (the shipped file by default): the plan evaluated once
+    over all of them (numpy arrays, :class:`~inference_ledger.validation.accuracy.RowSet`), each row's inputs as
+    :func:`row_values` resolves and checks them (tests/test_accuracy.py: the arrays equal the plan row by row)."""
+    rows = list(load_measured_load() if rows is None else rows)
+    if not rows:
+        return []
+    rs = RowSet(rows, as_planned=True)
+    predicted = rs.predict(np.arange(len(rows)), {})
+    return [LoadCheck(r.id, metric, r.regime, measured, float(predicted[metric][k]))
+            for k, r in enumerate(rows) for metric, measured in measured_metrics(r).items() if measured is not None]
 
 
 @dataclass(frozen=True)
