@@ -26,6 +26,7 @@ source is predicted with them.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from dataclasses import dataclass
@@ -192,18 +193,14 @@ class RowSet:
     per row."""
 
     def __init__(self, rows: Sequence[LoadRow], as_planned: bool = False):
-        """``as_planned``: each row's inputs as the plan resolves them, checked like any plan's (the fitted values
-        where the plan applies them); else the sourced defaults, where a fit starts from."""
+        """``as_planned``: each row's inputs as a plan resolves and checks them; else the defaults a fit starts from."""
         self.rows = list(rows)
         if not self.rows:
             raise ValueError("no load rows to evaluate")
-        if as_planned:
-            inputs = [row_inputs(r) for r in self.rows]
-            for i in inputs:
-                plan.validate_inputs(i)
-        else:
-            with unfitted():  # a fit starts from the sourced defaults, whatever the plan applies
-                inputs = [row_inputs(r) for r in self.rows]
+        with contextlib.nullcontext() if as_planned else unfitted():  # unfitted: the sourced defaults, whatever the
+            inputs = [row_inputs(r) for r in self.rows]                # plan applies
+        for i in inputs if as_planned else ():
+            plan.validate_inputs(i)
         self.keys = tuple(inputs[0])
         numeric = {k for k in self.keys if all(_is_number(i.get(k)) for i in inputs)}
         self.base = {k: np.array([float(i[k]) for i in inputs]) for k in self.keys if k in numeric}
