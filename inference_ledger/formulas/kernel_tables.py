@@ -38,22 +38,13 @@ def _lines(name: str) -> tuple[str, tuple[str, ...]]:
     return "".join(lines[:head]), tuple(line for line in lines[head:] if line.strip() and not line.startswith("#"))
 
 
-@functools.lru_cache(maxsize=None)
-def _rows(name: str, gpu_id: Optional[str] = None) -> tuple[dict[str, str], ...]:
-    """The rows of one distilled table (a commented CSV, inference_ledger.csvfile); given a GPU, only the rows
-    that measure it (its id among the first column's ``gpu_ids``): a plan reads its own GPU's rows, not the whole
-    table (every data line starts with its unquoted ``gpu_ids``)."""
-    if gpu_id is None:
-        return csvfile.read(KERNELS_DIR / name).rows
+def _rows(name: str, gpu_id: str) -> tuple[dict[str, str], ...]:
+    """The rows of one distilled table (a commented CSV, inference_ledger.csvfile) that measure a GPU (its id among
+    the first column's ``gpu_ids``): a plan reads its own GPU's rows, not the whole table (every data line starts
+    with its unquoted ``gpu_ids``); the tables built from them are kept per GPU."""
     head, lines = _lines(name)
     return csvfile.parse(head + "".join(line for line in lines if gpu_id in line.split(",", 1)[0].split("|")),
                          name).rows
-
-
-def _gpu_ids(row: Mapping[str, str], gpu_id: Optional[str]) -> list[str]:
-    """The GPUs a row measures, or only ``gpu_id`` (a table read for one GPU)."""
-    ids = row["gpu_ids"].split("|")
-    return ids if gpu_id is None else [g for g in ids if g == gpu_id]
 
 
 def _grid(header: list[str], prefix: str) -> tuple[list[str], np.ndarray]:
@@ -124,8 +115,7 @@ def latency_tables(name: str, decode: bool, key_of, inner_of, gpu_id: str) -> di
     cols, xs = _grid(list(rows[0]), "ctx" if decode else "isl")
     groups: dict = {}
     for r in rows:
-        for gid in _gpu_ids(r, gpu_id):
-            groups.setdefault(key_of(gid, r), {}).setdefault(inner_of(r), []).append(r)
+        groups.setdefault(key_of(gpu_id, r), {}).setdefault(inner_of(r), []).append(r)
     out: dict = {}
     for key, inner in groups.items():
         out[key] = {}
@@ -210,8 +200,7 @@ def _gemm(gpu_id: str) -> dict[tuple[str, str, str], Table]:
 def _gemm_groups(name: str, gpu_id: str) -> dict[tuple[str, str, str], list]:
     groups: dict = {}
     for r in _rows(name, gpu_id):
-        for gid in _gpu_ids(r, gpu_id):
-            groups.setdefault((gid, r["engine"], r["dtype"]), []).append(r)
+        groups.setdefault((gpu_id, r["engine"], r["dtype"]), []).append(r)
     return groups
 
 

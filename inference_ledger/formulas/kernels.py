@@ -52,7 +52,7 @@ import numpy as np
 from inference_ledger.formulas import kernels_fused
 from inference_ledger.formulas.gemm_shapes import GEMM_OPS, expert_shapes, gemm_shapes
 from inference_ledger.formulas.ledger import kv_elements_per_token_layer, kv_shards
-from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _gemm, _gpu_ids, _smallest, _rows,
+from inference_ledger.formulas.kernel_tables import (FAMILIES, US, Table, _family, _gemm, _smallest, _rows,
                                                      gemm_dtype, gemm_seconds, has_gemm_table, interpolate,
                                                      kv_table_dtype,
                                                      latency_tables)
@@ -73,8 +73,7 @@ def _attention(which: str, gpu_id: str) -> dict[tuple, dict[tuple[int, int], Tab
 def _allreduce(gpu_id: str) -> dict[tuple[str, str], dict[int, Table]]:
     groups: dict = {}
     for r in (*_rows("allreduce.csv", gpu_id), *_rows("allreduce_amd.csv", gpu_id)):
-        for gid in _gpu_ids(r, gpu_id):
-            groups.setdefault((gid, r["library"]), {}).setdefault(int(r["gpus"]), []).append(r)
+        groups.setdefault((gpu_id, r["library"]), {}).setdefault(int(r["gpus"]), []).append(r)
     out: dict = {}
     for key, by_g in groups.items():
         out[key] = {}

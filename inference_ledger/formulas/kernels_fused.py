@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 
 from inference_ledger.formulas import serving
-from inference_ledger.formulas.kernel_tables import (FAMILIES, Table, _cell, _extend, _family, _gpu_ids, _grid, _rows,
+from inference_ledger.formulas.kernel_tables import (FAMILIES, Table, _cell, _extend, _family, _grid, _rows,
                                                      interpolate, kv_table_dtype, latency_tables)
 
 
@@ -45,10 +45,9 @@ def _moe(gpu_id: str) -> dict[tuple, dict[tuple[int, int], dict[tuple[int, ...],
         for r in rows:
             row = np.array([_cell(r[c]) for c in cols])
             row[:int(np.argmax(~np.isnan(row)))] = row[int(np.argmax(~np.isnan(row)))]  # below: the first holds
-            for gid in _gpu_ids(r, gpu_id):
-                key = (gid, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
-                out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = \
-                    Table((ts,), _extend(row[None, :], ts)[0], f"{r['source']} ({r['engine']} {r['version']})")
+            key = (gpu_id, r["engine"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts")))
+            out.setdefault(key, {}).setdefault((int(r["tp"]), int(r["ep"])), {})[version_key(r["version"])] = \
+                Table((ts,), _extend(row[None, :], ts)[0], f"{r['source']} ({r['engine']} {r['version']})")
     return out
 
 
