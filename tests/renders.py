@@ -24,6 +24,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from ooxml import SML
+
 #: options whose value names a file (its contents, not its name, decide the workbook): never memoised
 _FILE_OPTIONS = ("config", "scenarios", "profile")
 _RENDERS: dict = {}
@@ -167,7 +169,6 @@ def options_of(argv) -> dict:
     return out
 
 
-_SML = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _OFFICE_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _PACKAGE_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
 
@@ -180,7 +181,7 @@ def only_sheets(path, sheets) -> io.BytesIO:
         targets = {r.get("Id"): r.get("Target") for r in ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))
                    if r.tag == f"{{{_PACKAGE_REL}}}Relationship"}
         part = {s.get("name"): "xl/" + targets[s.get(f"{{{_OFFICE_REL}}}id")].lstrip("/").removeprefix("xl/")
-                for s in book.iter(f"{{{_SML}}}sheet")}
+                for s in book.iter(f"{{{SML}}}sheet")}
         unknown = set(sheets) - set(part)
         if unknown:
             raise KeyError(f"no sheet {sorted(unknown)} in {path}")
@@ -188,7 +189,7 @@ def only_sheets(path, sheets) -> io.BytesIO:
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zo:
             for name in z.namelist():
-                zo.writestr(name, f'<worksheet xmlns="{_SML}"><sheetData/></worksheet>' if name in empty
+                zo.writestr(name, f'<worksheet xmlns="{SML}"><sheetData/></worksheet>' if name in empty
                             else z.read(name))
     out.seek(0)
     return out
