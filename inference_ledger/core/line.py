@@ -86,8 +86,12 @@ def derived(name: str, formula: Callable[..., Any], label: str, unit: str, ledge
     params = tuple(rename.get(p, p) for p in kept)
     if len(set(params)) != len(params):
         raise TypeError(f"line {name}: two parameters of {formula.__name__} read the same quantity")
-    fn = _line_function(name, params, lambda *args: formula(**dict(zip(kept, args, strict=True))),
-                        (label, unit, ledger, doc), sys._getframe(1).f_globals["__name__"])
+    positional = tuple(p for p, q in sig.parameters.items()
+                       if q.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)[:len(kept)] == kept
+    # kept parameters that lead the formula's own, in its order, pass through positionally (the common case, and
+    # the plan evaluates thousands of lines); otherwise by keyword, skipping the defaults kept
+    body = formula if positional else (lambda *args: formula(**dict(zip(kept, args, strict=True))))
+    fn = _line_function(name, params, body, (label, unit, ledger, doc), sys._getframe(1).f_globals["__name__"])
     fn.formula = formula
     return fn
 
