@@ -33,7 +33,7 @@ def accuracy() -> None:
 def load_table() -> None:
     from inference_ledger.validation import load_fidelity
     from inference_ledger.cli.validate import _markdown, load_table as table
-    body = _markdown(table(load_fidelity.summarize(load_fidelity.compare())))
+    body = _markdown(table(load_fidelity.summarize(load_fidelity.checks())))
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = page.read_text()
         if "<!-- load-accuracy -->" in text:

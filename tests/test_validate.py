@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import statistics
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_docs_load_table_is_the_validate_load_summary():
     from inference_ledger.cli.validate import _markdown, load_table
     page = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text()
     section = page.split("<!-- load-accuracy -->", 1)[1].split("<!-- /load-accuracy -->", 1)[0]
-    rows = load_fidelity.summarize(load_fidelity.compare())
+    rows = load_fidelity.summarize(load_fidelity.checks())
     assert section.strip() == _markdown(load_table(rows))
     # at least 40 load rows from both regimes, the figures read from the file, never tuned per row
     assert {(s.metric, s.regime): s.n for s in rows}[("output_tok_s", "all")] >= 40
@@ -182,3 +183,26 @@ def test_load_rows_floor_stays_a_floor_and_errors_do_not_grow():
     # 21.6% -> 19.4% and its tokens/s 17.6% -> 16.7%
     assert med[("output_tok_s", "static")] <= 0.25 and med[("output_tok_s", "continuous")] <= 0.18
     assert med[("tpot_ms", "continuous")] <= 0.28
+
+
+def test_the_median_request_is_a_steady_state_one():
+    """InferenceMAX, 8 x H200, DeepSeek-R1 on SGLang, 1k/1k at 8 clients, N = 80: its first wave is 8 of the 80
+    requests, so the median request arrives after a finished one; the plan's steady-state TTFT (+ its wait for a slot)
+    is held to the 'median_ttft' the run prints (0.11993834655731916 s).  The same run with N = 10 is half wave: left out."""
+    import dataclasses
+
+    from inference_ledger.validation import load_fidelity
+    from inference_ledger.catalogs.load_measurements import load_measured_load
+    row = next(r for r in load_measured_load() if r.id == "infmax-h200x8-deepseek-r1-fp8-sglang-c8-1024-1024")
+    assert row.requests == 80 and row.ttft_median_ms == pytest.approx(119.93834655731916, rel=1e-15)
+    assert '"median_ttft": 0.11993834655731916' in row.quote
+    [check] = load_fidelity.median_ttft([row])
+    v = load_fidelity.row_values(row)
+    assert v["effective_concurrency"] == 8 and check.measured == row.ttft_median_ms
+    assert check.predicted == pytest.approx((v["steady_ttft_seconds"] + v["queue_seconds"]) * 1000, rel=1e-12)
+    assert load_fidelity.median_ttft([dataclasses.replace(row, requests=10)]) == []
+    # the page's reading: on InferenceMAX's runs the plan is closer to the median request than to the mean
+    med = [c for c in load_fidelity.median_ttft() if c.row.startswith("infmax-")]
+    mean = {c.row: c for c in load_fidelity.compare() if c.metric == "ttft_ms"}
+    assert len(med) >= 50
+    assert statistics.median(abs(c.error) for c in med) < statistics.median(abs(mean[c.row].error) for c in med) / 2

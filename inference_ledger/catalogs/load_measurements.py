@@ -3,7 +3,7 @@
 One row per measured point at batch or concurrency > 1: the deployment (model, GPU, TP, engine, formats), the
 regime (``static``: one batch prefilled then decoded together; ``continuous``: a client keeping ``batch`` requests
 in flight against a continuous-batching server), the request shape, and what the source printed: output tokens/s,
-mean TPOT or ITL, mean TTFT.  The file's header describes every column and unit.  This module only reads and checks
+mean TPOT or ITL, mean TTFT (and the median TTFT where printed).  The file's header describes every column and unit.  This module only reads and checks
 the file; it predicts nothing (the plan's figures are compared with these rows elsewhere).
 """
 
@@ -81,6 +81,7 @@ class LoadRow:
     requests: Optional[int] = None  # N, the requests of the benchmark run where printed; None = not printed
     fixed_lengths: Optional[int] = None  # 1 every request the same lengths, 0 drawn per request; None = not stated
     engine_args: str = ""  # the engine settings the source states, 'name=value|...' (ENGINE_ARGS); '' = defaults
+    ttft_median_ms: Optional[float] = None  # the run's median TTFT where the source prints it (the typical request)
 
     @property
     def engine_settings(self) -> dict[str, float]:
@@ -148,7 +149,7 @@ def _one(c: csvfile.Cells) -> LoadRow:
                                 input_tokens=c.whole("input_tokens", lo=1),
                                 output_tokens=c.whole("output_tokens", lo=1),
                                 requests=c.whole("requests", False, lo=1), fixed_lengths=_flag(c, "fixed_lengths"),
-                                **figures)
+                                ttft_median_ms=c.positive("ttft_median_ms"), **figures)
 
 
 def _flag(c: csvfile.Cells, key: str) -> Optional[int]:
