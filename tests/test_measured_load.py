@@ -162,9 +162,12 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
     """engine_args carries only what the run states: each value is printed in the row's engine text or notes (its
     launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1, vLLM's
     "lacks GPU P2P capability" warning all-reduces through host memory."""
-    flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization "),
-             "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens "),
-             "max_num_seqs": ("max_batch_size ", "--max-num-seqs "), "ep": ("ep ", "EP=", '"ep": '),
+    flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization ",
+                                        "--gpu-memory-utilization=", "--mem-fraction-static ", "--mem-fraction-static="),
+             "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens ", "max-num-batched-tokens: ",
+                                        "--chunked-prefill-size ", "--chunked-prefill-size="),
+             "max_num_seqs": ("max_batch_size ", "--max-num-seqs ", "--max-num-seqs=", "--max-running-requests "),
+             "ep": ("ep ", "EP=", '"ep": '),
              "max_model_len": ("--max-model-len ", "max-model-len ", "max_seq_len ", "'max_model_len': ")}
     stated = [r for r in rows if r.engine_args]
     assert len(stated) >= 60 and {r.source_group for r in stated} >= {"dennislee22", "gpustack", "dstack"}
