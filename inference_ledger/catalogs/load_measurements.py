@@ -3,8 +3,9 @@
 One row per measured point at batch or concurrency > 1: the deployment (model, GPU, TP, engine, formats), the
 regime (``static``: one batch prefilled then decoded together; ``continuous``: a client keeping ``batch`` requests
 in flight against a continuous-batching server), the request shape, and what the source printed: output tokens/s,
-mean TPOT or ITL, mean TTFT (and the median TTFT where printed).  The file's header describes every column and unit.  This module only reads and checks
-the file; it predicts nothing (the plan's figures are compared with these rows elsewhere).
+mean TPOT or ITL, mean TTFT (and the median TTFT where printed).  The file's header describes every column and unit.
+This module only reads and checks the file; it predicts nothing (the plan's figures are compared with these rows
+elsewhere).
 """
 
 from __future__ import annotations
