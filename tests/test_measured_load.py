@@ -163,7 +163,8 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
     launch command or startup log), beside a flag that sets it (ENGINE_ARGS); --async-scheduling is overlap 1, vLLM's
     "lacks GPU P2P capability" warning all-reduces through host memory."""
     flags = {"gpu_memory_utilization": ("gpu_memory_utilization': ", "--gpu-memory-utilization ",
-                                        "--gpu-memory-utilization=", "--mem-fraction-static ", "--mem-fraction-static="),
+                                        "--gpu-memory-utilization=", "--mem-fraction-static ", "--mem-fraction-static=",
+                                        "free_gpu_memory_fraction: "),
              "max_num_batched_tokens": ("--max-num-batched-tokens ", "max_num_tokens ", "max-num-batched-tokens: ",
                                         "--chunked-prefill-size ", "--chunked-prefill-size="),
              "max_num_seqs": ("max_batch_size ", "--max-num-seqs ", "--max-num-seqs=", "--max-running-requests "),
