@@ -92,7 +92,8 @@ def median_ttft_table(rows: Optional[Iterable[LoadRow]] = None) -> list[list[str
     rows = list(load_measured_load() if rows is None else rows)
     source = {r.id: source_of(r) for r in rows}
     med = median_ttft(rows)
-    mean = {c.row: c for c in compare([r for r in rows if r.id in {m.row for m in med}]) if c.metric == "ttft_ms"}
+    compared = {c.row for c in med}
+    mean = {c.row: c for c in compare([r for r in rows if r.id in compared]) if c.metric == "ttft_ms"}
     out = [["source", "runs", "median TTFT: median abs. error", "median error", "mean TTFT: median abs. error",
             "median error"]]
     for group in ["all", *sorted({source[c.row] for c in med})]:
