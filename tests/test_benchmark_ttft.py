@@ -53,11 +53,32 @@ def test_overlap_scheduling_adds_one_step_to_every_request_after_the_wave():
 
 def test_static_batches_wait_for_no_running_step():
     """A static batch is prefilled by itself: no step runs before it, so no admission wait."""
-    assert serving.admission_wait_seconds(2, 1, 0.02) == 0
-    assert serving.admission_wait_seconds(1, 0, 0.02) == pytest.approx(0.02)
-    assert serving.admission_wait_seconds(1, 1, 0.02) == pytest.approx(0.04)
+    assert serving.admission_wait_seconds(2, 1, 30, 0.02) == 0
+    assert serving.admission_wait_seconds(1, 0, 1, 0.02) == pytest.approx(0.02)
+    assert serving.admission_wait_seconds(1, 1, 1, 0.02) == pytest.approx(0.04)
     v = plan.evaluate(plan.defaults() | SEED_70B | {"batching": 2})
     assert v["admission_wait_seconds"] == 0 and v["lockstep_ttft_seconds"] == v["ttft_service_seconds"]
+
+
+def test_a_scheduler_that_reads_every_30th_step_adds_half_a_cycle():
+    """SGLang --scheduler-recv-interval 30 (InferenceX's B200 DeepSeek-R1 runs at C >= 16): the scheduler reads new
+    requests once its count of decode steps reaches 30. A closed-loop request arrives as a step starts, at step j of
+    the cycle (j = 0 .. 29 alike) and waits for that step and 29 - j more: 1 + 14.5 steps on average, + 1 with
+    overlap scheduling. One arriving at a random moment waits half the cycle, 15 steps. TPOT unchanged; the first wave
+    (sent to an idle engine, which spins through its count) unchanged; every later request 14.5 steps later."""
+    tpot = 0.02
+    assert serving.admission_wait_seconds(1, 0, 30, tpot) == pytest.approx(15.5 * tpot)
+    assert serving.admission_wait_seconds(1, 1, 30, tpot) == pytest.approx(16.5 * tpot)
+    assert serving.admission_wait_seconds(1, 1, 1, tpot) == pytest.approx(2 * tpot)
+    every, thirty = _no_scheduler_cost(overlap_scheduling=1), _no_scheduler_cost(overlap_scheduling=1,
+                                                                                  scheduler_recv_interval=30)
+    step = every["tpot_seconds"]
+    assert thirty["tpot_seconds"] == pytest.approx(step, rel=1e-12)
+    assert thirty["wave_ttft_seconds"] == pytest.approx(every["wave_ttft_seconds"], rel=1e-12)
+    assert thirty["admission_wait_seconds"] - every["admission_wait_seconds"] == pytest.approx(14.5 * step, rel=1e-9)
+    assert thirty["ttft_open_seconds"] - every["ttft_open_seconds"] == pytest.approx(14.5 * step, rel=1e-9)
+    n, b = every["benchmark_requests"], every["effective_concurrency"]
+    assert thirty["ttft_seconds"] - every["ttft_seconds"] == pytest.approx((n - b) / n * 14.5 * step, rel=1e-9)
 
 
 def test_open_arrivals_wait_half_a_running_step_and_any_prepared_one():

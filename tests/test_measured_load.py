@@ -169,7 +169,8 @@ def test_each_engine_setting_is_printed_by_its_source(rows):
                                         "--chunked-prefill-size ", "--chunked-prefill-size="),
              "max_num_seqs": ("max_batch_size ", "--max-num-seqs ", "--max-num-seqs=", "--max-running-requests "),
              "ep": ("ep ", "EP=", '"ep": '),
-             "max_model_len": ("--max-model-len ", "max-model-len ", "max_seq_len ", "'max_model_len': ")}
+             "max_model_len": ("--max-model-len ", "max-model-len ", "max_seq_len ", "'max_model_len': "),
+             "scheduler_recv_interval": ("--scheduler-recv-interval ", "SCHEDULER_RECV_INTERVAL=")}
     stated = [r for r in rows if r.engine_args]
     assert len(stated) >= 60 and {r.source_group for r in stated} >= {"dennislee22", "gpustack", "dstack"}
     for r in stated:

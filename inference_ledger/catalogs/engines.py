@@ -59,6 +59,7 @@ class Engine:
     kv_admission_reserve: float
     releases: str
     overlap_scheduling: int
+    scheduler_recv_interval: int   # decode steps between the scheduler's reads of new requests (1: every step)
     scheduler_seconds_per_sequence: float
     cuda_graphs: int
     cuda_graph_max_batch_by_tp: tuple[tuple[int, float], ...]
@@ -158,6 +159,7 @@ def _load(path: Path) -> tuple[Engine, ...]:
                 moe_pad_intermediate=int(r["moe_pad_intermediate"]), chunked_prefill=int(r["chunked_prefill"]),
                 prefill_first=int(r["prefill_first"]),
                 kv_admission_reserve=float(r["kv_admission_reserve"]), releases=r["releases"], overlap_scheduling=int(r["overlap_scheduling"]),
+                scheduler_recv_interval=int(r["scheduler_recv_interval"]),
                 scheduler_seconds_per_sequence=float(r["scheduler_seconds_per_sequence"]),
                 cuda_graphs=int(r["cuda_graphs"]), cuda_graph_max_batch_by_tp=_by_tp(r["cuda_graph_max_batch_by_tp"]),
                 eager_seconds_per_layer=float(r["eager_seconds_per_layer"]),
@@ -224,6 +226,7 @@ def engine_inputs(engine: Engine | str = DEFAULT_ENGINE, *, gpu_memory_bytes: fl
         "prefill_first": e.prefills_first(max_model_len),
         "kv_admission_reserve": e.kv_admission_reserve,
         "overlap_scheduling": e.overlap_scheduling,
+        "scheduler_recv_interval": e.scheduler_recv_interval,
         "scheduler_seconds_per_sequence": e.scheduler_seconds_per_sequence,
         "cuda_graphs": e.cuda_graphs,
         "cuda_graph_max_batch": e.cuda_graph_max_batch(tp),

@@ -40,6 +40,7 @@ ENGINE_ARGS = {
     "max_num_batched_tokens": "vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, TensorRT-LLM --max_num_tokens",
     "max_num_seqs": "vLLM --max-num-seqs, SGLang --max-running-requests, TensorRT-LLM --max_batch_size",
     "overlap_scheduling": "1 for vLLM --async-scheduling",
+    "scheduler_recv_interval": "SGLang --scheduler-recv-interval",
     "ep": "whole-expert EP (MoE TP 1): vLLM --enable-expert-parallel (= TP), SGLang --ep-size, TensorRT-LLM "
           "moe_expert_parallel_size / --ep_size equal to tp_size",
     "max_model_len": "vLLM --max-model-len, TensorRT-LLM --max_seq_len, SGLang --context-length",

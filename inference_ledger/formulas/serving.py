@@ -7,31 +7,29 @@ defaults come from ``inference_ledger/data/efficiencies.csv`` (a source and a da
 
 The model, and where each piece comes from:
 
-* **Regimes.**  ``static``: one batch of B prompts is prefilled together, then decoded together
-  (TensorRT-LLM's ``gptSessionBenchmark``, vLLM's ``benchmark_throughput`` with a fixed batch).
-  ``continuous``: a client keeps C requests in flight against a continuous-batching server (Orca,
-  Yu et al. OSDI'22; vLLM, Kwon et al. SOSP'23; ``benchmark_serving --max-concurrency C``).
-* **Effective concurrency** B = min(C, sequences the KV budget holds, ``max_num_seqs``), at least 1
-  so the ledgers stay finite (the verdict says when not even one sequence fits).  Static batching
-  reserves the full context S + T per sequence; a paged continuous engine holds a sequence's blocks
-  as its context grows, so in steady state a sequence holds S + T/2 tokens on average.
-* **Decode context.**  The step that emits output token j (j = 2 .. T) attends over S + j - 1 tokens;
-  over the T - 1 decode steps the mean is S + T/2.  TPOT (the mean step a sequence sees) and its
-  floor are priced at that context, so the floor stays below a measured average step.
-* **Prefill mix.**  With continuous batching every other sequence in flight starts a new request
-  once per T output tokens, so each decode step a sequence sees carries (B - 1) x S / T prompt
-  tokens in chunks (chunked prefill, Agrawal et al. OSDI'24 "Sarathi-Serve"); its own prompt is its
-  TTFT.  Static batching mixes nothing.
-* **MoE distinct experts.**  B tokens each routed to k of E experts at random touch
-  E x (1 - (1 - k/E)^B) distinct experts per layer (expected value of a union of uniform draws);
-  each expert touched is read once per step.  Shared experts are in the active parameters already.
-  Measured on one H200 (``shared/reference/h200-microbench/moe_decode.json``): the step time
-  follows the distinct experts.
-* **Step time.**  The linear layers stream the weights or run compute-bound, whichever is slower:
-  max(weight bytes / (BW x weight-streaming efficiency), FLOPs / (peak x compute efficiency));
-  attention then reads the KV cache in its own kernels at the KV-read efficiency, and every step
-  pays the per-layer and per-step overheads and the TP all-reduces (H200 microbenchmark: a decode
-  step = GEMM part + attention part, ``gpu_microbench.json`` field ``decode``).
+* **Regimes.**  ``static``: one batch of B prompts is prefilled together, then decoded together (TensorRT-LLM's
+  ``gptSessionBenchmark``, vLLM's ``benchmark_throughput`` with a fixed batch). ``continuous``: a client keeps C
+  requests in flight against a continuous-batching server (Orca, Yu et al. OSDI'22; vLLM, Kwon et al. SOSP'23;
+  ``benchmark_serving --max-concurrency C``).
+* **Effective concurrency** B = min(C, sequences the KV budget holds, ``max_num_seqs``), at least 1 so the ledgers
+  stay finite (the verdict says when not even one sequence fits).  Static batching reserves the full context S + T per
+  sequence; a paged continuous engine holds a sequence's blocks as its context grows, so in steady state a sequence
+  holds S + T/2 tokens on average.
+* **Decode context.**  The step that emits output token j (j = 2 .. T) attends over S + j - 1 tokens; over the T - 1
+  decode steps the mean is S + T/2.  TPOT (the mean step a sequence sees) and its floor are priced at that context, so
+  the floor stays below a measured average step.
+* **Prefill mix.**  With continuous batching every other sequence in flight starts a new request once per T output
+  tokens, so each decode step a sequence sees carries (B - 1) x S / T prompt tokens in chunks (chunked prefill,
+  Agrawal et al. OSDI'24 "Sarathi-Serve"); its own prompt is its TTFT.  Static batching mixes nothing.
+* **MoE distinct experts.**  B tokens each routed to k of E experts at random touch E x (1 - (1 - k/E)^B) distinct
+  experts per layer (expected value of a union of uniform draws); each expert touched is read once per step.  Shared
+  experts are in the active parameters already. Measured on one H200
+  (``shared/reference/h200-microbench/moe_decode.json``): the step time follows the distinct experts.
+* **Step time.**  The linear layers stream the weights or run compute-bound, whichever is slower: max(weight bytes /
+  (BW x weight-streaming efficiency), FLOPs / (peak x compute efficiency)); attention then reads the KV cache in its
+  own kernels at the KV-read efficiency, and every step pays the per-layer and per-step overheads and the TP
+  all-reduces (H200 microbenchmark: a decode step = GEMM part + attention part, ``gpu_microbench.json`` field
+  ``decode``).
 * **Queueing (closed, at the given concurrency, as the benchmarks run).**  C clients each send the
   next request when the last one finishes.  A request holds a slot for TTFT + (T - 1) x TPOT; B
   slots give the replica B / (TTFT + (T - 1) x TPOT) requests/s (Little's law).  The C - D clients
@@ -50,8 +48,7 @@ from inference_ledger.core.expr import is_sym
 from inference_ledger.core.sheetfuncs import ceil, eq, floor, ge, gt, le, literal, log10, lt, maximum, minimum, where
 from inference_ledger.core.units import (BATCHING_STATIC, FLOPS_PER_PARAM, GLU_MATRICES, LIMIT_COMPUTE, LIMIT_KV,
                                          LIMIT_MAX_NUM_SEQS, LIMIT_NONE, LIMIT_TPOT, MOE_SATURATION, RAMP_MEAN_DIVISOR,
-                                         STEPS_RUNNING_AT_ARRIVAL,
-                                         KERNEL_GEMM_POWER)
+                                         STEP_RESIDUAL_DIVISOR, STEPS_RUNNING_AT_ARRIVAL, KERNEL_GEMM_POWER)
 
 EFFICIENCIES_CSV = Path(__file__).resolve().parents[1] / "data" / "efficiencies.csv"
 
@@ -288,7 +285,7 @@ def lockstep_prompts(effective_concurrency, prefill_room_tokens, input_tokens):
     return minimum(effective_concurrency, maximum(1, prefill_room_tokens / input_tokens))
 
 
-def admission_wait_seconds(batching, overlap_scheduling, tpot_seconds):
+def admission_wait_seconds(batching, overlap_scheduling, scheduler_recv_interval, tpot_seconds):
     """Steps a closed-loop request waits before the step that prefills it (continuous batching; 0 static).
 
     Its client sends it when its predecessor's last token arrives, which is after the engine has launched its next
@@ -297,8 +294,11 @@ def admission_wait_seconds(batching, overlap_scheduling, tpot_seconds):
     (STEPS_RUNNING_AT_ARRIVAL).  An engine whose scheduler runs one step ahead (``overlap_scheduling`` 1) has also
     scheduled the step after it before the request arrives (vLLM's async scheduling, ``step_with_batch_queue``:
     "fulfilling the batch queue has a higher priority than getting model outputs", same file; SGLang's overlap event
-    loop launches batch n+1 before it processes batch n's results), one more step.  A decode step each: TPOT."""
-    return where(eq(batching, BATCHING_STATIC), 0, (STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling) * tpot_seconds)
+    loop launches batch n+1 before it processes batch n's results), one more step.  One that reads new requests
+    only every I-th decode step (``scheduler_recv_interval``: SGLang's SchedulerRecvSkipper, sglang 0.5.6) meets the
+    request at a step uniformly placed in its cycle: (I - 1) / 2 more on average.  A decode step each: TPOT."""
+    steps = STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling + (scheduler_recv_interval - 1) / STEP_RESIDUAL_DIVISOR
+    return where(eq(batching, BATCHING_STATIC), 0, steps * tpot_seconds)
 
 
 def lockstep_ttft_seconds(batching, lockstep_prompts, input_tokens, prefill_room_tokens, ttft_service_seconds,

@@ -335,12 +335,12 @@ wave_ttft_seconds = derived("wave_ttft_seconds", serving.wave_ttft_seconds, "Mea
 
 
 @line("TTFT at the target QPS", "s", COMPUTE,
-      "Steady state of requests arriving one by one below capacity: the prompt's own prefill + half of the step "
-      "already running + the step an overlapping scheduler has already prepared (overlap_scheduling x TPOT, as in "
-      "admission_wait_seconds); no wave, no queue; static: the batch's prefill. ttft_ok checks the target on it.")
-def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds, overlap_scheduling):
-    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0,
-                                        tpot_seconds / STEP_RESIDUAL_DIVISOR + overlap_scheduling * tpot_seconds)
+      "Requests arriving one by one below capacity: the prompt's own prefill + half the scheduler's read cycle "
+      "(scheduler_recv_interval steps, 1: the step running) + the step an overlapping scheduler has already prepared "
+      "(overlap_scheduling x TPOT); no wave, no queue; static: the batch's prefill. ttft_ok checks the target on it.")
+def ttft_open_seconds(batching, ttft_service_seconds, tpot_seconds, overlap_scheduling, scheduler_recv_interval):
+    wait = scheduler_recv_interval * tpot_seconds / STEP_RESIDUAL_DIVISOR + overlap_scheduling * tpot_seconds
+    return ttft_service_seconds + where(eq(batching, BATCHING_STATIC), 0, wait)
 
 
 prefill_room_tokens = derived("prefill_room_tokens", serving.prefill_room_tokens,
@@ -365,9 +365,9 @@ def lockstep_prompts(rank_concurrency, prefill_room_tokens, input_tokens, benchm
 
 admission_wait_seconds = derived("admission_wait_seconds", serving.admission_wait_seconds,
     "Wait for the steps already under way", "s", COMPUTE,
-    "A closed-loop request arrives after the engine launched its next step and waits for it (the engine reads new "
-    "requests between steps), and for one more where the scheduler runs a step ahead (overlap_scheduling): "
-    "(STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling) x TPOT; 0 static.")
+    "A closed-loop request arrives after the engine launched its next step and waits for it, one more where the "
+    "scheduler runs a step ahead, and half the rest of a read cycle of I = scheduler_recv_interval steps: "
+    "(STEPS_RUNNING_AT_ARRIVAL + overlap_scheduling + (I - 1) / 2) x TPOT; 0 static.")
 
 
 lockstep_ttft_seconds = derived("lockstep_ttft_seconds", serving.lockstep_ttft_seconds,
