@@ -118,10 +118,13 @@ def test_load_row_by_hand_nim_plateau():
     b = v["max_concurrency"]
     assert v["effective_concurrency"] == b < 250 and v["binding_limit"] == 1
     qps = b / (v["ttft_service_seconds"] + 499 * v["tpot_seconds"])
-    # the engine is not named: the default (vLLM) admits on the prompt's blocks, so floor(KV tokens / 5,000) clients
-    # are admitted (45 of 228,268 tokens; 41 run at 5,500) and only the others wait
+    # an FP8 cache (the row's notes deduce it from the plateau): 2 x 80 layers x 8 KV heads x 128 x 1 byte / 2 GPUs
+    # = 81,920 B per token per GPU; the engine is not named: the default (vLLM) admits on the prompt's blocks, so
+    # floor(KV tokens / 5,000) clients are admitted (91 of 456,536 tokens; 83 run at 5,500) and only the others wait
+    assert v["kv_bytes_per_token_per_gpu"] == 2 * 80 * 8 * 128 * 1 / 2
+    assert v["kv_capacity_tokens"] == v["kv_cache_budget_bytes_per_gpu"] // 81920 == 456536
     d = int(v["kv_capacity_tokens"] // 5000)
-    assert b == int(v["kv_capacity_tokens"] // 5500) == 41 and v["decode_requests"] == d == 45
+    assert b == int(v["kv_capacity_tokens"] // 5500) == 83 and v["decode_requests"] == d == 91
     # the benchmark's mean over its 1,000 requests (AIPerf's count is not printed: the tools' default): the first b
     # arrive as a wave, the rest with their lockstep group; then the wait of the 250 - d clients not admitted,
     # half of it for the first 250 (sent at once)
