@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from collections import Counter
 from decimal import Decimal
@@ -10,7 +11,8 @@ from decimal import Decimal
 import pytest
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.graph import resolve
+from inference_ledger.graph import plan, resolve
+from inference_ledger.validation import accuracy
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV, load_measured_load
 
@@ -320,3 +322,38 @@ def test_a_document_in_two_groups_is_refused(tmp_path):
     with pytest.raises(LedgerInputError, match="source_key 'nvidia-trtllm-perf-v0.9' is in source_group") as e:
         load_measured_load(p)
     assert "\n" not in str(e.value)
+
+
+def _plateau_kv_need(rows):
+    """Per row: (sequences the measured plateau keeps decoding, the KV they hold per GPU at the least, the memory one
+    GPU has beside its weights). Little's law on the decode tokens: output tokens/s per replica x TPOT sequences
+    decode at once on average (a lower bound on those held: a sequence also holds its slot while it prefills), capped
+    at the concurrency; each holds at least its prompt's KV (the plan's admitted form, windows counted), split over the
+    KV's shards (TP heads, DP-attention ranks, PP stages). The plan's lines, evaluated once over every row."""
+    rs = accuracy.RowSet(rows, as_planned=True)
+    assert rs.n_groups == 1   # every input a number: one vectorised evaluation
+    v = plan.evaluate({**rs.fixed[0], **rs.base}, validate=False)
+    out = []
+    for k, r in enumerate(rows):
+        tpot = r.tpot_ms if r.tpot_ms is not None else r.itl_ms
+        if r.regime != "continuous" or r.deployment_tok_s is None or tpot is None:
+            continue
+        decoding = min(r.deployment_tok_s / rs.replicas[k] * tpot / 1000, r.batch)
+        held = decoding * v["kv_bytes_per_sequence_admitted"][k] / v["kv_shards"][k]
+        out.append((r.id, decoding, held, v["gpu_memory_bytes"][k] - v["weights_bytes_per_gpu"][k]))
+    return out
+
+
+def test_every_measured_plateau_fits_the_kv_cache_its_row_states(rows):
+    """A row's model, GPU, weight and KV formats must hold what its own figures show running: the sequences decoding
+    at once (Little's law) need their prompts' KV beside the weights. The check can fail: NVIDIA NIM's Llama-3.3-70B
+    plateau (920 tok/s at a 92.9 ms ITL on two H100s, ~85 sequences of 5,000-token prompts) needs 70 GB per GPU as a
+    BF16 cache, where each GPU has 48.7 GB beside its 36.3 GB of weights; as FP8, the format its notes deduce, 35 GB."""
+    for rid, decoding, held, room in _plateau_kv_need(rows):
+        assert held <= room, f"{rid}: {decoding:.0f} sequences decoding hold {held / 1e9:.1f} GB of KV per GPU, " \
+                             f"{room / 1e9:.1f} GB beside the weights"
+    nim = [r for r in rows if r.id == "nim180-h100x2-llama33-70b-fp8-c250-5000-500"]
+    [(_, decoding, held, room)] = _plateau_kv_need(nim)
+    [(_, _, held_bf16, _)] = _plateau_kv_need([dataclasses.replace(nim[0], kv_dtype="bf16")])
+    assert 85 < decoding < 86 and held_bf16 == pytest.approx(2 * held) and held < room < held_bf16
+    assert held_bf16 == pytest.approx(decoding * 5000 * 2 * 80 * 8 * 128 * 2 / 2, rel=1e-12)
