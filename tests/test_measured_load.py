@@ -8,10 +8,11 @@ import re
 from collections import Counter
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from inference_ledger.catalogs import catalog, engines
-from inference_ledger.graph import plan, resolve
+from inference_ledger.graph import resolve
 from inference_ledger.validation import accuracy
 from inference_ledger.core.args import LedgerInputError
 from inference_ledger.catalogs.load_measurements import MEASURED_LOAD_CSV, load_measured_load
@@ -331,8 +332,8 @@ def _plateau_kv_need(rows):
     at the concurrency; each holds at least its prompt's KV (the plan's admitted form, windows counted), split over the
     KV's shards (TP heads, DP-attention ranks, PP stages). The plan's lines, evaluated once over every row."""
     rs = accuracy.RowSet(rows, as_planned=True)
-    assert rs.n_groups == 1   # every input a number: one vectorised evaluation
-    v = plan.evaluate({**rs.fixed[0], **rs.base}, validate=False)
+    v = rs.values(np.arange(len(rows)), {}, ("kv_bytes_per_sequence_admitted", "kv_shards", "gpu_memory_bytes",
+                                             "weights_bytes_per_gpu"))
     out = []
     for k, r in enumerate(rows):
         tpot = r.tpot_ms if r.tpot_ms is not None else r.itl_ms

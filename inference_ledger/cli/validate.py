@@ -176,7 +176,7 @@ def accuracy_page(st) -> str:
            "arriving after a finished one, plus its wait for a slot: the figure a plan reports at its target QPS) is "
            "compared with it (`load_fidelity.median_ttft`). The mean TTFT of the same runs is beside it. Reported, "
            "not fitted, and not a target.", "",
-           _markdown(load_fidelity.median_ttft_table()), "",
+           _markdown(load_fidelity.median_ttft_table(st.rowset.rows)), "",
            "## Error bands", "",
            f"Every plan carries `tokens_per_second_low`/`_high`, `tpot_seconds_low`/`_high`, `ttft_seconds_low`/"
            "`_high`, `gpus_for_qps_low`/`_high`, `monthly_cost_qps_low`/`_high` and "

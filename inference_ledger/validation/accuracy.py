@@ -2,26 +2,25 @@
 
 The load rows of :mod:`inference_ledger.catalogs.load_measurements` come from a handful of independent sources (a source
 is the file's ``source_group``: one team with one harness, whatever documents it published; see :func:`source_of`).
-A number that was tuned on a source says little about the next deployment, so every error this module reports as
-the headline is *left out*: for each source, the declared parameters are fitted on every other source and the left-out
+A number that was tuned on a source says little about the next deployment, so every error this module reports as the
+headline is *left out*: for each source, the declared parameters are fitted on every other source and the left-out
 source is predicted with them.
 
 * **Parameters** (:data:`PARAMETERS`): a short declared list of plan inputs with a physical meaning (the share of the
-  HBM bandwidth a decode step streams weights at, per GPU vendor; the engine's fixed time per step, per engine
-  family; ...).  Each is fitted by a coarse grid search, one parameter at a time (two passes), minimising the median
-  ``|log(predicted / measured)|`` over the output tokens/s and TPOT of the rows in its scope (each source weighing
-  the same), never per row.  A parameter whose scope has fewer than :data:`MIN_FIT_ROWS` training figures or
-  :data:`MIN_FIT_SOURCES` sources keeps its default.  Names the plan does
-  not have are skipped, so the list works on whatever step model the plan runs.
-* **Held out twice**: the plan runs its sourced defaults unless :data:`PLAN_USES_FIT` (not fitted on any load row),
-  so its own figures are held out too; ``validate`` prints both, and the plan's ("served") figures set the bands.
-* **Bands** (:mod:`inference_ledger.catalogs.bands`): per segment (``bands.SEGMENT_WORDS``, segments
-  with too few figures or a single source falling back to all rows) the 10th and 90th percentiles of ``measured /
-  predicted`` over the served figures, each source weighing the same (:func:`accuracy_report.weighted_percentile`):
-  about 80% of new measurements should fall inside
-  ``predicted x [low, high]``.  :func:`coverage` checks that on each source with bands drawn from the others.  They
-  are data (``inference_ledger/data/error_bands.csv``, written by ``inference-ledger validate --write-bands``), read
-  when a plan is resolved: nothing is refitted at plan time.
+  HBM bandwidth a decode step streams weights at, per GPU vendor; the engine's fixed time per step, per engine family;
+  ...).  Each is fitted by a coarse grid search, one parameter at a time (two passes), minimising the median
+  ``|log(predicted / measured)|`` over the output tokens/s and TPOT of the rows in its scope (each source weighing the
+  same), never per row.  A parameter whose scope has fewer than :data:`MIN_FIT_ROWS` training figures or
+  :data:`MIN_FIT_SOURCES` sources keeps its default.  Names the plan does not have are skipped, so the list works on
+  whatever step model the plan runs.
+* **Held out twice**: the plan runs its sourced defaults unless :data:`PLAN_USES_FIT` (not fitted on any load row), so
+  its own figures are held out too; ``validate`` prints both, and the plan's ("served") figures set the bands.
+* **Bands** (:mod:`inference_ledger.catalogs.bands`): per segment (``bands.SEGMENT_WORDS``, segments with too few
+  figures or a single source falling back to all rows) the 10th and 90th percentiles of ``measured / predicted`` over
+  the served figures, each source weighing the same (:func:`accuracy_report.weighted_percentile`): about 80% of new
+  measurements should fall inside ``predicted x [low, high]``.  :func:`coverage` checks that on each source with bands
+  drawn from the others.  They are data (``inference_ledger/data/error_bands.csv``, written by ``inference-ledger
+  validate --write-bands``), read when a plan is resolved: nothing is refitted at plan time.
 """
 
 from __future__ import annotations
@@ -43,6 +42,8 @@ from inference_ledger.core.units import MS_PER_S
 #: measured figure -> label (the load rows' metrics; TPOT falls back to the mean ITL where only that is printed)
 METRICS = {"output_tok_s": "Output tokens/s under load", "tpot_ms": "TPOT under load",
            "ttft_ms": "TTFT under load"}
+#: the plan lines those figures are predicted from (:func:`predicted_metrics`)
+METRIC_LINES = ("benchmark_tokens_per_second", "benchmark_tpot_seconds", "ttft_seconds")
 #: What the parameters are fitted on (TTFT under load is mostly queueing: reported and banded, not fitted).
 FIT_METRICS = ("output_tok_s", "tpot_ms")
 #: A parameter needs this many training figures in its scope to be fitted (else it keeps its default).
@@ -91,12 +92,9 @@ class Parameter:
     why: str
 
 
-def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
-    return tuple(float(x) for x in np.geomspace(lo, hi, n))
-
-
-def _lin(lo: float, hi: float, n: int) -> tuple[float, ...]:
-    return tuple(float(x) for x in np.linspace(lo, hi, n))
+def _grid(space, lo: float, hi: float, n: int) -> tuple[float, ...]:
+    """n grid values from lo to hi, spaced by ``space`` (np.geomspace or np.linspace)."""
+    return tuple(float(x) for x in space(lo, hi, n))
 
 
 _BW = "share of the HBM bandwidth a decode step streams the weights at (the vendor's GEMM/GEMV kernels)"
@@ -108,21 +106,21 @@ _ROOF_LAYER = ("time per layer per decode step of kernel floors and launches whe
                "roofline fallback): the vendor's kernel floors")
 #: The declared parameters, fitted in this order.  Physical meaning and range first; never one per row.
 PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("bw_efficiency", "gpu_vendor", "NVIDIA", _geom(0.35, 0.95, 25), _BW),
-    Parameter("bw_efficiency", "gpu_vendor", "AMD", _geom(0.2, 0.95, 25), _BW),
-    Parameter("decode_compute_efficiency", "gpu_vendor", "NVIDIA", _geom(0.15, 0.9, 25), _COMPUTE),
-    Parameter("decode_compute_efficiency", "gpu_vendor", "AMD", _geom(0.1, 0.9, 25), _COMPUTE),
-    Parameter("prefill_efficiency", "gpu_vendor", "NVIDIA", _geom(0.1, 0.9, 25), _PREFILL),
-    Parameter("prefill_efficiency", "gpu_vendor", "AMD", _geom(0.1, 0.9, 25), _PREFILL),
-    Parameter("layer_overhead_seconds", "gpu_vendor", "NVIDIA", _lin(0.0, 3e-4, 25), _ROOF_LAYER),
-    Parameter("layer_overhead_seconds", "gpu_vendor", "AMD", _lin(0.0, 3e-4, 25), _ROOF_LAYER),
-    Parameter("step_overhead_seconds", "engine_family", "vllm", _lin(0.0, 6e-3, 25), _STEP),
-    Parameter("step_overhead_seconds", "engine_family", "sglang", _lin(0.0, 6e-3, 25), _STEP),
-    Parameter("step_overhead_seconds", "engine_family", "trtllm", _lin(0.0, 6e-3, 25), _STEP),
+    Parameter("bw_efficiency", "gpu_vendor", "NVIDIA", _grid(np.geomspace, 0.35, 0.95, 25), _BW),
+    Parameter("bw_efficiency", "gpu_vendor", "AMD", _grid(np.geomspace, 0.2, 0.95, 25), _BW),
+    Parameter("decode_compute_efficiency", "gpu_vendor", "NVIDIA", _grid(np.geomspace, 0.15, 0.9, 25), _COMPUTE),
+    Parameter("decode_compute_efficiency", "gpu_vendor", "AMD", _grid(np.geomspace, 0.1, 0.9, 25), _COMPUTE),
+    Parameter("prefill_efficiency", "gpu_vendor", "NVIDIA", _grid(np.geomspace, 0.1, 0.9, 25), _PREFILL),
+    Parameter("prefill_efficiency", "gpu_vendor", "AMD", _grid(np.geomspace, 0.1, 0.9, 25), _PREFILL),
+    Parameter("layer_overhead_seconds", "gpu_vendor", "NVIDIA", _grid(np.linspace, 0.0, 3e-4, 25), _ROOF_LAYER),
+    Parameter("layer_overhead_seconds", "gpu_vendor", "AMD", _grid(np.linspace, 0.0, 3e-4, 25), _ROOF_LAYER),
+    Parameter("step_overhead_seconds", "engine_family", "vllm", _grid(np.linspace, 0.0, 6e-3, 25), _STEP),
+    Parameter("step_overhead_seconds", "engine_family", "sglang", _grid(np.linspace, 0.0, 6e-3, 25), _STEP),
+    Parameter("step_overhead_seconds", "engine_family", "trtllm", _grid(np.linspace, 0.0, 6e-3, 25), _STEP),
     # the kernel-table step model's per-layer remainder (norms, rotary, activation: kernels its tables do not hold)
-    Parameter("kernel_layer_overhead_seconds", "engine_family", "vllm", _lin(0.0, 6e-5, 25), _LAYER),
-    Parameter("kernel_layer_overhead_seconds", "engine_family", "sglang", _lin(0.0, 6e-5, 25), _LAYER),
-    Parameter("kernel_layer_overhead_seconds", "engine_family", "trtllm", _lin(0.0, 6e-5, 25), _LAYER),
+    Parameter("kernel_layer_overhead_seconds", "engine_family", "vllm", _grid(np.linspace, 0.0, 6e-5, 25), _LAYER),
+    Parameter("kernel_layer_overhead_seconds", "engine_family", "sglang", _grid(np.linspace, 0.0, 6e-5, 25), _LAYER),
+    Parameter("kernel_layer_overhead_seconds", "engine_family", "trtllm", _grid(np.linspace, 0.0, 6e-5, 25), _LAYER),
 )
 
 
@@ -211,7 +209,6 @@ class RowSet:
         group = [repr(sorted(f.items())) for f in self.fixed]
         names = sorted(set(group))
         self.group = np.array([names.index(g) for g in group])
-        self.n_groups = len(names)
         self.sources = np.array([source_of(r) for r in self.rows])
         seg = [row_segment(r) for r in self.rows]
         self.segment = {f: np.array([s[f] for s in seg]) for f in SEGMENT_FIELDS}
@@ -221,20 +218,23 @@ class RowSet:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def predict(self, idx: np.ndarray, overrides: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Predicted figures of rows ``idx`` (repeats allowed) with inputs replaced by ``overrides`` (aligned to idx)."""
-        out = {m: np.full(len(idx), np.nan) for m in METRICS}
+    def values(self, idx: np.ndarray, overrides: dict[str, np.ndarray],
+               lines: Sequence[str]) -> dict[str, np.ndarray]:
+        """The plan's ``lines`` for rows ``idx`` (repeats allowed), inputs replaced by ``overrides`` (as idx)."""
+        out = {k: np.full(len(idx), np.nan) for k in lines}
         gi = self.group[idx]
-        for g in np.unique(gi):
+        for g in np.unique(gi):   # one vectorised evaluation per group of rows
             pos = np.nonzero(gi == g)[0]
             rows = idx[pos]
-            vals = {**self.fixed[rows[0]], **{k: a[rows] for k, a in self.base.items()}}
-            for k, a in overrides.items():
-                vals[k] = np.asarray(a, dtype=float)[pos]
-            v = plan.evaluate(vals, validate=False)
-            for m, a in predicted_metrics(v, self.replicas[rows]).items():
-                out[m][pos] = np.asarray(a, dtype=float)
+            v = plan.evaluate({**self.fixed[rows[0]], **{k: a[rows] for k, a in self.base.items()},
+                               **{k: np.asarray(a, dtype=float)[pos] for k, a in overrides.items()}}, validate=False)
+            for k in lines:
+                out[k][pos] = np.asarray(v[k], dtype=float)
         return out
+
+    def predict(self, idx: np.ndarray, overrides: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Predicted figures of rows ``idx`` (repeats allowed) with inputs replaced by ``overrides`` (aligned to idx)."""
+        return predicted_metrics(self.values(idx, overrides, METRIC_LINES), self.replicas[idx])
 
     def scope(self, p: Parameter) -> np.ndarray:
         return np.ones(len(self), bool) if p.by == "*" else self.segment[p.by] == p.group

@@ -68,16 +68,16 @@ def median_ttft(rows: Optional[Iterable[LoadRow]] = None) -> list[LoadCheck]:
     slots (``steady_ttft_seconds`` + ``queue_seconds``).  Where that first wave is under half of the run's N
     requests, the median request is a later one; its TTFT is compared (a run whose wave is half of it or more is
     left out).  The mean of such a run also carries its first wave and its tail; the median does not."""
-    out = []
-    for r in load_measured_load() if rows is None else rows:
-        if r.ttft_median_ms is None:
-            continue
-        v = row_values(r)
-        if 2 * min(v["effective_concurrency"], v["benchmark_requests"]) >= v["benchmark_requests"]:
-            continue
-        predicted = (v["steady_ttft_seconds"] + v["queue_seconds"]) * MS_PER_S
-        out.append(LoadCheck(r.id, "ttft_median_ms", r.regime, r.ttft_median_ms, float(predicted)))
-    return out
+    rows = [r for r in (load_measured_load() if rows is None else rows) if r.ttft_median_ms is not None]
+    if not rows:
+        return []
+    v = RowSet(rows, as_planned=True).values(np.arange(len(rows)), {}, ("effective_concurrency", "benchmark_requests",
+                                                                        "steady_ttft_seconds", "queue_seconds"))
+    n = v["benchmark_requests"]
+    later = 2 * np.minimum(v["effective_concurrency"], n) < n
+    predicted = (v["steady_ttft_seconds"] + v["queue_seconds"]) * MS_PER_S
+    return [LoadCheck(r.id, "ttft_median_ms", r.regime, r.ttft_median_ms, float(predicted[k]))
+            for k, r in enumerate(rows) if later[k]]
 
 
 def checks(rows: Optional[Iterable[LoadRow]] = None) -> list[LoadCheck]:
